@@ -1,0 +1,101 @@
+//! Zero-copy views and owned representations of the wire formats tickplant reads.
+//!
+//! Every format follows one shape (after smoltcp's `wire` module):
+//!
+//! * `Packet<T: AsRef<[u8]>>` is a view over a buffer. `Packet::new_checked` validates the
+//!   lengths once; after it succeeds no accessor can panic, whatever the bytes hold.
+//! * `Repr` is the owned, validated meaning of a header, with `parse`, `emit` and `buffer_len`.
+//! * Field offsets are named constants in a private `mod field`.
+//!
+//! Parsers are total: hostile input gives an [`Error`] that says what was wrong and at which
+//! byte offset; it never panics, loops, or allocates.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod ethernet;
+pub mod ipv4;
+pub mod moldudp64;
+pub mod opra;
+pub mod udp;
+pub mod xdp;
+
+pub use error::{Error, Result};
+
+/// Read a big- or little-endian unsigned integer of 1..=8 bytes. `bytes.len()` must be 1..=8.
+#[inline]
+pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
+    debug_assert!(!bytes.is_empty() && bytes.len() <= 8);
+    let mut v = 0u64;
+    if big_endian {
+        for &b in bytes {
+            v = (v << 8) | u64::from(b);
+        }
+    } else {
+        for &b in bytes.iter().rev() {
+            v = (v << 8) | u64::from(b);
+        }
+    }
+    v
+}
+
+/// Write `value` into `out` as an unsigned integer of `out.len()` (1..=8) bytes.
+#[inline]
+pub fn write_uint(out: &mut [u8], value: u64, big_endian: bool) {
+    let n = out.len();
+    for i in 0..n {
+        let byte = (value >> (8 * i)) as u8;
+        if big_endian {
+            out[n - 1 - i] = byte;
+        } else {
+            out[i] = byte;
+        }
+    }
+}
+
+/// The Internet checksum (RFC 1071) over `data`, folded to 16 bits, not yet complemented.
+pub fn ones_complement_sum(mut acc: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        acc += u32::from(*last) << 8;
+    }
+    acc
+}
+
+/// Fold a 32-bit one's-complement accumulator into the final complemented checksum.
+pub fn fold_checksum(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_uint_roundtrip() {
+        for width in 1..=8usize {
+            let max = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
+            for &v in &[0u64, 1, 0x1234_5678_9abc_def0 & max, max] {
+                for be in [true, false] {
+                    let mut buf = [0xa5u8; 8];
+                    write_uint(&mut buf[..width], v, be);
+                    assert_eq!(read_uint(&buf[..width], be), v, "width {width} be {be}");
+                }
+            }
+        }
+        assert_eq!(read_uint(&[1, 2], true), 0x0102);
+        assert_eq!(read_uint(&[1, 2], false), 0x0201);
+    }
+
+    #[test]
+    fn test_checksum_rfc1071_example() {
+        // RFC 1071 section 3 example: 0001 f203 f4f5 f6f7 sums to 0xddf2 (before complement).
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold_checksum(ones_complement_sum(0, &data)), !0xddf2);
+    }
+}
