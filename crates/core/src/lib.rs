@@ -1,1 +1,12 @@
-//! stub
+//! Sans-IO state machines of tickplant.
+//!
+//! Nothing in this crate touches the OS: no sockets, threads, clocks or files. Time comes in
+//! as `now` (u64 nanoseconds) and output goes out through `poll_*` methods, so a replay from
+//! a pcap file is exact: the same input gives the same output, byte for byte.
+#![forbid(unsafe_code)]
+
+pub mod arb;
+pub mod seq;
+
+pub use arb::{Action, ArbConfig, ArbSink, ArbEvent, ArbStats, Arbitrator, GapReason, GapReport, InputStats, OutputId, OutputStats, Policy, Released, ResetKind, Verdict};
+pub use seq::{CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer, SequencerConfig};

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod build;
 pub mod ethernet;
 pub mod ipv4;
 pub mod moldudp64;

@@ -1,0 +1,1185 @@
+//! A/B line arbitration: merge redundant feeds into one stream, twice over.
+//!
+//! The [`Arbitrator`] takes frames from two or more inputs (A, B, ...) that carry the same
+//! sequenced packets, and produces two outputs at the same time:
+//!
+//! * **low latency** (LL): a packet is forwarded the moment it arrives if its sequence number
+//!   is at or past the next expected one. It never waits: a hole is skipped at once and
+//!   reported (reason `skipped`), and copies that arrive later are counted, not forwarded.
+//! * **high reliability** (HR): packets that arrive early are buffered and released in order
+//!   once the missing packets arrive, or the wait is given up under the window [`Policy`]:
+//!   a time (`timeout`), a count of waiting messages (`count`), both, or none at all
+//!   (`LowLatency`, reason `skipped`). An idle cap (`idle`) releases whatever waits when no
+//!   data has arrived for a while, so count mode never strands packets in a quiet period.
+//!
+//! What it promises:
+//!
+//! * Each output is strictly increasing in sequence number and never repeats a message: a
+//!   packet that overlaps what was already delivered is trimmed to its new messages where the
+//!   protocol's message boundaries are known ([`Sequencer::trim`]). Where they are not (OPRA,
+//!   custom layouts) the packet is forwarded whole and the repeated messages are counted in
+//!   `redelivered`: never silently.
+//! * Every gap is reported once per output with its first and last sequence number.
+//! * Every packet ends in exactly one counted outcome per input and per output, and the
+//!   accounting balances ([`Arbitrator::check_accounting`]).
+//! * Bounded memory: the HR buffer holds at most `capacity_packets` packets and
+//!   `capacity_bytes` bytes, preallocated; when full, the oldest wait is given up (`overflow`).
+//! * Sans-IO: time is the `now` the caller passes in. The caller asks [`Arbitrator::poll_timeout`]
+//!   for the next deadline and calls [`Arbitrator::handle_timeout`] at it.
+//!
+//! The calling sequence, per frame:
+//!
+//! ```text
+//! while arb.poll_timeout() <= Some(now) { arb.handle_timeout(deadline); drain }
+//! let v = arb.handle_frame(now, input, frame);
+//! if let Verdict::Data { ll: Action::Forward { skip }, .. } -> emit frame to LL
+//! if let Verdict::Data { hr: Action::Forward { skip }, .. } -> emit frame to HR  (before draining!)
+//! drain: while let Some(r) = arb.poll_hr() { emit r.frame to HR }; poll_gap(); poll_event()
+//! ```
+//!
+//! It does not promise anything about packets from two different sequence spaces beyond
+//! the reset handling described on [`ResetKind`].
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::seq::{LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer};
+
+/// Which output a report or counter belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputId {
+    Ll,
+    Hr,
+}
+
+impl OutputId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputId::Ll => "ll",
+            OutputId::Hr => "hr",
+        }
+    }
+}
+
+/// The high-reliability window: how long, or for how many messages, early packets wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Policy {
+    /// Never wait: the HR output behaves like the LL output (holes are skipped at once).
+    LowLatency,
+    /// A packet waits at most `timeout_ns`.
+    Time { timeout_ns: u64 },
+    /// At most `max_msgs` messages wait.
+    Count { max_msgs: u64 },
+    /// Whichever of the two limits comes first.
+    TimeCount { timeout_ns: u64, max_msgs: u64 },
+}
+
+impl Policy {
+    fn timeout(&self) -> Option<u64> {
+        match *self {
+            Policy::Time { timeout_ns } | Policy::TimeCount { timeout_ns, .. } => Some(timeout_ns),
+            _ => None,
+        }
+    }
+    fn max_msgs(&self) -> Option<u64> {
+        match *self {
+            Policy::Count { max_msgs } | Policy::TimeCount { max_msgs, .. } => Some(max_msgs),
+            Policy::LowLatency => Some(0),
+            Policy::Time { .. } => None,
+        }
+    }
+    /// Name as used on the command line.
+    pub fn mode_name(&self) -> &'static str {
+        match self {
+            Policy::LowLatency => "low-latency",
+            Policy::Time { .. } => "time",
+            Policy::Count { .. } => "count",
+            Policy::TimeCount { .. } => "time-count",
+        }
+    }
+}
+
+/// Why a gap was given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GapReason {
+    /// The HR window's time ran out.
+    Timeout,
+    /// More messages waited than the HR window allows.
+    Count,
+    /// The HR buffer was full.
+    Overflow,
+    /// Skipped at once: the LL output, or the HR output under `Policy::LowLatency`.
+    Skipped,
+    /// No data arrived for the idle cap while packets waited.
+    Idle,
+    /// A sequence reset ended the sequence space while packets waited.
+    Reset,
+    /// The caller flushed the arbitrator (end of input).
+    Flush,
+}
+
+impl GapReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapReason::Timeout => "timeout",
+            GapReason::Count => "count",
+            GapReason::Overflow => "overflow",
+            GapReason::Skipped => "skipped",
+            GapReason::Idle => "idle",
+            GapReason::Reset => "reset",
+            GapReason::Flush => "flush",
+        }
+    }
+}
+
+/// A range of sequence numbers an output gave up on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GapReport {
+    pub output: OutputId,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub messages: u64,
+    pub reason: GapReason,
+    /// When it was given up.
+    pub at_ns: u64,
+}
+
+/// What started a new sequence space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResetKind {
+    /// A MoldUDP64 packet of a new session. Packets of the session just left are late.
+    Session,
+    /// An XDP Sequence Number Reset. Copies of the same reset packet are duplicates.
+    ResetMessage,
+    /// A sequence number at least `reset_jump` below the highest seen.
+    ///
+    /// After a reset message or a backward jump, a packet whose sequence number falls in the
+    /// range of the space just left is a late copy of that space (not an early packet of the
+    /// new one) until the new space's sequence numbers reach that range.
+    BackwardJump,
+}
+
+/// Things that happen besides packets and gaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArbEvent {
+    SequenceReset { at_ns: u64, input: u8, kind: ResetKind, old_next: u64, new_seq: u64 },
+    EndOfSession { at_ns: u64, input: u8, seq: u64 },
+    PolicyChanged { at_ns: u64, policy: Policy },
+}
+
+/// What an output does with the packet just handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// The output is switched off.
+    Off,
+    /// Forward the frame now; `skip` > 0 means its first `skip` messages were already
+    /// delivered: use [`Arbitrator::frame_for`] to get the trimmed bytes.
+    Forward { skip: u32 },
+    /// Copied into the HR buffer; it comes out of [`Arbitrator::poll_hr`].
+    Buffered,
+    /// Every message was already delivered on this output.
+    Duplicate,
+    /// Its messages were given up before it arrived.
+    Late,
+}
+
+/// The verdict on one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not market data: route to the *other* output.
+    Other(Other),
+    /// A heartbeat or end-of-session packet: counted, not forwarded.
+    Control(PacketInfo),
+    /// A data packet and what each output does with it.
+    Data { info: PacketInfo, ll: Action, hr: Action },
+}
+
+/// A packet released from the HR buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Released<'a> {
+    pub frame: &'a [u8],
+    /// Sequence number and count as released (after trimming).
+    pub seq: u64,
+    pub count: u32,
+    pub input: u8,
+    pub arrival_ns: u64,
+    pub release_ns: u64,
+    pub trimmed: bool,
+}
+
+/// Arbitrator configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArbConfig {
+    /// Number of inputs (2 for A/B), at most 255.
+    pub inputs: usize,
+    pub low_latency: bool,
+    pub high_reliability: bool,
+    pub policy: Policy,
+    /// HR buffer capacity in packets.
+    pub capacity_packets: usize,
+    /// HR buffer capacity in bytes (frame bytes).
+    pub capacity_bytes: usize,
+    /// Give up every wait when no data packet has arrived for this long (0: never).
+    pub idle_ns: u64,
+    /// A sequence number this far below the highest seen starts a new space (0: never).
+    pub reset_jump: u64,
+    /// The first expected sequence number; `None` takes the first packet's.
+    pub start_seq: Option<u64>,
+    /// How many given-up ranges each output remembers to tell late packets from duplicates.
+    pub gap_memory: usize,
+}
+
+impl Default for ArbConfig {
+    fn default() -> Self {
+        ArbConfig {
+            inputs: 2,
+            low_latency: true,
+            high_reliability: true,
+            policy: Policy::Time { timeout_ns: 1_000_000 },
+            capacity_packets: 4096,
+            capacity_bytes: 16 << 20,
+            idle_ns: 1_000_000_000,
+            reset_jump: 1 << 30,
+            start_seq: None,
+            gap_memory: 4096,
+        }
+    }
+}
+
+impl ArbConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.inputs == 0 || self.inputs > 255 {
+            return Err(format!("inputs must be 1..=255, got {}", self.inputs));
+        }
+        if self.capacity_packets == 0 {
+            return Err("capacity_packets must be at least 1".into());
+        }
+        if !self.low_latency && !self.high_reliability {
+            return Err("at least one output (low_latency, high_reliability) must be on".into());
+        }
+        if self.gap_memory == 0 {
+            return Err("gap_memory must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one input. `packets == other + control + wins + duplicates + late`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputStats {
+    /// Frames received on this input, of every kind.
+    pub packets: u64,
+    /// Messages in its data packets.
+    pub messages: u64,
+    /// Data packets that brought at least one message first (the first copy).
+    pub wins: u64,
+    /// Data packets whose messages had all arrived before.
+    pub duplicates: u64,
+    /// Data packets whose messages had been given up before they arrived.
+    pub late: u64,
+    /// Data packets with a lower sequence number than an earlier packet of this input.
+    pub out_of_order: u64,
+    /// Heartbeats and end-of-session packets.
+    pub control: u64,
+    /// Frames that are not market data (see the per-reason counts).
+    pub other: u64,
+}
+
+/// Counters of one output.
+///
+/// `data_in == packets + duplicates + late + pending`, and
+/// `messages - redelivered + messages_lost == sequence_span`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputStats {
+    pub enabled: bool,
+    /// Data packets offered to this output.
+    pub data_in: u64,
+    /// Packets forwarded.
+    pub packets: u64,
+    /// Messages forwarded.
+    pub messages: u64,
+    /// Gaps reported.
+    pub gaps: u64,
+    /// Messages in those gaps.
+    pub messages_lost: u64,
+    /// Packets forwarded trimmed to their new messages.
+    pub trimmed: u64,
+    /// Messages forwarded a second time because the packet could not be trimmed.
+    pub redelivered: u64,
+    /// Packets not forwarded: all messages already delivered.
+    pub duplicates: u64,
+    /// Packets not forwarded: their messages had been given up.
+    pub late: u64,
+    /// Packets waiting in the buffer now (HR).
+    pub pending: u64,
+    /// Most packets that waited at once (HR).
+    pub max_pending: u64,
+    /// Sequence numbers covered so far: delivered or given up, summed over sequence spaces.
+    pub sequence_span: u64,
+}
+
+/// All counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArbStats {
+    pub inputs: Vec<InputStats>,
+    pub ll: OutputStats,
+    pub hr: OutputStats,
+    /// Other traffic by reason, all inputs together.
+    pub other_by_reason: std::collections::BTreeMap<String, u64>,
+    pub sequence_resets: u64,
+}
+
+/// Given-up ranges, oldest first, ascending in sequence number within a space.
+#[derive(Debug)]
+struct GapMemory {
+    ranges: VecDeque<(u64, u64)>, // [first, end)
+    cap: usize,
+}
+
+impl GapMemory {
+    fn new(cap: usize) -> Self {
+        GapMemory { ranges: VecDeque::with_capacity(cap), cap }
+    }
+    fn push(&mut self, first: u64, end: u64) {
+        if self.ranges.len() == self.cap {
+            self.ranges.pop_front();
+        }
+        self.ranges.push_back((first, end));
+    }
+    /// Does `[s, e)` touch a given-up range?
+    #[inline]
+    fn touches(&self, s: u64, e: u64) -> bool {
+        match self.ranges.back() {
+            None => false,
+            Some(&(_, last_end)) if s >= last_end => false,
+            _ => {
+                // First range ending after s; it touches if it starts before e.
+                let i = self.ranges.partition_point(|&(_, end)| end <= s);
+                self.ranges.get(i).is_some_and(|&(first, _)| first < e)
+            }
+        }
+    }
+    fn clear(&mut self) {
+        self.ranges.clear();
+    }
+}
+
+/// State and counters of one output that are common to LL and HR.
+#[derive(Debug)]
+struct OutputState {
+    id: OutputId,
+    /// Next expected sequence number: everything below it was delivered or given up.
+    next: u64,
+    /// Where the current sequence space started for this output.
+    space_start: u64,
+    stats: OutputStats,
+    memory: GapMemory,
+}
+
+impl OutputState {
+    fn new(id: OutputId, enabled: bool, gap_memory: usize) -> Self {
+        OutputState {
+            id,
+            next: 0,
+            space_start: 0,
+            stats: OutputStats { enabled, ..Default::default() },
+            memory: GapMemory::new(gap_memory),
+        }
+    }
+
+    /// Classify a packet that is entirely below `next`.
+    #[inline]
+    fn old(&mut self, s: u64, e: u64) -> Action {
+        if self.memory.touches(s, e) {
+            self.stats.late += 1;
+            Action::Late
+        } else {
+            self.stats.duplicates += 1;
+            Action::Duplicate
+        }
+    }
+
+    fn gap(&mut self, to: u64, reason: GapReason, now: u64, gaps: &mut VecDeque<GapReport>) {
+        debug_assert!(to > self.next);
+        let messages = to - self.next;
+        gaps.push_back(GapReport {
+            output: self.id,
+            first_seq: self.next,
+            last_seq: to - 1,
+            messages,
+            reason,
+            at_ns: now,
+        });
+        self.memory.push(self.next, to);
+        self.stats.gaps += 1;
+        self.stats.messages_lost += messages;
+        self.next = to;
+    }
+
+    /// Count a forwarded packet `[s, e)` that starts at or before `next`; returns the skip.
+    #[inline]
+    fn deliver(&mut self, s: u64, e: u64, can_trim: bool) -> u32 {
+        let skip = self.next.saturating_sub(s) as u32;
+        self.stats.packets += 1;
+        if skip > 0 && !can_trim {
+            self.stats.messages += e - s;
+            self.stats.redelivered += u64::from(skip);
+        } else {
+            self.stats.messages += e - s - u64::from(skip);
+            if skip > 0 {
+                self.stats.trimmed += 1;
+            }
+        }
+        self.next = e;
+        skip
+    }
+
+    fn new_space(&mut self, seq: u64) {
+        self.stats.sequence_span += self.next - self.space_start;
+        self.next = seq;
+        self.space_start = seq;
+        self.memory.clear();
+    }
+
+    fn span(&self) -> u64 {
+        self.stats.sequence_span + (self.next - self.space_start)
+    }
+}
+
+/// A packet in the HR buffer (or ready to be released from it).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    seq: u64,
+    count: u32,
+    /// Messages already delivered when it became ready (trim on release).
+    skip: u32,
+    slot: u32,
+    len: u32,
+    input: u8,
+    arrival: u64,
+    info: PacketInfo,
+}
+
+impl Entry {
+    #[inline]
+    fn end(&self) -> u64 {
+        self.seq + u64::from(self.count)
+    }
+}
+
+/// The high-reliability buffer: early packets sorted by sequence number, plus those ready
+/// to leave, in preallocated frame slots.
+#[derive(Debug)]
+struct HrBuffer {
+    waiting: VecDeque<Entry>,
+    ready: VecDeque<Entry>,
+    slots: Vec<Vec<u8>>,
+    free: Vec<u32>,
+    bytes: usize,
+    waiting_msgs: u64,
+    /// Earliest arrival among waiting packets (u64::MAX when none).
+    min_arrival: u64,
+}
+
+/// Initial capacity of each frame slot: a full Ethernet frame. A larger frame grows its
+/// slot once; the slot keeps that size for reuse.
+const SLOT_BYTES: usize = 1536;
+
+impl HrBuffer {
+    fn new(capacity_packets: usize) -> Self {
+        let n = capacity_packets + 1;
+        HrBuffer {
+            waiting: VecDeque::with_capacity(n),
+            ready: VecDeque::with_capacity(n),
+            slots: (0..n).map(|_| Vec::with_capacity(SLOT_BYTES)).collect(),
+            free: (0..n as u32).rev().collect(),
+            bytes: 0,
+            waiting_msgs: 0,
+            min_arrival: u64::MAX,
+        }
+    }
+
+    fn store(&mut self, frame: &[u8]) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                // Only when the caller leaves released packets undrained: grow, never drop.
+                self.slots.push(Vec::with_capacity(SLOT_BYTES));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let buf = &mut self.slots[slot as usize];
+        buf.clear();
+        buf.extend_from_slice(frame);
+        self.bytes += frame.len();
+        slot
+    }
+
+    fn recompute_min_arrival(&mut self) {
+        self.min_arrival = self.waiting.iter().map(|e| e.arrival).min().unwrap_or(u64::MAX);
+    }
+}
+
+/// The A/B line arbitrator. See the module documentation.
+#[derive(Debug)]
+pub struct Arbitrator {
+    config: ArbConfig,
+    seq: Sequencer,
+    can_trim: bool,
+    links: Vec<LinkType>,
+    started: bool,
+    /// Highest `end` seen in the current space (from any input).
+    high: u64,
+    session: u128,
+    prev_session: Option<u128>,
+    /// The previous space's range, for late copies after a backward jump.
+    prev_space: Option<(u64, u64)>,
+    /// Fingerprint of the XDP reset packet that started the current space.
+    reset_sig: Option<u64>,
+    ll: OutputState,
+    hr: OutputState,
+    buf: HrBuffer,
+    last_data: u64,
+    deadline: u64,
+    now: u64,
+    inputs: Vec<InputStats>,
+    in_high: Vec<u64>,
+    other_by_reason: [u64; OtherReason::ALL.len()],
+    resets: u64,
+    gaps: VecDeque<GapReport>,
+    events: VecDeque<ArbEvent>,
+    scratch: Vec<u8>,
+}
+
+impl Arbitrator {
+    pub fn new(config: ArbConfig, seq: Sequencer) -> Result<Arbitrator, String> {
+        config.validate()?;
+        let n = config.inputs;
+        Ok(Arbitrator {
+            can_trim: seq.can_trim(),
+            seq,
+            links: vec![LinkType::Ethernet; n],
+            started: false,
+            high: 0,
+            session: 0,
+            prev_session: None,
+            prev_space: None,
+            reset_sig: None,
+            ll: OutputState::new(OutputId::Ll, config.low_latency, config.gap_memory),
+            hr: OutputState::new(OutputId::Hr, config.high_reliability, config.gap_memory),
+            buf: HrBuffer::new(if config.high_reliability { config.capacity_packets } else { 0 }),
+            last_data: 0,
+            deadline: u64::MAX,
+            now: 0,
+            inputs: vec![InputStats::default(); n],
+            in_high: vec![0; n],
+            other_by_reason: [0; OtherReason::ALL.len()],
+            resets: 0,
+            gaps: VecDeque::with_capacity(256),
+            events: VecDeque::with_capacity(16),
+            scratch: Vec::with_capacity(SLOT_BYTES),
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &ArbConfig {
+        &self.config
+    }
+    pub fn sequencer(&self) -> &Sequencer {
+        &self.seq
+    }
+    pub fn policy(&self) -> Policy {
+        self.config.policy
+    }
+
+    /// Set the link layer of an input's frames (default Ethernet).
+    pub fn set_link(&mut self, input: usize, link: LinkType) {
+        self.links[input] = link;
+    }
+
+    /// Handle one captured frame from `input` at time `now`.
+    #[inline]
+    pub fn handle_frame(&mut self, now: u64, input: usize, frame: &[u8]) -> Verdict {
+        match self.seq.classify(self.links[input], frame) {
+            Ok(info) => self.handle_packet(now, input, &info, frame),
+            Err(other) => {
+                self.inputs[input].packets += 1;
+                self.inputs[input].other += 1;
+                self.other_by_reason[other.reason.index()] += 1;
+                Verdict::Other(other)
+            }
+        }
+    }
+
+    /// Handle a market-data packet the caller already classified with this arbitrator's
+    /// sequencer (`frame` must be the frame `info` came from).
+    #[inline]
+    pub fn handle_packet(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8]) -> Verdict {
+        self.now = now;
+        if now >= self.deadline {
+            self.expire(now);
+        }
+        let st = &mut self.inputs[input];
+        st.packets += 1;
+        if info.kind != PacketKind::Data {
+            st.control += 1;
+            if info.kind == PacketKind::EndOfSession {
+                self.events.push_back(ArbEvent::EndOfSession { at_ns: now, input: input as u8, seq: info.seq });
+            }
+            return Verdict::Control(*info);
+        }
+        st.messages += u64::from(info.count);
+        let (s, e) = (info.seq, info.end());
+        if s < self.in_high[input] {
+            st.out_of_order += 1;
+        }
+        self.in_high[input] = self.in_high[input].max(e);
+
+        if !self.started {
+            self.start(info, frame);
+        } else if let Some(stale) = self.check_space(now, input, info, frame) {
+            // A packet of the sequence space just left.
+            self.inputs[input].late += 1;
+            let ll = if self.ll.stats.enabled { stale } else { Action::Off };
+            let hr = if self.hr.stats.enabled { stale } else { Action::Off };
+            return Verdict::Data { info: *info, ll, hr };
+        }
+        self.last_data = now;
+        self.high = self.high.max(e);
+
+        let ll = if self.ll.stats.enabled { self.ll_handle(s, e, now) } else { Action::Off };
+        let hr = if self.hr.stats.enabled {
+            self.hr_handle(now, input, info, frame)
+        } else {
+            Action::Off
+        };
+        let reference = if self.hr.stats.enabled { hr } else { ll };
+        let st = &mut self.inputs[input];
+        match reference {
+            Action::Forward { .. } | Action::Buffered | Action::Off => st.wins += 1,
+            Action::Duplicate => st.duplicates += 1,
+            Action::Late => st.late += 1,
+        }
+        Verdict::Data { info: *info, ll, hr }
+    }
+
+    fn start(&mut self, info: &PacketInfo, frame: &[u8]) {
+        self.started = true;
+        let first = self.config.start_seq.unwrap_or(info.seq);
+        self.ll.new_space(first);
+        self.hr.new_space(first);
+        self.session = info.session;
+        self.reset_sig = info.reset.then(|| fingerprint(frame, info));
+    }
+
+    /// Detect a new sequence space; returns `Some(action)` for a stale packet of the old one.
+    fn check_space(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8]) -> Option<Action> {
+        let proto = self.seq.config().protocol;
+        let kind = if proto == Protocol::Moldudp64 && info.session != self.session {
+            if Some(info.session) == self.prev_session {
+                return Some(Action::Late);
+            }
+            Some(ResetKind::Session)
+        } else if info.reset && self.reset_sig != Some(fingerprint(frame, info)) {
+            Some(ResetKind::ResetMessage)
+        } else if self.config.reset_jump > 0 && info.seq.saturating_add(self.config.reset_jump) <= self.high {
+            Some(ResetKind::BackwardJump)
+        } else {
+            if let Some((lo, hi)) = self.prev_space {
+                if self.high >= lo {
+                    // The new space has caught up: the ranges no longer tell them apart.
+                    self.prev_space = None;
+                } else if info.seq >= lo && info.seq < hi {
+                    return Some(Action::Late);
+                }
+            }
+            None
+        };
+        let kind = kind?;
+        let old_next = self.high;
+        // Give up whatever waits in the old space, then start the new one at this packet.
+        if self.hr.stats.enabled {
+            self.give_up_all(GapReason::Reset, now);
+        }
+        // A new session tells its packets apart by the session id; other resets by range.
+        self.prev_space = (kind != ResetKind::Session).then_some((self.ll.space_start.min(self.hr.space_start), self.high));
+        self.ll.new_space(info.seq);
+        self.hr.new_space(info.seq);
+        self.high = info.seq;
+        if kind == ResetKind::Session {
+            self.prev_session = Some(self.session);
+            self.session = info.session;
+        }
+        self.reset_sig = info.reset.then(|| fingerprint(frame, info));
+        self.resets += 1;
+        self.events.push_back(ArbEvent::SequenceReset {
+            at_ns: now,
+            input: input as u8,
+            kind,
+            old_next,
+            new_seq: info.seq,
+        });
+        None
+    }
+
+    #[inline]
+    fn ll_handle(&mut self, s: u64, e: u64, now: u64) -> Action {
+        let o = &mut self.ll;
+        o.stats.data_in += 1;
+        if e <= o.next {
+            return o.old(s, e);
+        }
+        if s > o.next {
+            o.gap(s, GapReason::Skipped, now, &mut self.gaps);
+        }
+        Action::Forward { skip: o.deliver(s, e, self.can_trim) }
+    }
+
+    #[inline]
+    fn hr_handle(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8]) -> Action {
+        let (s, e) = (info.seq, info.end());
+        self.hr.stats.data_in += 1;
+        if e <= self.hr.next {
+            return self.hr.old(s, e);
+        }
+        if s <= self.hr.next {
+            // In order (or overlapping what was delivered).
+            if self.buf.ready.is_empty() {
+                let skip = self.hr.deliver(s, e, self.can_trim);
+                if !self.buf.waiting.is_empty() {
+                    self.advance();
+                }
+                return Action::Forward { skip };
+            }
+            // Released packets are waiting to be drained: queue behind them to keep order.
+            let entry = self.new_entry(input, info, frame, now);
+            self.buf.ready.push_back(entry);
+            self.make_ready_last();
+            self.advance();
+            return Action::Buffered;
+        }
+        // Early: a hole before it.
+        if self.is_buffered(s, e) {
+            self.hr.stats.duplicates += 1;
+            return Action::Duplicate;
+        }
+        let c = u64::from(info.count);
+        let can_wait = match self.config.policy.max_msgs() {
+            Some(m) => self.buf.waiting_msgs + c <= m,
+            None => true,
+        } && self.config.policy.timeout() != Some(0);
+        if !can_wait && self.buf.waiting.is_empty() && self.buf.ready.is_empty() {
+            // Nothing may wait: give the hole up and forward without copying.
+            let reason = if self.config.policy == Policy::LowLatency { GapReason::Skipped } else { GapReason::Count };
+            self.hr.gap(s, reason, now, &mut self.gaps);
+            return Action::Forward { skip: self.hr.deliver(s, e, self.can_trim) };
+        }
+        self.make_room(frame.len(), now);
+        if e <= self.hr.next {
+            // Making room released packets that cover this one.
+            self.hr.stats.duplicates += 1;
+            return Action::Duplicate;
+        }
+        if !self.buf.waiting.is_empty() || self.hr.next < s {
+            let entry = self.new_entry(input, info, frame, now);
+            self.insert_waiting(entry);
+            self.enforce_count(now);
+        } else {
+            // make_room released everything before it; it is now in order.
+            let entry = self.new_entry(input, info, frame, now);
+            self.buf.ready.push_back(entry);
+            self.make_ready_last();
+            self.advance();
+        }
+        self.update_stats_and_deadline();
+        if now >= self.deadline {
+            self.expire(now);
+        }
+        Action::Buffered
+    }
+
+    fn new_entry(&mut self, input: usize, info: &PacketInfo, frame: &[u8], now: u64) -> Entry {
+        let slot = self.buf.store(frame);
+        Entry {
+            seq: info.seq,
+            count: info.count,
+            skip: 0,
+            slot,
+            len: frame.len() as u32,
+            input: input as u8,
+            arrival: now,
+            info: *info,
+        }
+    }
+
+    /// Count the entry just pushed to `ready` as delivered (it is in order).
+    fn make_ready_last(&mut self) {
+        let n = self.buf.ready.len() - 1;
+        let e = self.buf.ready[n];
+        let skip = self.hr.deliver(e.seq, e.end(), self.can_trim);
+        self.buf.ready[n].skip = skip;
+        self.update_stats_and_deadline();
+    }
+
+    /// Is `[s, e)` already covered by a waiting packet?
+    fn is_buffered(&self, s: u64, e: u64) -> bool {
+        let w = &self.buf.waiting;
+        let i = w.partition_point(|x| x.seq <= s);
+        // The last waiting packet starting at or before s covers it if it reaches e.
+        i > 0 && w[i - 1].end() >= e
+    }
+
+    fn insert_waiting(&mut self, entry: Entry) {
+        let w = &mut self.buf.waiting;
+        if w.back().is_none_or(|b| b.seq < entry.seq) {
+            w.push_back(entry);
+        } else {
+            let i = w.partition_point(|x| x.seq <= entry.seq);
+            w.insert(i, entry);
+        }
+        self.buf.waiting_msgs += u64::from(entry.count);
+        self.buf.min_arrival = self.buf.min_arrival.min(entry.arrival);
+    }
+
+    /// Move waiting packets that are now in order to `ready`.
+    fn advance(&mut self) {
+        let mut recompute = false;
+        while let Some(head) = self.buf.waiting.front().copied() {
+            if head.seq > self.hr.next {
+                break;
+            }
+            self.buf.waiting.pop_front();
+            self.buf.waiting_msgs -= u64::from(head.count);
+            recompute |= head.arrival == self.buf.min_arrival;
+            if head.end() <= self.hr.next {
+                // Covered by what was delivered meanwhile: a duplicate after all.
+                self.hr.stats.duplicates += 1;
+                self.free_slot(head);
+                continue;
+            }
+            let skip = self.hr.deliver(head.seq, head.end(), self.can_trim);
+            self.buf.ready.push_back(Entry { skip, ..head });
+        }
+        if recompute {
+            self.buf.recompute_min_arrival();
+        }
+        self.update_stats_and_deadline();
+    }
+
+    fn free_slot(&mut self, e: Entry) {
+        self.buf.bytes -= e.len as usize;
+        self.buf.free.push(e.slot);
+    }
+
+    /// Give up the hole before the first waiting packet and release what follows it.
+    fn give_up_head(&mut self, reason: GapReason, now: u64) -> bool {
+        let Some(head) = self.buf.waiting.front() else { return false };
+        let s = head.seq;
+        if s > self.hr.next {
+            self.hr.gap(s, reason, now, &mut self.gaps);
+        }
+        self.advance();
+        true
+    }
+
+    fn give_up_all(&mut self, reason: GapReason, now: u64) {
+        while self.give_up_head(reason, now) {}
+    }
+
+    fn make_room(&mut self, len: usize, now: u64) {
+        let cap_p = self.config.capacity_packets;
+        let cap_b = self.config.capacity_bytes;
+        while self.buf.waiting.len() + 1 > cap_p || self.buf.bytes + len > cap_b {
+            if !self.give_up_head(GapReason::Overflow, now) {
+                break;
+            }
+        }
+    }
+
+    fn enforce_count(&mut self, now: u64) {
+        if let Some(m) = self.config.policy.max_msgs() {
+            let reason = if self.config.policy == Policy::LowLatency { GapReason::Skipped } else { GapReason::Count };
+            while self.buf.waiting_msgs > m {
+                if !self.give_up_head(reason, now) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn update_stats_and_deadline(&mut self) {
+        let pending = (self.buf.waiting.len() + self.buf.ready.len()) as u64;
+        self.hr.stats.pending = pending;
+        self.hr.stats.max_pending = self.hr.stats.max_pending.max(pending);
+        self.deadline = if self.buf.waiting.is_empty() {
+            u64::MAX
+        } else {
+            let t = match self.config.policy.timeout() {
+                Some(t) => self.buf.min_arrival.saturating_add(t),
+                None => u64::MAX,
+            };
+            let idle = if self.config.idle_ns > 0 {
+                self.last_data.saturating_add(self.config.idle_ns)
+            } else {
+                u64::MAX
+            };
+            t.min(idle)
+        };
+    }
+
+    /// Give up every wait whose deadline is at or before `now`.
+    fn expire(&mut self, now: u64) {
+        if let Some(t) = self.config.policy.timeout() {
+            while !self.buf.waiting.is_empty() && self.buf.min_arrival.saturating_add(t) <= now {
+                self.give_up_head(GapReason::Timeout, now);
+            }
+        }
+        if self.config.idle_ns > 0 && !self.buf.waiting.is_empty() && self.last_data.saturating_add(self.config.idle_ns) <= now {
+            self.give_up_all(GapReason::Idle, now);
+        }
+        self.update_stats_and_deadline();
+    }
+
+    /// The next time [`Arbitrator::handle_timeout`] must be called, if any wait is running.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        (self.deadline != u64::MAX).then_some(self.deadline)
+    }
+
+    /// Advance time to `now` without a packet: gives up waits whose deadline has passed.
+    pub fn handle_timeout(&mut self, now: u64) {
+        self.now = now;
+        self.expire(now);
+    }
+
+    /// Change the HR window at run time. Nothing buffered is lost or duplicated: waits the
+    /// new policy does not allow are given up at once, in order.
+    pub fn set_policy(&mut self, now: u64, policy: Policy) {
+        self.now = now;
+        self.config.policy = policy;
+        self.events.push_back(ArbEvent::PolicyChanged { at_ns: now, policy });
+        if policy == Policy::LowLatency {
+            self.give_up_all(GapReason::Skipped, now);
+        }
+        self.enforce_count(now);
+        self.update_stats_and_deadline();
+        if now >= self.deadline {
+            self.expire(now);
+        }
+    }
+
+    /// End of input: give up every wait (reason `flush`) so buffered packets come out.
+    pub fn flush(&mut self, now: u64) {
+        self.now = now;
+        self.give_up_all(GapReason::Flush, now);
+        self.update_stats_and_deadline();
+    }
+
+    /// The next packet released from the HR buffer, in sequence order.
+    pub fn poll_hr(&mut self) -> Option<Released<'_>> {
+        let e = self.buf.ready.pop_front()?;
+        self.buf.bytes -= e.len as usize;
+        self.buf.free.push(e.slot);
+        self.hr.stats.pending = (self.buf.waiting.len() + self.buf.ready.len()) as u64;
+        let stored = &self.buf.slots[e.slot as usize][..e.len as usize];
+        let mut trimmed = false;
+        let frame = if e.skip > 0 && self.seq.trim(stored, &e.info, e.skip, &mut self.scratch) {
+            trimmed = true;
+            &self.scratch[..]
+        } else {
+            stored
+        };
+        let skip = if trimmed { e.skip } else { 0 };
+        Some(Released {
+            frame,
+            seq: e.seq + u64::from(skip),
+            count: e.count - skip,
+            input: e.input,
+            arrival_ns: e.arrival,
+            release_ns: self.now,
+            trimmed,
+        })
+    }
+
+    /// The next gap report, oldest first.
+    pub fn poll_gap(&mut self) -> Option<GapReport> {
+        self.gaps.pop_front()
+    }
+
+    /// The next event (resets, end of session, policy changes).
+    pub fn poll_event(&mut self) -> Option<ArbEvent> {
+        self.events.pop_front()
+    }
+
+    /// The bytes to forward for a packet handled with `Action::Forward { skip }`: the frame
+    /// itself, or (when `skip > 0` and the protocol allows) the frame trimmed to its new
+    /// messages.
+    pub fn frame_for<'a>(&'a mut self, frame: &'a [u8], info: &PacketInfo, skip: u32) -> &'a [u8] {
+        if skip > 0 && self.seq.trim(frame, info, skip, &mut self.scratch) {
+            &self.scratch
+        } else {
+            frame
+        }
+    }
+
+    /// Next expected sequence number of an output.
+    pub fn next_expected(&self, out: OutputId) -> u64 {
+        match out {
+            OutputId::Ll => self.ll.next,
+            OutputId::Hr => self.hr.next,
+        }
+    }
+
+    /// A snapshot of every counter.
+    pub fn stats(&self) -> ArbStats {
+        let mut ll = self.ll.stats;
+        ll.sequence_span = self.ll.span();
+        let mut hr = self.hr.stats;
+        hr.sequence_span = self.hr.span();
+        ArbStats {
+            inputs: self.inputs.clone(),
+            ll,
+            hr,
+            other_by_reason: OtherReason::ALL
+                .iter()
+                .map(|r| (r.as_str().to_string(), self.other_by_reason[r.index()]))
+                .collect(),
+            sequence_resets: self.resets,
+        }
+    }
+
+    /// Check that every packet and message is accounted for; the error says which sum fails.
+    pub fn check_accounting(&self) -> Result<(), String> {
+        check_stats(&self.stats())
+    }
+}
+
+/// Check the balance equations of a stats snapshot.
+pub fn check_stats(s: &ArbStats) -> Result<(), String> {
+    for (i, st) in s.inputs.iter().enumerate() {
+        let sum = st.other + st.control + st.wins + st.duplicates + st.late;
+        if st.packets != sum {
+            return Err(format!(
+                "input {i}: packets {} != other {} + control {} + wins {} + duplicates {} + late {}",
+                st.packets, st.other, st.control, st.wins, st.duplicates, st.late
+            ));
+        }
+    }
+    for (name, o) in [("ll", &s.ll), ("hr", &s.hr)] {
+        if !o.enabled {
+            continue;
+        }
+        let out = o.packets + o.duplicates + o.late + o.pending;
+        if o.data_in != out {
+            return Err(format!(
+                "{name}: data_in {} != packets {} + duplicates {} + late {} + pending {}",
+                o.data_in, o.packets, o.duplicates, o.late, o.pending
+            ));
+        }
+        if o.messages - o.redelivered + o.messages_lost != o.sequence_span {
+            return Err(format!(
+                "{name}: messages {} - redelivered {} + lost {} != sequence span {}",
+                o.messages, o.redelivered, o.messages_lost, o.sequence_span
+            ));
+        }
+    }
+    let total_other: u64 = s.inputs.iter().map(|i| i.other).sum();
+    let by_reason: u64 = s.other_by_reason.values().sum();
+    if total_other != by_reason {
+        return Err(format!("other {total_other} != sum by reason {by_reason}"));
+    }
+    Ok(())
+}
+
+/// FNV-1a of a packet's UDP payload: tells copies of one reset packet from a new reset.
+fn fingerprint(frame: &[u8], info: &PacketInfo) -> u64 {
+    let po = usize::from(info.payload_offset);
+    let payload = &frame[po..po + usize::from(info.payload_len)];
+    payload.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Where a driven arbitrator sends what it produces (see [`Arbitrator::process`]).
+pub trait ArbSink {
+    /// A frame for the low-latency output, at `now`.
+    fn ll(&mut self, now: u64, frame: &[u8]);
+    /// A frame for the high-reliability output.
+    fn hr(&mut self, released: &Released<'_>);
+    /// A frame that is not market data.
+    fn other(&mut self, _now: u64, _input: usize, _frame: &[u8], _other: &Other) {}
+    fn gap(&mut self, _gap: &GapReport) {}
+    fn event(&mut self, _event: &ArbEvent) {}
+}
+
+impl Arbitrator {
+    /// Run every deadline up to `now`, sending what is released to `sink`.
+    pub fn advance_to<S: ArbSink>(&mut self, now: u64, sink: &mut S) {
+        while let Some(d) = self.poll_timeout() {
+            if d > now {
+                break;
+            }
+            self.handle_timeout(d);
+            self.drain(sink);
+        }
+    }
+
+    /// The whole calling sequence for one frame: deadlines up to `now`, the frame, and
+    /// everything it releases, in order.
+    #[inline]
+    pub fn process<S: ArbSink>(&mut self, now: u64, input: usize, frame: &[u8], sink: &mut S) {
+        if self.deadline <= now {
+            self.advance_to(now, sink);
+        }
+        match self.handle_frame(now, input, frame) {
+            Verdict::Data { info, ll, hr } => {
+                if let Action::Forward { skip } = ll {
+                    let f = self.frame_for(frame, &info, skip);
+                    sink.ll(now, f);
+                }
+                if let Action::Forward { skip } = hr {
+                    let trimmed = skip > 0 && self.seq.trim(frame, &info, skip, &mut self.scratch);
+                    let (f, seq, count) = if trimmed {
+                        (&self.scratch[..], info.seq + u64::from(skip), info.count - skip)
+                    } else {
+                        (frame, info.seq, info.count)
+                    };
+                    sink.hr(&Released { frame: f, seq, count, input: input as u8, arrival_ns: now, release_ns: now, trimmed });
+                }
+            }
+            Verdict::Other(o) => sink.other(now, input, frame, &o),
+            Verdict::Control(_) => {}
+        }
+        self.drain(sink);
+    }
+
+    /// Change the policy at `now` (after running the deadlines before it).
+    pub fn change_policy<S: ArbSink>(&mut self, now: u64, policy: Policy, sink: &mut S) {
+        self.advance_to(now, sink);
+        self.set_policy(now, policy);
+        self.drain(sink);
+    }
+
+    /// End of input at `now`: run deadlines, then flush every wait.
+    pub fn finish<S: ArbSink>(&mut self, now: u64, sink: &mut S) {
+        self.advance_to(now, sink);
+        self.flush(now);
+        self.drain(sink);
+    }
+
+    /// Send released packets, gaps and events to `sink`.
+    pub fn drain<S: ArbSink>(&mut self, sink: &mut S) {
+        while let Some(r) = self.poll_hr() {
+            sink.hr(&r);
+        }
+        while let Some(g) = self.gaps.pop_front() {
+            sink.gap(&g);
+        }
+        while let Some(e) = self.events.pop_front() {
+            sink.event(&e);
+        }
+    }
+}
