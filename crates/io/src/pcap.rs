@@ -1,0 +1,557 @@
+//! pcap and pcapng files: frames in as `(timestamp_ns, bytes)`, frames out the same way.
+//!
+//! Classic pcap is read and written by hand here: it is the replay hot path (one 16-byte
+//! record header per frame) and a hand-written loop over a large buffered reader is
+//! measurably cheaper than a general block parser. pcapng goes through the `pcap-file`
+//! crate, with one correction: pcap-file 2.0 hands back raw timestamp units as if they were
+//! nanoseconds, so the interface's `if_tsresol` (default: microseconds) is applied here.
+//!
+//! Errors name the file, the frame number (1-based) and the byte offset.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption};
+use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
+use pcap_file::DataLink;
+use tickplant_core::LinkType;
+
+/// Largest captured frame accepted (pcap's customary snaplen).
+pub const MAX_FRAME: usize = 262_144;
+const BUF_BYTES: usize = 1 << 20;
+
+/// A file-level error: what went wrong, in which file, at which frame and byte.
+#[derive(Debug)]
+pub struct PcapError {
+    pub path: PathBuf,
+    /// 1-based frame number, when the error concerns a frame.
+    pub frame: Option<u64>,
+    pub offset: Option<u64>,
+    pub reason: String,
+}
+
+impl fmt::Display for PcapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(n) = self.frame {
+            write!(f, ": frame {n}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, " (byte {o})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl std::error::Error for PcapError {}
+
+/// A captured frame.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    pub ts_ns: u64,
+    pub data: &'a [u8],
+    /// Length on the wire (may exceed `data.len()` when the capture was cut short).
+    pub orig_len: u32,
+}
+
+/// File format of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Classic pcap with nanosecond timestamps (magic 0xa1b23c4d).
+    PcapNs,
+    /// Classic pcap with microsecond timestamps (magic 0xa1b2c3d4).
+    PcapUs,
+    PcapNg,
+}
+
+impl Format {
+    /// `.pcapng` files are written as pcapng; anything else as nanosecond pcap.
+    pub fn for_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("pcapng") => Format::PcapNg,
+            _ => Format::PcapNs,
+        }
+    }
+}
+
+enum Inner {
+    Classic { r: BufReader<File>, big_endian: bool, nanos: bool, offset: u64 },
+    Ng { r: Box<PcapNgReader<BufReader<File>>>, ifaces: Vec<(LinkType, u64, u64)> },
+}
+
+/// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
+pub struct FrameReader {
+    path: PathBuf,
+    inner: Inner,
+    link: LinkType,
+    frames: u64,
+    ts_ns: u64,
+    orig_len: u32,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl fmt::Debug for FrameReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameReader").field("path", &self.path).field("frames", &self.frames).finish()
+    }
+}
+
+fn link_of(v: u32) -> Option<LinkType> {
+    LinkType::from_pcap(v)
+}
+
+impl FrameReader {
+    /// Open a capture, detecting classic pcap (either byte order, µs or ns) or pcapng.
+    pub fn open(path: impl AsRef<Path>) -> Result<FrameReader, PcapError> {
+        let path = path.as_ref().to_path_buf();
+        let err = |frame, offset, reason: String| PcapError { path: path.clone(), frame, offset, reason };
+        let file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
+        let mut r = BufReader::with_capacity(BUF_BYTES, file);
+        let mut magic = [0u8; 4];
+        r.read_exact(&mut magic).map_err(|_| err(None, Some(0), "too short for a pcap header".into()))?;
+        let (inner, link) = match magic {
+            [0x0a, 0x0d, 0x0d, 0x0a] => {
+                // pcap-file wants the whole stream: reopen.
+                let file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
+                let ng = PcapNgReader::new(BufReader::with_capacity(BUF_BYTES, file))
+                    .map_err(|e| err(None, Some(0), format!("bad pcapng section header: {e}")))?;
+                (Inner::Ng { r: Box::new(ng), ifaces: Vec::new() }, LinkType::Ethernet)
+            }
+            _ => {
+                let m_le = u32::from_le_bytes(magic);
+                let m_be = u32::from_be_bytes(magic);
+                let (big_endian, nanos) = match (m_le, m_be) {
+                    (0xa1b2_c3d4, _) => (false, false),
+                    (0xa1b2_3c4d, _) => (false, true),
+                    (_, 0xa1b2_c3d4) => (true, false),
+                    (_, 0xa1b2_3c4d) => (true, true),
+                    _ => {
+                        return Err(err(None, Some(0), format!("not a pcap or pcapng file (magic {:02x?})", magic)));
+                    }
+                };
+                let mut rest = [0u8; 20];
+                r.read_exact(&mut rest).map_err(|_| err(None, Some(4), "truncated pcap file header".into()))?;
+                let lt = if big_endian {
+                    u32::from_be_bytes([rest[16], rest[17], rest[18], rest[19]])
+                } else {
+                    u32::from_le_bytes([rest[16], rest[17], rest[18], rest[19]])
+                } & 0x0fff_ffff;
+                let link = link_of(lt)
+                    .ok_or_else(|| err(None, Some(20), format!("unsupported link type {lt} (supported: 1 ethernet, 101/228 raw IPv4, 113 linux cooked)")))?;
+                (Inner::Classic { r, big_endian, nanos, offset: 24 }, link)
+            }
+        };
+        Ok(FrameReader { path, inner, link, frames: 0, ts_ns: 0, orig_len: 0, buf: Vec::with_capacity(2048), done: false })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Link type of the frames (for pcapng: of the first interface).
+    pub fn link_type(&self) -> LinkType {
+        self.link
+    }
+    /// Frames read so far.
+    pub fn frames_read(&self) -> u64 {
+        self.frames
+    }
+
+    fn err(&self, offset: Option<u64>, reason: impl Into<String>) -> PcapError {
+        PcapError { path: self.path.clone(), frame: Some(self.frames + 1), offset, reason: reason.into() }
+    }
+
+    /// Read the next frame; `Ok(None)` at the end of the file.
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, PcapError> {
+        if self.advance()? {
+            Ok(Some(self.current()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The frame last read by [`FrameReader::advance`].
+    pub fn current(&self) -> Frame<'_> {
+        Frame { ts_ns: self.ts_ns, data: &self.buf, orig_len: self.orig_len }
+    }
+
+    /// Read the next frame into the internal buffer; false at the end of the file.
+    pub fn advance(&mut self) -> Result<bool, PcapError> {
+        if self.done {
+            return Ok(false);
+        }
+        let more = match &mut self.inner {
+            Inner::Classic { .. } => self.advance_classic()?,
+            Inner::Ng { .. } => self.advance_ng()?,
+        };
+        if more {
+            self.frames += 1;
+        } else {
+            self.done = true;
+        }
+        Ok(more)
+    }
+
+    fn advance_classic(&mut self) -> Result<bool, PcapError> {
+        let Inner::Classic { r, big_endian, nanos, offset } = &mut self.inner else { unreachable!() };
+        let (be, ns, at) = (*big_endian, *nanos, *offset);
+        let mut h = [0u8; 16];
+        match read_full(r, &mut h) {
+            Ok(0) => return Ok(false),
+            Ok(16) => {}
+            Ok(n) => return Err(self.err(Some(at), format!("truncated record header ({n} of 16 bytes)"))),
+            Err(e) => return Err(self.err(Some(at), format!("read error: {e}"))),
+        }
+        let u = |i: usize| {
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+            if be { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        };
+        let (sec, frac, incl, orig) = (u(0), u(4), u(8) as usize, u(12));
+        if incl > MAX_FRAME {
+            return Err(self.err(Some(at), format!("captured length {incl} exceeds {MAX_FRAME}: corrupt file")));
+        }
+        let limit = if ns { 1_000_000_000 } else { 1_000_000 };
+        if frac >= limit {
+            return Err(self.err(Some(at), format!("timestamp fraction {frac} out of range")));
+        }
+        self.ts_ns = u64::from(sec) * 1_000_000_000 + u64::from(frac) * if ns { 1 } else { 1000 };
+        self.orig_len = orig;
+        self.buf.resize(incl, 0);
+        let Inner::Classic { r, offset, .. } = &mut self.inner else { unreachable!() };
+        match read_full(r, &mut self.buf) {
+            Ok(n) if n == incl => {}
+            Ok(n) => return Err(self.err(Some(at + 16), format!("truncated frame data ({n} of {incl} bytes)"))),
+            Err(e) => return Err(self.err(Some(at + 16), format!("read error: {e}"))),
+        }
+        *offset = at + 16 + incl as u64;
+        Ok(true)
+    }
+
+    fn advance_ng(&mut self) -> Result<bool, PcapError> {
+        loop {
+            let Inner::Ng { r, ifaces } = &mut self.inner else { unreachable!() };
+            let block = match r.next_block() {
+                None => return Ok(false),
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
+                    let msg = format!("bad pcapng block: {e}");
+                    return Err(self.err(None, msg));
+                }
+            };
+            match block {
+                Block::SectionHeader(_) => ifaces.clear(),
+                Block::InterfaceDescription(idb) => {
+                    let link = link_of(u32::from(idb.linktype));
+                    let Some(link) = link else {
+                        let msg = format!("unsupported link type {:?}", idb.linktype);
+                        return Err(self.err(None, msg));
+                    };
+                    let mut res = 6u8;
+                    for o in &idb.options {
+                        if let InterfaceDescriptionOption::IfTsResol(v) = o {
+                            res = *v;
+                        }
+                    }
+                    // Units per second as (multiplier, divisor) to reach nanoseconds.
+                    let (mul, div) = if res & 0x80 == 0 {
+                        let p = u32::from(res);
+                        if p <= 9 { (10u64.pow(9 - p), 1) } else { (1, 10u64.pow((p - 9).min(19))) }
+                    } else {
+                        (1_000_000_000, 1u64 << (res & 0x7f).min(63))
+                    };
+                    if ifaces.is_empty() {
+                        self.link = link;
+                    }
+                    ifaces.push((link, mul, div));
+                }
+                Block::EnhancedPacket(epb) => {
+                    let Some(&(link, mul, div)) = ifaces.get(epb.interface_id as usize) else {
+                        let msg = format!("packet names interface {} which was not described", epb.interface_id);
+                        return Err(self.err(None, msg));
+                    };
+                    if link != self.link {
+                        let msg = format!("interface {} has link type {link:?}, the first has {:?}: mixed link types are not supported", epb.interface_id, self.link);
+                        return Err(self.err(None, msg));
+                    }
+                    if epb.data.len() > MAX_FRAME {
+                        let msg = format!("captured length {} exceeds {MAX_FRAME}", epb.data.len());
+                        return Err(self.err(None, msg));
+                    }
+                    let raw = epb.timestamp.as_nanos() as u64; // raw units, see module doc
+                    self.ts_ns = ((u128::from(raw) * u128::from(mul)) / u128::from(div)) as u64;
+                    self.orig_len = epb.original_len;
+                    self.buf.clear();
+                    self.buf.extend_from_slice(&epb.data);
+                    return Ok(true);
+                }
+                Block::SimplePacket(spb) => {
+                    // No timestamp: keep the previous one so time never goes backwards.
+                    self.orig_len = spb.original_len;
+                    self.buf.clear();
+                    self.buf.extend_from_slice(&spb.data);
+                    return Ok(true);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+enum WInner {
+    Classic(BufWriter<File>, bool),
+    Ng(Box<PcapNgWriter<BufWriter<File>>>),
+}
+
+/// Writes frames to a pcap (ns or µs) or pcapng file.
+pub struct FrameWriter {
+    path: PathBuf,
+    inner: WInner,
+    frames: u64,
+}
+
+impl fmt::Debug for FrameWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameWriter").field("path", &self.path).field("frames", &self.frames).finish()
+    }
+}
+
+impl FrameWriter {
+    pub fn create(path: impl AsRef<Path>, link: LinkType, format: Format) -> Result<FrameWriter, PcapError> {
+        let path = path.as_ref().to_path_buf();
+        let err = |reason: String| PcapError { path: path.clone(), frame: None, offset: None, reason };
+        let file = File::create(&path).map_err(|e| err(format!("cannot create: {e}")))?;
+        let mut w = BufWriter::with_capacity(BUF_BYTES, file);
+        let inner = match format {
+            Format::PcapNs | Format::PcapUs => {
+                let nanos = format == Format::PcapNs;
+                let magic: u32 = if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
+                let mut h = Vec::with_capacity(24);
+                h.extend_from_slice(&magic.to_le_bytes());
+                h.extend_from_slice(&2u16.to_le_bytes());
+                h.extend_from_slice(&4u16.to_le_bytes());
+                h.extend_from_slice(&0i32.to_le_bytes());
+                h.extend_from_slice(&0u32.to_le_bytes());
+                h.extend_from_slice(&(MAX_FRAME as u32).to_le_bytes());
+                h.extend_from_slice(&link.to_pcap().to_le_bytes());
+                w.write_all(&h).map_err(|e| err(format!("write error: {e}")))?;
+                WInner::Classic(w, nanos)
+            }
+            Format::PcapNg => {
+                let mut ng = PcapNgWriter::new(w).map_err(|e| err(format!("write error: {e}")))?;
+                let idb = InterfaceDescriptionBlock {
+                    linktype: DataLink::from(link.to_pcap()),
+                    snaplen: MAX_FRAME as u32,
+                    options: vec![InterfaceDescriptionOption::IfTsResol(9)],
+                };
+                ng.write_pcapng_block(idb).map_err(|e| err(format!("write error: {e}")))?;
+                WInner::Ng(Box::new(ng))
+            }
+        };
+        Ok(FrameWriter { path, inner, frames: 0 })
+    }
+
+    pub fn frames_written(&self) -> u64 {
+        self.frames
+    }
+
+    /// Append a frame captured (or released) at `ts_ns`.
+    #[inline]
+    pub fn write(&mut self, ts_ns: u64, data: &[u8]) -> Result<(), PcapError> {
+        self.write_with_orig(ts_ns, data, data.len() as u32)
+    }
+
+    pub fn write_with_orig(&mut self, ts_ns: u64, data: &[u8], orig_len: u32) -> Result<(), PcapError> {
+        let r = match &mut self.inner {
+            WInner::Classic(w, nanos) => {
+                let frac = if *nanos { ts_ns % 1_000_000_000 } else { (ts_ns % 1_000_000_000) / 1000 };
+                let mut h = [0u8; 16];
+                h[0..4].copy_from_slice(&((ts_ns / 1_000_000_000) as u32).to_le_bytes());
+                h[4..8].copy_from_slice(&(frac as u32).to_le_bytes());
+                h[8..12].copy_from_slice(&(data.len() as u32).to_le_bytes());
+                h[12..16].copy_from_slice(&orig_len.to_le_bytes());
+                w.write_all(&h).and_then(|_| w.write_all(data)).map_err(|e| e.to_string())
+            }
+            WInner::Ng(w) => {
+                let epb = EnhancedPacketBlock {
+                    interface_id: 0,
+                    // Raw units at if_tsresol = 9 (see the module doc).
+                    timestamp: std::time::Duration::from_nanos(ts_ns),
+                    original_len: orig_len,
+                    data: std::borrow::Cow::Borrowed(data),
+                    options: vec![],
+                };
+                w.write_pcapng_block(epb).map(|_| ()).map_err(|e| e.to_string())
+            }
+        };
+        self.frames += 1;
+        r.map_err(|e| PcapError { path: self.path.clone(), frame: Some(self.frames), offset: None, reason: format!("write error: {e}") })
+    }
+
+    /// Flush everything to disk.
+    pub fn finish(self) -> Result<(), PcapError> {
+        let path = self.path.clone();
+        let r = match self.inner {
+            WInner::Classic(mut w, _) => w.flush(),
+            WInner::Ng(w) => w.into_inner().flush(),
+        };
+        r.map_err(|e| PcapError { path, frame: None, offset: None, reason: format!("write error: {e}") })
+    }
+}
+
+/// Several captures merged in timestamp order (ties go to the lower input index), as a
+/// replay of inputs A, B, ... would have received them.
+#[derive(Debug)]
+pub struct MergedReader {
+    readers: Vec<FrameReader>,
+    ready: Vec<bool>,
+    started: bool,
+    /// The input whose current frame was handed out last: advanced on the next call.
+    pending: Option<usize>,
+}
+
+impl MergedReader {
+    pub fn new(readers: Vec<FrameReader>) -> MergedReader {
+        let n = readers.len();
+        MergedReader { readers, ready: vec![false; n], started: false, pending: None }
+    }
+
+    pub fn readers(&self) -> &[FrameReader] {
+        &self.readers
+    }
+
+    /// The next frame of all inputs and its input index; `Ok(None)` when all are done.
+    pub fn next_frame(&mut self) -> Result<Option<(usize, Frame<'_>)>, PcapError> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.readers.len() {
+                self.ready[i] = self.readers[i].advance()?;
+            }
+        }
+        if let Some(i) = self.pending.take() {
+            self.ready[i] = self.readers[i].advance()?;
+        }
+        let mut best: Option<(u64, usize)> = None;
+        for (i, r) in self.readers.iter().enumerate() {
+            if self.ready[i] {
+                let ts = r.current().ts_ns;
+                if best.is_none_or(|(b, _)| ts < b) {
+                    best = Some((ts, i));
+                }
+            }
+        }
+        let Some((_, i)) = best else { return Ok(None) };
+        self.pending = Some(i);
+        Ok(Some((i, self.readers[i].current())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames() -> Vec<(u64, Vec<u8>)> {
+        (0..50u64).map(|i| (1_700_000_000_000_000_000 + i * 1_234_567, vec![i as u8; 60 + i as usize])).collect()
+    }
+
+    #[test]
+    fn roundtrip_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, fmt) in [("a.pcap", Format::PcapNs), ("b.pcap", Format::PcapUs), ("c.pcapng", Format::PcapNg)] {
+            let p = dir.path().join(name);
+            let mut w = FrameWriter::create(&p, LinkType::Ethernet, fmt).unwrap();
+            for (ts, d) in frames() {
+                w.write(ts, &d).unwrap();
+            }
+            w.finish().unwrap();
+            let mut r = FrameReader::open(&p).unwrap();
+            assert_eq!(r.link_type(), LinkType::Ethernet);
+            let mut n = 0;
+            while let Some(f) = r.next_frame().unwrap() {
+                let (ts, d) = &frames()[n];
+                let want = if fmt == Format::PcapUs { ts / 1000 * 1000 } else { *ts };
+                assert_eq!(f.ts_ns, want, "{name} frame {n}");
+                assert_eq!(f.data, &d[..]);
+                n += 1;
+            }
+            assert_eq!(n, 50);
+        }
+    }
+
+    #[test]
+    fn pcapng_default_resolution_is_microseconds() {
+        // An interface without if_tsresol: raw units are microseconds.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("us.pcapng");
+        let mut ng = PcapNgWriter::new(File::create(&p).unwrap()).unwrap();
+        ng.write_pcapng_block(InterfaceDescriptionBlock { linktype: DataLink::ETHERNET, snaplen: 65535, options: vec![] }).unwrap();
+        let data = [0u8; 20];
+        ng.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: std::time::Duration::from_nanos(1_500_000), // raw 1,500,000 units = 1.5 s
+            original_len: 20,
+            data: std::borrow::Cow::Borrowed(&data[..]),
+            options: vec![],
+        })
+        .unwrap();
+        drop(ng);
+        let mut r = FrameReader::open(&p).unwrap();
+        assert_eq!(r.next_frame().unwrap().unwrap().ts_ns, 1_500_000_000);
+    }
+
+    #[test]
+    fn errors_name_file_frame_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.pcap");
+        let mut w = FrameWriter::create(&p, LinkType::Ethernet, Format::PcapNs).unwrap();
+        w.write(1, &[1; 100]).unwrap();
+        w.write(2, &[2; 100]).unwrap();
+        w.finish().unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 10]).unwrap();
+        let mut r = FrameReader::open(&p).unwrap();
+        assert!(r.next_frame().unwrap().is_some());
+        let e = r.next_frame().unwrap_err().to_string();
+        assert!(e.contains("t.pcap: frame 2 (byte 156): truncated frame data (90 of 100 bytes)"), "{e}");
+        std::fs::write(&p, b"hello world, not a capture").unwrap();
+        let e = FrameReader::open(&p).unwrap_err().to_string();
+        assert!(e.contains("not a pcap or pcapng file"), "{e}");
+        let e = FrameReader::open(dir.path().join("missing.pcap")).unwrap_err().to_string();
+        assert!(e.contains("missing.pcap: cannot open"), "{e}");
+    }
+
+    #[test]
+    fn merge_orders_by_time_then_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let mk = |name: &str, ts: &[u64]| {
+            let p = dir.path().join(name);
+            let mut w = FrameWriter::create(&p, LinkType::Ethernet, Format::PcapNs).unwrap();
+            for &t in ts {
+                w.write(t, &[t as u8]).unwrap();
+            }
+            w.finish().unwrap();
+            FrameReader::open(&p).unwrap()
+        };
+        let mut m = MergedReader::new(vec![mk("a", &[1, 3, 5, 5]), mk("b", &[2, 3, 4, 9])]);
+        let mut got = Vec::new();
+        while let Some((i, f)) = m.next_frame().unwrap() {
+            got.push((f.ts_ns, i));
+        }
+        assert_eq!(got, vec![(1, 0), (2, 1), (3, 0), (3, 1), (4, 1), (5, 0), (5, 0), (9, 1)]);
+    }
+}
