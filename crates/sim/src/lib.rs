@@ -1,1 +1,10 @@
-//! stub
+//! Deterministic generators with ground truth, and the A/B impairer.
+//!
+//! Everything here is a pure function of its seed: the same seed gives the same bytes on
+//! every machine (xoshiro256++ from `rand_xoshiro`, never an OS source of randomness).
+
+pub mod impair;
+pub mod moldudp64;
+
+pub use impair::{impair, ImpairConfig, Impaired, TruthRow};
+pub use moldudp64::{generate_moldudp64, MoldGenConfig};

@@ -1,0 +1,138 @@
+//! The A/B impairer: the software form of a test splitter.
+//!
+//! One stream is copied onto two (A and B). Each copy independently loses, duplicates,
+//! reorders and delays packets, deterministically for a seed, and the ground truth of what
+//! happened to every packet is kept.
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Impairment settings. Probabilities are per packet and per copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImpairConfig {
+    pub seed: u64,
+    pub loss_a: f64,
+    pub loss_b: f64,
+    /// A reordered packet is delayed past the next 1..=3 packets of its copy.
+    pub reorder: f64,
+    pub dup: f64,
+    /// Each copy of each packet is delayed by a uniform draw from this range (ns).
+    pub skew_ns: (u64, u64),
+}
+
+impl Default for ImpairConfig {
+    fn default() -> Self {
+        ImpairConfig { seed: 1, loss_a: 0.0, loss_b: 0.0, reorder: 0.0, dup: 0.0, skew_ns: (0, 0) }
+    }
+}
+
+impl ImpairConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, p) in [("loss-a", self.loss_a), ("loss-b", self.loss_b), ("reorder", self.reorder), ("dup", self.dup)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("--{name} must be a probability in 0..=1, got {p}"));
+            }
+        }
+        if self.skew_ns.0 > self.skew_ns.1 {
+            return Err(format!("skew range {}..{} is empty", self.skew_ns.0, self.skew_ns.1));
+        }
+        Ok(())
+    }
+}
+
+/// What happened to one input packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TruthRow {
+    pub index: usize,
+    /// Copies of it on A and on B (0 = lost there).
+    pub a_copies: u8,
+    pub b_copies: u8,
+    pub a_reordered: bool,
+    pub b_reordered: bool,
+}
+
+/// The two impaired copies, as (timestamp, packet index) in time order, and the truth.
+#[derive(Debug, Clone, Default)]
+pub struct Impaired {
+    pub a: Vec<(u64, usize)>,
+    pub b: Vec<(u64, usize)>,
+    pub truth: Vec<TruthRow>,
+}
+
+/// Impair a stream given by its timestamps (one per packet, in order).
+pub fn impair(timestamps: &[u64], cfg: &ImpairConfig) -> Impaired {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
+    let n = timestamps.len();
+    let mut truth: Vec<TruthRow> = (0..n).map(|index| TruthRow { index, a_copies: 0, b_copies: 0, a_reordered: false, b_reordered: false }).collect();
+    let mut copies = [Vec::with_capacity(n + n / 50), Vec::with_capacity(n + n / 50)];
+    for (side, out) in copies.iter_mut().enumerate() {
+        let loss = if side == 0 { cfg.loss_a } else { cfg.loss_b };
+        let mut bumped: Vec<(usize, u64)> = Vec::new();
+        for i in 0..n {
+            let lost = rng.gen_bool(loss);
+            let dup = rng.gen_bool(cfg.dup);
+            let reorder = rng.gen_bool(cfg.reorder);
+            let delay = if cfg.skew_ns.1 > cfg.skew_ns.0 { rng.gen_range(cfg.skew_ns.0..=cfg.skew_ns.1) } else { cfg.skew_ns.0 };
+            let k = rng.gen_range(1..=3usize);
+            if lost {
+                continue;
+            }
+            let mut t = timestamps[i] + delay;
+            if reorder && i + k < n {
+                // Land just after packet i+k's original time plus the largest skew.
+                t = t.max(timestamps[i + k] + cfg.skew_ns.1 + 1);
+                bumped.push((i, t));
+            }
+            let row = &mut truth[i];
+            let c = 1 + u8::from(dup);
+            if side == 0 {
+                row.a_copies = c;
+                row.a_reordered = reorder && i + k < n;
+            } else {
+                row.b_copies = c;
+                row.b_reordered = reorder && i + k < n;
+            }
+            out.push((t, i));
+            if dup {
+                out.push((t + 1, i));
+            }
+        }
+        // Stable sort by time: equal times keep the original order.
+        out.sort_by_key(|&(t, _)| t);
+    }
+    let [a, b] = copies;
+    Impaired { a, b, truth }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_follow_the_truth() {
+        let ts: Vec<u64> = (0..10_000).map(|i| i * 1000).collect();
+        let cfg = ImpairConfig { seed: 3, loss_a: 0.1, loss_b: 0.2, reorder: 0.05, dup: 0.02, skew_ns: (0, 3000) };
+        let im = impair(&ts, &cfg);
+        let count = |v: &[(u64, usize)], i: usize| v.iter().filter(|x| x.1 == i).count() as u8;
+        let mut a_counts = vec![0u8; ts.len()];
+        for &(_, i) in &im.a {
+            a_counts[i] += 1;
+        }
+        for r in &im.truth {
+            assert_eq!(a_counts[r.index], r.a_copies);
+        }
+        assert_eq!(count(&im.b, 17), im.truth[17].b_copies);
+        let lost_a = im.truth.iter().filter(|r| r.a_copies == 0).count() as f64 / ts.len() as f64;
+        assert!((0.08..0.12).contains(&lost_a), "{lost_a}");
+        assert!(im.a.windows(2).all(|w| w[0].0 <= w[1].0), "time ordered");
+        let reordered = im.a.windows(2).filter(|w| w[0].1 > w[1].1).count();
+        assert!(reordered > 100, "{reordered}");
+        assert_eq!(impair(&ts, &cfg).a, im.a, "deterministic");
+    }
+
+    #[test]
+    fn rejects_bad_probabilities() {
+        assert!(ImpairConfig { loss_a: 1.5, ..Default::default() }.validate().is_err());
+        assert!(ImpairConfig { skew_ns: (5, 1), ..Default::default() }.validate().is_err());
+    }
+}
