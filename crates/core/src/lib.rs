@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arb;
+pub mod naive;
 pub mod seq;
 
 pub use arb::{Action, ArbConfig, ArbSink, ArbEvent, ArbStats, Arbitrator, GapReason, GapReport, InputStats, OutputId, OutputStats, Policy, Released, ResetKind, Verdict};

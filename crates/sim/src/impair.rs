@@ -16,7 +16,8 @@ pub struct ImpairConfig {
     /// A reordered packet is delayed past the next 1..=3 packets of its copy.
     pub reorder: f64,
     pub dup: f64,
-    /// Each copy of each packet is delayed by a uniform draw from this range (ns).
+    /// Each copy of each packet is delayed by a uniform draw from this range (ns); a copy
+    /// never overtakes the previous packet of its line (except when reordered).
     pub skew_ns: (u64, u64),
 }
 
@@ -67,7 +68,7 @@ pub fn impair(timestamps: &[u64], cfg: &ImpairConfig) -> Impaired {
     let mut copies = [Vec::with_capacity(n + n / 50), Vec::with_capacity(n + n / 50)];
     for (side, out) in copies.iter_mut().enumerate() {
         let loss = if side == 0 { cfg.loss_a } else { cfg.loss_b };
-        let mut bumped: Vec<(usize, u64)> = Vec::new();
+        let mut line_free = 0u64;
         for i in 0..n {
             let lost = rng.gen_bool(loss);
             let dup = rng.gen_bool(cfg.dup);
@@ -77,11 +78,13 @@ pub fn impair(timestamps: &[u64], cfg: &ImpairConfig) -> Impaired {
             if lost {
                 continue;
             }
-            let mut t = timestamps[i] + delay;
+            // A line is first-in first-out: the skew delays a packet but never lets it
+            // overtake the one before; only an explicit reorder does.
+            let mut t = (timestamps[i] + delay).max(line_free);
+            line_free = t;
             if reorder && i + k < n {
                 // Land just after packet i+k's original time plus the largest skew.
                 t = t.max(timestamps[i + k] + cfg.skew_ns.1 + 1);
-                bumped.push((i, t));
             }
             let row = &mut truth[i];
             let c = 1 + u8::from(dup);

@@ -1,0 +1,135 @@
+//! `tickplant sim`: feed generators and the A/B impairer.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use tickplant_core::{Protocol, Sequencer, SequencerConfig};
+use tickplant_io::{Format, FrameReader, FrameWriter};
+use tickplant_sim::{generate_moldudp64, impair, ImpairConfig, MoldGenConfig};
+
+#[derive(Debug, Subcommand)]
+pub enum SimCmd {
+    /// Generate a MoldUDP64 feed of valid ITCH 5.0 messages (Ethernet/IPv4/UDP frames).
+    Moldudp64(MoldArgs),
+    /// Copy one capture onto two (A and B), each independently impaired.
+    Impair(ImpairArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MoldArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of packets.
+    #[arg(long, default_value_t = 10_000)]
+    pub packets: u64,
+    /// Messages per packet are drawn from 1..=K.
+    #[arg(long, default_value_t = 4, value_name = "K")]
+    pub max_msgs_per_packet: u16,
+    /// Mean time between packets, ns.
+    #[arg(long, default_value_t = 2_000)]
+    pub spacing_ns: u64,
+    /// Output capture (.pcap, or .pcapng).
+    #[arg(long, value_name = "feed.pcap")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ImpairArgs {
+    /// Input capture.
+    #[arg(long = "in", value_name = "feed.pcap")]
+    pub input: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Probability that A loses a packet.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub loss_a: f64,
+    /// Probability that B loses a packet.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub loss_b: f64,
+    /// Probability that a copy is delayed past the next 1..=3 packets.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub reorder: f64,
+    /// Probability that a copy is sent twice.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub dup: f64,
+    /// Per-copy delay range in microseconds, e.g. 0..50.
+    #[arg(long, default_value = "0..0", value_name = "LO..HI")]
+    pub skew_us: String,
+    #[arg(long, value_name = "A.pcap")]
+    pub out_a: PathBuf,
+    #[arg(long, value_name = "B.pcap")]
+    pub out_b: PathBuf,
+    /// Write the ground truth as CSV: index,seq,count,a_copies,b_copies,a_reordered,b_reordered.
+    #[arg(long, value_name = "truth.csv")]
+    pub truth: Option<PathBuf>,
+    /// Protocol used to fill the truth's seq and count columns.
+    #[arg(long, default_value = "moldudp64")]
+    pub protocol: Protocol,
+}
+
+pub fn parse_range_us(s: &str) -> Result<(u64, u64)> {
+    let bad = || anyhow!("--skew-us {s:?}: expected LO..HI in microseconds, e.g. 0..50");
+    let (lo, hi) = s.split_once("..").ok_or_else(bad)?;
+    let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
+    if !(lo >= 0.0 && hi >= lo) {
+        return Err(bad());
+    }
+    Ok(((lo * 1000.0).round() as u64, (hi * 1000.0).round() as u64))
+}
+
+pub fn moldudp64(a: &MoldArgs) -> Result<u64> {
+    if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 40 {
+        bail!("--max-msgs-per-packet must be 1..=40 (a packet must fit an Ethernet frame)");
+    }
+    let cfg = MoldGenConfig { seed: a.seed, packets: a.packets, max_msgs_per_packet: a.max_msgs_per_packet, spacing_ns: a.spacing_ns, ..Default::default() };
+    let mut w = FrameWriter::create(&a.out, tickplant_core::LinkType::Ethernet, Format::for_path(&a.out))?;
+    let mut err = None;
+    generate_moldudp64(&cfg, |ts, f| {
+        if err.is_none() {
+            err = w.write(ts, f).err();
+        }
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    let n = w.frames_written();
+    w.finish()?;
+    Ok(n)
+}
+
+pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
+    let cfg = ImpairConfig { seed: a.seed, loss_a: a.loss_a, loss_b: a.loss_b, reorder: a.reorder, dup: a.dup, skew_ns: parse_range_us(&a.skew_us)? };
+    cfg.validate().map_err(|e| anyhow!(e))?;
+    let mut r = FrameReader::open(&a.input)?;
+    let link = r.link_type();
+    let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
+    while let Some(f) = r.next_frame()? {
+        frames.push((f.ts_ns, f.data.to_vec()));
+    }
+    let ts: Vec<u64> = frames.iter().map(|f| f.0).collect();
+    let im = impair(&ts, &cfg);
+    for (path, copy) in [(&a.out_a, &im.a), (&a.out_b, &im.b)] {
+        let mut w = FrameWriter::create(path, link, Format::for_path(path))?;
+        for &(t, i) in copy {
+            w.write(t, &frames[i].1)?;
+        }
+        w.finish()?;
+    }
+    if let Some(p) = &a.truth {
+        let seq = Sequencer::new(SequencerConfig::preset(a.protocol)).map_err(|e| anyhow!(e))?;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
+        writeln!(w, "index,seq,count,a_copies,b_copies,a_reordered,b_reordered")?;
+        for t in &im.truth {
+            let (s, c) = match seq.classify(link, &frames[t.index].1) {
+                Ok(i) => (i.seq.to_string(), i.count.to_string()),
+                Err(_) => (String::new(), String::new()),
+            };
+            writeln!(w, "{},{},{},{},{},{},{}", t.index, s, c, t.a_copies, t.b_copies, u8::from(t.a_reordered), u8::from(t.b_reordered))?;
+        }
+        w.flush()?;
+    }
+    Ok((im.a.len(), im.b.len()))
+}
