@@ -16,7 +16,7 @@ use tickplant_io::{Format, FrameReader, FrameWriter, MergedReader};
 /// Every flag of `tickplant arb` is also a key of its TOML config file (`--config`), with the
 /// same name; a flag given on the command line wins over the file.
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ArbArgs {
     /// TOML file with any of these options (see examples/arb.toml).
     #[arg(long, value_name = "FILE")]

@@ -1,0 +1,159 @@
+//! End-to-end tests of the `tickplant` binary on real files.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn tp(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).current_dir(dir).output().expect("runs")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = tp(dir, args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "tickplant {args:?} failed:\n{err}");
+    err
+}
+
+fn read_frames(p: &Path) -> Vec<(u64, Vec<u8>)> {
+    let mut r = tickplant_io::FrameReader::open(p).unwrap();
+    let mut v = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        v.push((f.ts_ns, f.data.to_vec()));
+    }
+    v
+}
+
+fn seq_of(f: &[u8]) -> (u64, u64) {
+    let s = u64::from_be_bytes(f[52..60].try_into().unwrap());
+    (s, u64::from(u16::from_be_bytes([f[60], f[61]])))
+}
+
+#[test]
+fn arb_end_to_end_matches_ground_truth() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "moldudp64", "--seed", "3", "--packets", "5000", "--out", "feed.pcap"]);
+    ok(p, &["sim", "impair", "--in", "feed.pcap", "--seed", "3", "--loss-a", "0.05", "--loss-b", "0.05", "--reorder", "0.02", "--dup", "0.02", "--skew-us", "0..20", "--out-a", "a.pcap", "--out-b", "b.pcap", "--truth", "truth.csv"]);
+    let summary = ok(p, &["arb", "--a", "a.pcap", "--b", "b.pcap", "--start-seq", "1", "--timeout-us", "100", "--ll-out", "ll.pcap", "--hr-out", "hr.pcap", "--gaps", "gaps.csv", "--stats", "stats.json"]);
+    assert!(summary.contains("accounting: balanced"), "{summary}");
+
+    let feed = read_frames(&p.join("feed.pcap"));
+    let truth = std::fs::read_to_string(p.join("truth.csv")).unwrap();
+    let rows: Vec<Vec<String>> = truth.lines().skip(1).map(|l| l.split(',').map(String::from).collect()).collect();
+    let got: Vec<usize> = rows.iter().filter(|r| r[3] != "0" || r[4] != "0").map(|r| r[0].parse().unwrap()).collect();
+    // HR: exactly the union, byte for byte, in order, stamped with non-decreasing times.
+    let hr = read_frames(&p.join("hr.pcap"));
+    assert_eq!(hr.len(), got.len());
+    for (o, &i) in hr.iter().zip(&got) {
+        assert_eq!(o.1, feed[i].1);
+    }
+    assert!(hr.windows(2).all(|w| w[0].0 <= w[1].0));
+    // LL: strictly increasing, each frame an input frame.
+    let ll = read_frames(&p.join("ll.pcap"));
+    assert!(ll.windows(2).all(|w| seq_of(&w[0].1).0 < seq_of(&w[1].1).0));
+    // Gaps: HR gaps are the runs both lost (before the last packet received).
+    let gaps = std::fs::read_to_string(p.join("gaps.csv")).unwrap();
+    assert!(gaps.starts_with("output,first_seq,last_seq,messages,reason\n"));
+    let hr_lost: u64 = gaps.lines().skip(1).filter(|l| l.starts_with("hr,")).map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap()).sum();
+    let last = *got.last().unwrap();
+    let both_lost: u64 = rows[..last].iter().filter(|r| r[3] == "0" && r[4] == "0").map(|r| r[2].parse::<u64>().unwrap()).sum();
+    assert_eq!(hr_lost, both_lost);
+    let st: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(st["outputs"]["hr"]["messages_lost"].as_u64().unwrap(), both_lost);
+    for k in ["packets", "messages", "wins", "duplicates", "late", "out_of_order", "other"] {
+        assert!(st["inputs"]["a"][k].is_u64(), "stats.json inputs.a.{k}");
+    }
+    for k in ["packets", "messages", "gaps", "messages_lost"] {
+        assert!(st["outputs"]["ll"][k].is_u64(), "stats.json outputs.ll.{k}");
+    }
+    // Deterministic: the same run gives the same bytes.
+    ok(p, &["arb", "--a", "a.pcap", "--b", "b.pcap", "--start-seq", "1", "--timeout-us", "100", "--hr-out", "hr-again.pcap", "-q"]);
+    assert_eq!(std::fs::read(p.join("hr.pcap")).unwrap(), std::fs::read(p.join("hr-again.pcap")).unwrap());
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let o = tp(p, &["arb", "--a", "missing.pcap", "--b", "missing.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.pcap: cannot open"));
+    std::fs::write(p.join("junk.pcap"), b"this is not a capture at all").unwrap();
+    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "junk.pcap", "--b", "junk.pcap"]).stderr).to_string();
+    assert!(e.contains("junk.pcap") && e.contains("not a pcap or pcapng file"), "{e}");
+    ok(p, &["sim", "moldudp64", "--packets", "10", "--out", "f.pcap"]);
+    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--change-at", "x:time"]).stderr).to_string();
+    assert!(e.contains("--change-at \"x:time\""), "{e}");
+    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--protocol", "custom", "--seq-bytes", "9"]).stderr).to_string();
+    assert!(e.contains("width must be 1..=8"), "{e}");
+    // A truncated capture names the frame and byte.
+    let bytes = std::fs::read(p.join("f.pcap")).unwrap();
+    std::fs::write(p.join("t.pcap"), &bytes[..bytes.len() - 5]).unwrap();
+    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "t.pcap", "--b", "f.pcap"]).stderr).to_string();
+    assert!(e.contains("t.pcap: frame 10 (byte") && e.contains("truncated frame data"), "{e}");
+}
+
+#[test]
+fn malformed_frames_go_to_other_and_are_named() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "moldudp64", "--packets", "20", "--out", "f.pcap"]);
+    let mut frames = read_frames(&p.join("f.pcap"));
+    frames[5].1.truncate(30); // breaks the IPv4 header
+    frames[6].1[12] = 0x86; // IPv6 ethertype
+    frames[6].1[13] = 0xdd;
+    let mut w = tickplant_io::FrameWriter::create(p.join("bad.pcap"), tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs).unwrap();
+    for (t, f) in &frames {
+        w.write(*t, f).unwrap();
+    }
+    w.finish().unwrap();
+    let err = ok(p, &["arb", "--a", "bad.pcap", "--b", "f.pcap", "--other-out", "other.pcap", "--stats", "-", "-q"]);
+    assert!(err.is_empty(), "--quiet: {err}");
+    let err = ok(p, &["arb", "--a", "bad.pcap", "--b", "f.pcap", "--other-out", "other.pcap"]);
+    assert!(err.contains("bad.pcap: frame 6: malformed"), "{err}");
+    assert_eq!(read_frames(&p.join("other.pcap")).len(), 2);
+    let o = tp(p, &["arb", "--a", "bad.pcap", "--b", "f.pcap", "--stats", "-", "-q"]);
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["inputs"]["a"]["other"], 2);
+    assert_eq!(st["other_by_reason"]["not_ipv4"], 1);
+    assert_eq!(st["outputs"]["hr"]["gaps"], 0, "B filled both");
+}
+
+#[test]
+fn docs_example_commands_run() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/arbitration.md")).unwrap();
+    let block = doc.split("```sh\n").nth(1).expect("the worked example").split("```").next().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    // The example refers to ../examples/arb.toml, as from a folder beside examples/.
+    std::fs::create_dir(d.path().join("examples")).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/arb.toml"), d.path().join("examples/arb.toml")).unwrap();
+    let mut n = 0;
+    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        ok(&work, &args);
+        n += 1;
+    }
+    assert_eq!(n, 5);
+    for f in ["ll.pcap", "hr.pcap", "gaps.csv", "stats.json", "hr2.pcap", "gaps2.csv", "hr3.pcap"] {
+        assert!(work.join(f).exists(), "{f}");
+    }
+    let g2 = std::fs::read_to_string(work.join("gaps2.csv")).unwrap();
+    assert!(!g2.lines().any(|l| l.starts_with("ll,")), "--no-ll");
+}
+
+#[test]
+fn help_explains_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    let h = String::from_utf8(tp(d.path(), &["arb", "--help"]).stdout).unwrap();
+    for flag in ["--a", "--b", "--protocol", "--seq-offset", "--seq-bytes", "--seq-endian", "--count-offset", "--count-bytes", "--mode", "--timeout-us", "--max-msgs", "--change-at", "--ll-out", "--hr-out", "--other-out", "--gaps", "--stats", "--config"] {
+        assert!(h.contains(flag), "arb --help lacks {flag}");
+    }
+    let h = String::from_utf8(tp(d.path(), &["sim", "impair", "--help"]).stdout).unwrap();
+    for flag in ["--in", "--seed", "--loss-a", "--loss-b", "--reorder", "--dup", "--skew-us", "--out-a", "--out-b", "--truth"] {
+        assert!(h.contains(flag), "sim impair --help lacks {flag}");
+    }
+}
