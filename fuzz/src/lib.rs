@@ -23,7 +23,8 @@ pub fn ipv4(data: &[u8]) {
         if let Ok(r) = ipv4::Repr::parse(&p) {
             let mut out = vec![0u8; r.buffer_len()];
             r.emit(&mut out);
-            let back = ipv4::Repr::parse(&ipv4::Packet::new_unchecked(&[&out[..], p.payload()].concat()[..])).expect("emitted header parses");
+            let back = ipv4::Repr::parse(&ipv4::Packet::new_unchecked(&[&out[..], p.payload()].concat()[..]))
+                .expect("emitted header parses");
             assert_eq!(back, r);
         }
     }
@@ -117,7 +118,8 @@ pub fn arbitrator(data: &[u8]) {
         start_seq: (cfg_byte & 32 != 0).then_some(1),
         ..Default::default()
     };
-    let mut arb = Arbitrator::new(cfg, Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).expect("preset")).expect("valid");
+    let mut arb = Arbitrator::new(cfg, Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).expect("preset"))
+        .expect("valid");
     let mut sink = Check::default();
     let (mut resets, mut last_ll) = (0u64, None::<u64>);
     let mut now = 0u64;
@@ -132,7 +134,11 @@ pub fn arbitrator(data: &[u8]) {
                 let session = &sessions[usize::from(kind >> 5 & 1)];
                 let bodies: Vec<[u8; 2]> = (0..count).map(|i| (i as u16).to_be_bytes()).collect();
                 let refs: Vec<&[u8]> = bodies.iter().map(|x| &x[..]).collect();
-                let frame = tickplant_wire::build::udp_frame(&Default::default(), 0, &tickplant_wire::build::moldudp64_payload(session, seq, &refs));
+                let frame = tickplant_wire::build::udp_frame(
+                    &Default::default(),
+                    0,
+                    &tickplant_wire::build::moldudp64_payload(session, seq, &refs),
+                );
                 arb.process(now, usize::from(kind & 1), &frame, &mut sink);
             }
             5 => arb.advance_to(now, &mut sink),
@@ -187,9 +193,28 @@ mod smoke {
         let mut x = vec![0u8; 16];
         xdp::push_message(&mut x, 100, &[1; 6]);
         xdp::push_message(&mut x, 1, &[0; 10]);
-        xdp::Repr { pkt_size: x.len() as u16, delivery_flag: 11, number_msgs: 2, seq_num: 9, send_time: 0, send_time_ns: 0 }.emit(&mut x[..16]);
+        xdp::Repr {
+            pkt_size: x.len() as u16,
+            delivery_flag: 11,
+            number_msgs: 2,
+            seq_num: 9,
+            send_time: 0,
+            send_time_ns: 0,
+        }
+        .emit(&mut x[..16]);
         let mut o = vec![0u8; 30];
-        opra::Repr { version: 6, block_size: 30, data_feed_indicator: b'O', retransmission_indicator: b' ', session_indicator: Some(1), block_sequence_number: 77, messages_in_block: 2, timestamp: (1, 2), checksum: 0 }.emit(&mut o);
+        opra::Repr {
+            version: 6,
+            block_size: 30,
+            data_feed_indicator: b'O',
+            retransmission_indicator: b' ',
+            session_indicator: Some(1),
+            block_sequence_number: 77,
+            messages_in_block: 2,
+            timestamp: (1, 2),
+            checksum: 0,
+        }
+        .emit(&mut o);
         let flow = tickplant_wire::build::Flow::default();
         vec![
             tickplant_wire::build::udp_frame(&flow, 1, &mold),

@@ -167,7 +167,10 @@ impl ArbArgs {
         let protocol = self.protocol.unwrap_or(Protocol::Moldudp64);
         let mut c = SequencerConfig::preset(protocol);
         let endian = self.seq_endian.map(|e| if e == EndianArg::Big { Endian::Big } else { Endian::Little });
-        let custom = self.seq_offset.is_some() || self.seq_bytes.is_some() || self.count_offset.is_some() || self.count_bytes.is_some();
+        let custom = self.seq_offset.is_some()
+            || self.seq_bytes.is_some()
+            || self.count_offset.is_some()
+            || self.count_bytes.is_some();
         if custom && protocol == Protocol::Opra {
             bail!("--protocol opra reads its offsets from the block version; use --protocol custom for other layouts");
         }
@@ -231,11 +234,13 @@ impl ArbArgs {
 
     /// The `--change-at` schedule as (ns after the first frame, policy), in time order.
     pub fn changes(&self) -> Result<Vec<(u64, Policy)>> {
-        let mut cur = (self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000));
+        let mut cur =
+            (self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000));
         let mut out = Vec::new();
         let mut specs: Vec<(f64, &String)> = Vec::new();
         for s in &self.change_at {
-            let bad = |why: &str| anyhow!("--change-at {s:?}: {why} (expected SECONDS:MODE[,timeout-us=N][,max-msgs=N])");
+            let bad =
+                |why: &str| anyhow!("--change-at {s:?}: {why} (expected SECONDS:MODE[,timeout-us=N][,max-msgs=N])");
             let (t, rest) = s.split_once(':').ok_or_else(|| bad("missing ':'"))?;
             let t: f64 = t.parse().map_err(|_| bad("SECONDS is not a number"))?;
             if !(t >= 0.0 && t.is_finite()) {
@@ -250,7 +255,8 @@ impl ArbArgs {
             let rest = s.split_once(':').unwrap().1;
             let mut parts = rest.split(',');
             let mode = parts.next().unwrap_or("");
-            cur.0 = <ModeArg as clap::ValueEnum>::from_str(mode, false).map_err(|_| bad(format!("unknown mode {mode:?} (low-latency, time, count, time-count)")))?;
+            cur.0 = <ModeArg as clap::ValueEnum>::from_str(mode, false)
+                .map_err(|_| bad(format!("unknown mode {mode:?} (low-latency, time, count, time-count)")))?;
             for kv in parts {
                 let (k, v) = kv.split_once('=').ok_or_else(|| bad(format!("{kv:?} is not KEY=VALUE")))?;
                 let v: u64 = v.parse().map_err(|_| bad(format!("{k} value {v:?} is not a whole number")))?;
@@ -354,7 +360,10 @@ impl ArbSink for Sink {
     fn other(&mut self, now: u64, input: usize, frame: &[u8], other: &tickplant_core::Other) {
         if other.reason == OtherReason::Malformed && !self.quiet {
             if self.warned < MAX_WARNINGS {
-                eprintln!("warning: {}: frame {}: {} (routed to other)", self.names[input], self.frame_no[input], other);
+                eprintln!(
+                    "warning: {}: frame {}: {} (routed to other)",
+                    self.names[input], self.frame_no[input], other
+                );
             } else if self.warned == MAX_WARNINGS {
                 eprintln!("warning: more malformed frames; counted in the statistics");
             }
@@ -368,8 +377,16 @@ impl ArbSink for Sink {
     fn gap(&mut self, g: &GapReport) {
         *self.gaps_by_reason.entry(format!("{}:{}", g.output.as_str(), g.reason.as_str())).or_default() += 1;
         if let Some(w) = self.gaps.as_mut() {
-            let r = writeln!(w, "{},{},{},{},{}", g.output.as_str(), g.first_seq, g.last_seq, g.messages, g.reason.as_str())
-                .with_context(|| format!("{}: write error", self.gaps_path.display()));
+            let r = writeln!(
+                w,
+                "{},{},{},{},{}",
+                g.output.as_str(),
+                g.first_seq,
+                g.last_seq,
+                g.messages,
+                g.reason.as_str()
+            )
+            .with_context(|| format!("{}: write error", self.gaps_path.display()));
             self.keep(r);
         }
     }
@@ -377,7 +394,10 @@ impl ArbSink for Sink {
         match e {
             ArbEvent::PolicyChanged { .. } => self.policy_changes += 1,
             ArbEvent::SequenceReset { kind, old_next, new_seq, input, .. } if !self.quiet => {
-                eprintln!("note: sequence reset ({kind:?}) on {}: {old_next} -> {new_seq}", self.names[usize::from(*input)]);
+                eprintln!(
+                    "note: sequence reset ({kind:?}) on {}: {old_next} -> {new_seq}",
+                    self.names[usize::from(*input)]
+                );
             }
             _ => {}
         }
@@ -401,7 +421,13 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let rb = FrameReader::open(&b_path)?;
     let link = ra.link_type();
     if rb.link_type() != link {
-        bail!("{} has link type {:?} but {} has {:?}: outputs need one link type", a_path.display(), link, b_path.display(), rb.link_type());
+        bail!(
+            "{} has link type {:?} but {} has {:?}: outputs need one link type",
+            a_path.display(),
+            link,
+            b_path.display(),
+            rb.link_type()
+        );
     }
     let mut arb = Arbitrator::new(cfg, seq).map_err(|e| anyhow!(e))?;
     arb.set_link(0, ra.link_type());
@@ -459,7 +485,10 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         }
     }
     if next_change < changes.len() && !args.quiet {
-        eprintln!("warning: {} --change-at time(s) after the end of the input were not applied", changes.len() - next_change);
+        eprintln!(
+            "warning: {} --change-at time(s) after the end of the input were not applied",
+            changes.len() - next_change
+        );
     }
     arb.finish(last, &mut sink);
     if let Some(e) = sink.error.take() {
@@ -512,27 +541,55 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
 pub fn summary(r: &ArbReport, policy: &Policy) -> String {
     let mut s = String::new();
     use std::fmt::Write as _;
-    let _ = writeln!(s, "tickplant arb: {} frames in {:.3} s ({:.2} M frames/s), final policy {}", r.frames, r.wall_seconds, r.frames_per_second / 1e6, policy.mode_name());
-    let _ = writeln!(s, "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}", "input", "packets", "messages", "wins", "dups", "late", "reordered", "other");
+    let _ = writeln!(
+        s,
+        "tickplant arb: {} frames in {:.3} s ({:.2} M frames/s), final policy {}",
+        r.frames,
+        r.wall_seconds,
+        r.frames_per_second / 1e6,
+        policy.mode_name()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
+        "input", "packets", "messages", "wins", "dups", "late", "reordered", "other"
+    );
     for (name, i) in &r.inputs {
-        let _ = writeln!(s, "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}", name, i.packets, i.messages, i.wins, i.duplicates, i.late, i.out_of_order, i.other);
+        let _ = writeln!(
+            s,
+            "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
+            name, i.packets, i.messages, i.wins, i.duplicates, i.late, i.out_of_order, i.other
+        );
     }
-    let _ = writeln!(s, "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}", "output", "packets", "messages", "gaps", "messages lost", "trimmed");
+    let _ = writeln!(
+        s,
+        "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}",
+        "output", "packets", "messages", "gaps", "messages lost", "trimmed"
+    );
     for (name, o) in &r.outputs {
         if o.enabled {
-            let _ = writeln!(s, "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}", name, o.packets, o.messages, o.gaps, o.messages_lost, o.trimmed);
+            let _ = writeln!(
+                s,
+                "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}",
+                name, o.packets, o.messages, o.gaps, o.messages_lost, o.trimmed
+            );
         }
     }
     let d = &r.hr_delay_ns;
     if r.outputs["hr"].enabled {
-        let _ = writeln!(s, "  hr buffering delay: {} of {} packets waited; p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns", d.delayed, d.packets, d.p50, d.p99, d.p999, d.max);
+        let _ = writeln!(
+            s,
+            "  hr buffering delay: {} of {} packets waited; p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns",
+            d.delayed, d.packets, d.p50, d.p99, d.p999, d.max
+        );
     }
     if r.sequence_resets > 0 {
         let _ = writeln!(s, "  sequence resets: {}", r.sequence_resets);
     }
     let other: u64 = r.other_by_reason.values().sum();
     if other > 0 {
-        let parts: Vec<String> = r.other_by_reason.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let parts: Vec<String> =
+            r.other_by_reason.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(s, "  other traffic: {}", parts.join(", "));
     }
     let _ = writeln!(s, "  accounting: balanced");

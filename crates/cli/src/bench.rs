@@ -30,10 +30,13 @@ pub struct Scenario {
 pub fn packets(n: u64) -> (Vec<Vec<u8>>, Vec<u64>) {
     let mut frames = Vec::with_capacity(n as usize);
     let mut ts = Vec::with_capacity(n as usize);
-    generate_moldudp64(&MoldGenConfig { packets: n, max_msgs_per_packet: 3, spacing_ns: 1_000, ..Default::default() }, |t, f| {
-        frames.push(f.to_vec());
-        ts.push(t);
-    });
+    generate_moldudp64(
+        &MoldGenConfig { packets: n, max_msgs_per_packet: 3, spacing_ns: 1_000, ..Default::default() },
+        |t, f| {
+            frames.push(f.to_vec());
+            ts.push(t);
+        },
+    );
     (frames, ts)
 }
 
@@ -45,7 +48,8 @@ fn in_order(ts: &[u64]) -> Vec<(u64, usize, usize)> {
 }
 
 fn lossy(ts: &[u64], seed: u64) -> Vec<(u64, usize, usize)> {
-    let im = impair(ts, &ImpairConfig { seed, loss_a: 0.01, loss_b: 0.01, reorder: 0.01, dup: 0.0, skew_ns: (0, 2_000) });
+    let im =
+        impair(ts, &ImpairConfig { seed, loss_a: 0.01, loss_b: 0.01, reorder: 0.01, dup: 0.0, skew_ns: (0, 2_000) });
     let mut ev: Vec<_> = im.a.iter().map(|&(t, i)| (t, 0, i)).chain(im.b.iter().map(|&(t, i)| (t, 1, i))).collect();
     ev.sort();
     ev
@@ -64,7 +68,12 @@ impl tickplant_core::ArbSink for Drain {
 }
 
 fn time_ours(frames: &[Vec<u8>], infos: &[PacketInfo], sc: &Scenario) -> f64 {
-    let cfg = ArbConfig { low_latency: true, high_reliability: sc.hr, policy: Policy::Time { timeout_ns: 50_000 }, ..Default::default() };
+    let cfg = ArbConfig {
+        low_latency: true,
+        high_reliability: sc.hr,
+        policy: Policy::Time { timeout_ns: 50_000 },
+        ..Default::default()
+    };
     let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).expect("preset");
     let mut arb = Arbitrator::new(cfg, seq).expect("valid");
     let mut sink = Drain;
@@ -95,7 +104,8 @@ fn time_naive(frames: &[Vec<u8>], infos: &[PacketInfo], sc: &Scenario) -> f64 {
 pub fn decision_cost(n: u64, rounds: usize, mut out: impl FnMut(&str)) -> Vec<(&'static str, f64, f64, f64)> {
     let (frames, ts) = packets(n);
     let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).expect("preset");
-    let infos: Vec<PacketInfo> = frames.iter().map(|f| seq.classify(LinkType::Ethernet, f).expect("valid frame")).collect();
+    let infos: Vec<PacketInfo> =
+        frames.iter().map(|f| seq.classify(LinkType::Ethernet, f).expect("valid frame")).collect();
     let scenarios = [
         Scenario { name: "low latency (A+B in order)", target_ns: 10.0, hr: false, events: in_order(&ts) },
         Scenario { name: "high reliability, in order", target_ns: 25.0, hr: true, events: in_order(&ts) },
@@ -121,7 +131,13 @@ pub fn decision_cost(n: u64, rounds: usize, mut out: impl FnMut(&str)) -> Vec<(&
 pub fn end_to_end(dir: &Path, n: u64, mut out: impl FnMut(&str)) -> Result<f64> {
     let feed = dir.join("feed.pcap");
     let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
-    crate::simcmd::moldudp64(&crate::simcmd::MoldArgs { seed: 9, packets: n, max_msgs_per_packet: 3, spacing_ns: 1_000, out: feed.clone() })?;
+    crate::simcmd::moldudp64(&crate::simcmd::MoldArgs {
+        seed: 9,
+        packets: n,
+        max_msgs_per_packet: 3,
+        spacing_ns: 1_000,
+        out: feed.clone(),
+    })?;
     crate::simcmd::impair_cmd(&crate::simcmd::ImpairArgs {
         input: feed,
         seed: 9,

@@ -112,7 +112,13 @@ fn demo(d: &DemoArgs) -> Result<()> {
     };
     let feed = dir.join("feed.pcap");
     eprintln!("demo: 1/3 generating {} MoldUDP64 packets of ITCH 5.0 into {}", d.packets, feed.display());
-    simcmd::moldudp64(&simcmd::MoldArgs { seed: d.seed, packets: d.packets, max_msgs_per_packet: 4, spacing_ns: 2_000, out: feed.clone() })?;
+    simcmd::moldudp64(&simcmd::MoldArgs {
+        seed: d.seed,
+        packets: d.packets,
+        max_msgs_per_packet: 4,
+        spacing_ns: 2_000,
+        out: feed.clone(),
+    })?;
     eprintln!("demo: 2/3 impairing onto A and B: 2% loss each, 1% reorder, 0.5% duplicates, 0..30 us skew");
     let imp = simcmd::ImpairArgs {
         input: feed,
@@ -159,7 +165,12 @@ fn demo(d: &DemoArgs) -> Result<()> {
     let total: u64 = rows[..=last_seen].iter().map(|r| r.1).sum();
     let hr = &report.outputs["hr"];
     if hr.messages_lost != lost || hr.messages != total - lost {
-        bail!("demo: HR output does not match the ground truth: lost {} (truth {lost}), delivered {} (truth {})", hr.messages_lost, hr.messages, total - lost);
+        bail!(
+            "demo: HR output does not match the ground truth: lost {} (truth {lost}), delivered {} (truth {})",
+            hr.messages_lost,
+            hr.messages,
+            total - lost
+        );
     }
     let ll = &report.outputs["ll"];
     println!(

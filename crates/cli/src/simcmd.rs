@@ -84,7 +84,13 @@ pub fn moldudp64(a: &MoldArgs) -> Result<u64> {
     if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 40 {
         bail!("--max-msgs-per-packet must be 1..=40 (a packet must fit an Ethernet frame)");
     }
-    let cfg = MoldGenConfig { seed: a.seed, packets: a.packets, max_msgs_per_packet: a.max_msgs_per_packet, spacing_ns: a.spacing_ns, ..Default::default() };
+    let cfg = MoldGenConfig {
+        seed: a.seed,
+        packets: a.packets,
+        max_msgs_per_packet: a.max_msgs_per_packet,
+        spacing_ns: a.spacing_ns,
+        ..Default::default()
+    };
     let mut w = FrameWriter::create(&a.out, tickplant_core::LinkType::Ethernet, Format::for_path(&a.out))?;
     let mut err = None;
     generate_moldudp64(&cfg, |ts, f| {
@@ -101,7 +107,14 @@ pub fn moldudp64(a: &MoldArgs) -> Result<u64> {
 }
 
 pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
-    let cfg = ImpairConfig { seed: a.seed, loss_a: a.loss_a, loss_b: a.loss_b, reorder: a.reorder, dup: a.dup, skew_ns: parse_range_us(&a.skew_us)? };
+    let cfg = ImpairConfig {
+        seed: a.seed,
+        loss_a: a.loss_a,
+        loss_b: a.loss_b,
+        reorder: a.reorder,
+        dup: a.dup,
+        skew_ns: parse_range_us(&a.skew_us)?,
+    };
     cfg.validate().map_err(|e| anyhow!(e))?;
     let mut r = FrameReader::open(&a.input)?;
     let link = r.link_type();
@@ -120,14 +133,26 @@ pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
     }
     if let Some(p) = &a.truth {
         let seq = Sequencer::new(SequencerConfig::preset(a.protocol)).map_err(|e| anyhow!(e))?;
-        let mut w = std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
+        let mut w = std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
+        );
         writeln!(w, "index,seq,count,a_copies,b_copies,a_reordered,b_reordered")?;
         for t in &im.truth {
             let (s, c) = match seq.classify(link, &frames[t.index].1) {
                 Ok(i) => (i.seq.to_string(), i.count.to_string()),
                 Err(_) => (String::new(), String::new()),
             };
-            writeln!(w, "{},{},{},{},{},{},{}", t.index, s, c, t.a_copies, t.b_copies, u8::from(t.a_reordered), u8::from(t.b_reordered))?;
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{}",
+                t.index,
+                s,
+                c,
+                t.a_copies,
+                t.b_copies,
+                u8::from(t.a_reordered),
+                u8::from(t.b_reordered)
+            )?;
         }
         w.flush()?;
     }

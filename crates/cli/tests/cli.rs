@@ -35,8 +35,55 @@ fn arb_end_to_end_matches_ground_truth() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     ok(p, &["sim", "moldudp64", "--seed", "3", "--packets", "5000", "--out", "feed.pcap"]);
-    ok(p, &["sim", "impair", "--in", "feed.pcap", "--seed", "3", "--loss-a", "0.05", "--loss-b", "0.05", "--reorder", "0.02", "--dup", "0.02", "--skew-us", "0..20", "--out-a", "a.pcap", "--out-b", "b.pcap", "--truth", "truth.csv"]);
-    let summary = ok(p, &["arb", "--a", "a.pcap", "--b", "b.pcap", "--start-seq", "1", "--timeout-us", "100", "--ll-out", "ll.pcap", "--hr-out", "hr.pcap", "--gaps", "gaps.csv", "--stats", "stats.json"]);
+    ok(
+        p,
+        &[
+            "sim",
+            "impair",
+            "--in",
+            "feed.pcap",
+            "--seed",
+            "3",
+            "--loss-a",
+            "0.05",
+            "--loss-b",
+            "0.05",
+            "--reorder",
+            "0.02",
+            "--dup",
+            "0.02",
+            "--skew-us",
+            "0..20",
+            "--out-a",
+            "a.pcap",
+            "--out-b",
+            "b.pcap",
+            "--truth",
+            "truth.csv",
+        ],
+    );
+    let summary = ok(
+        p,
+        &[
+            "arb",
+            "--a",
+            "a.pcap",
+            "--b",
+            "b.pcap",
+            "--start-seq",
+            "1",
+            "--timeout-us",
+            "100",
+            "--ll-out",
+            "ll.pcap",
+            "--hr-out",
+            "hr.pcap",
+            "--gaps",
+            "gaps.csv",
+            "--stats",
+            "stats.json",
+        ],
+    );
     assert!(summary.contains("accounting: balanced"), "{summary}");
 
     let feed = read_frames(&p.join("feed.pcap"));
@@ -56,9 +103,15 @@ fn arb_end_to_end_matches_ground_truth() {
     // Gaps: HR gaps are the runs both lost (before the last packet received).
     let gaps = std::fs::read_to_string(p.join("gaps.csv")).unwrap();
     assert!(gaps.starts_with("output,first_seq,last_seq,messages,reason\n"));
-    let hr_lost: u64 = gaps.lines().skip(1).filter(|l| l.starts_with("hr,")).map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap()).sum();
+    let hr_lost: u64 = gaps
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("hr,"))
+        .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+        .sum();
     let last = *got.last().unwrap();
-    let both_lost: u64 = rows[..last].iter().filter(|r| r[3] == "0" && r[4] == "0").map(|r| r[2].parse::<u64>().unwrap()).sum();
+    let both_lost: u64 =
+        rows[..last].iter().filter(|r| r[3] == "0" && r[4] == "0").map(|r| r[2].parse::<u64>().unwrap()).sum();
     assert_eq!(hr_lost, both_lost);
     let st: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("stats.json")).unwrap()).unwrap();
     assert_eq!(st["outputs"]["hr"]["messages_lost"].as_u64().unwrap(), both_lost);
@@ -69,7 +122,23 @@ fn arb_end_to_end_matches_ground_truth() {
         assert!(st["outputs"]["ll"][k].is_u64(), "stats.json outputs.ll.{k}");
     }
     // Deterministic: the same run gives the same bytes.
-    ok(p, &["arb", "--a", "a.pcap", "--b", "b.pcap", "--start-seq", "1", "--timeout-us", "100", "--hr-out", "hr-again.pcap", "-q"]);
+    ok(
+        p,
+        &[
+            "arb",
+            "--a",
+            "a.pcap",
+            "--b",
+            "b.pcap",
+            "--start-seq",
+            "1",
+            "--timeout-us",
+            "100",
+            "--hr-out",
+            "hr-again.pcap",
+            "-q",
+        ],
+    );
     assert_eq!(std::fs::read(p.join("hr.pcap")).unwrap(), std::fs::read(p.join("hr-again.pcap")).unwrap());
 }
 
@@ -84,9 +153,13 @@ fn bad_input_gives_clear_errors() {
     let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "junk.pcap", "--b", "junk.pcap"]).stderr).to_string();
     assert!(e.contains("junk.pcap") && e.contains("not a pcap or pcapng file"), "{e}");
     ok(p, &["sim", "moldudp64", "--packets", "10", "--out", "f.pcap"]);
-    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--change-at", "x:time"]).stderr).to_string();
+    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--change-at", "x:time"]).stderr)
+        .to_string();
     assert!(e.contains("--change-at \"x:time\""), "{e}");
-    let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--protocol", "custom", "--seq-bytes", "9"]).stderr).to_string();
+    let e = String::from_utf8_lossy(
+        &tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--protocol", "custom", "--seq-bytes", "9"]).stderr,
+    )
+    .to_string();
     assert!(e.contains("width must be 1..=8"), "{e}");
     // A truncated capture names the frame and byte.
     let bytes = std::fs::read(p.join("f.pcap")).unwrap();
@@ -104,7 +177,12 @@ fn malformed_frames_go_to_other_and_are_named() {
     frames[5].1.truncate(30); // breaks the IPv4 header
     frames[6].1[12] = 0x86; // IPv6 ethertype
     frames[6].1[13] = 0xdd;
-    let mut w = tickplant_io::FrameWriter::create(p.join("bad.pcap"), tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs).unwrap();
+    let mut w = tickplant_io::FrameWriter::create(
+        p.join("bad.pcap"),
+        tickplant_core::LinkType::Ethernet,
+        tickplant_io::Format::PcapNs,
+    )
+    .unwrap();
     for (t, f) in &frames {
         w.write(*t, f).unwrap();
     }
@@ -130,7 +208,11 @@ fn docs_example_commands_run() {
     std::fs::create_dir(&work).unwrap();
     // The example refers to ../examples/arb.toml, as from a folder beside examples/.
     std::fs::create_dir(d.path().join("examples")).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/arb.toml"), d.path().join("examples/arb.toml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/arb.toml"),
+        d.path().join("examples/arb.toml"),
+    )
+    .unwrap();
     let mut n = 0;
     for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
         let args: Vec<&str> = line.split_whitespace().skip(1).collect();
@@ -149,11 +231,32 @@ fn docs_example_commands_run() {
 fn help_explains_every_command() {
     let d = tempfile::tempdir().unwrap();
     let h = String::from_utf8(tp(d.path(), &["arb", "--help"]).stdout).unwrap();
-    for flag in ["--a", "--b", "--protocol", "--seq-offset", "--seq-bytes", "--seq-endian", "--count-offset", "--count-bytes", "--mode", "--timeout-us", "--max-msgs", "--change-at", "--ll-out", "--hr-out", "--other-out", "--gaps", "--stats", "--config"] {
+    for flag in [
+        "--a",
+        "--b",
+        "--protocol",
+        "--seq-offset",
+        "--seq-bytes",
+        "--seq-endian",
+        "--count-offset",
+        "--count-bytes",
+        "--mode",
+        "--timeout-us",
+        "--max-msgs",
+        "--change-at",
+        "--ll-out",
+        "--hr-out",
+        "--other-out",
+        "--gaps",
+        "--stats",
+        "--config",
+    ] {
         assert!(h.contains(flag), "arb --help lacks {flag}");
     }
     let h = String::from_utf8(tp(d.path(), &["sim", "impair", "--help"]).stdout).unwrap();
-    for flag in ["--in", "--seed", "--loss-a", "--loss-b", "--reorder", "--dup", "--skew-us", "--out-a", "--out-b", "--truth"] {
+    for flag in
+        ["--in", "--seed", "--loss-a", "--loss-b", "--reorder", "--dup", "--skew-us", "--out-a", "--out-b", "--truth"]
+    {
         assert!(h.contains(flag), "sim impair --help lacks {flag}");
     }
 }

@@ -10,7 +10,15 @@ use tickplant_wire::build::{moldudp64_payload, udp_frame, Flow};
 
 fn frames(n: u64) -> (Vec<Vec<u8>>, Vec<PacketInfo>) {
     let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
-    let f: Vec<Vec<u8>> = (0..n).map(|i| udp_frame(&Flow::default(), 0, &moldudp64_payload(b"SESSION001", 1 + 2 * i, &[b"0123456789", b"abcdefghij"]))).collect();
+    let f: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            udp_frame(
+                &Flow::default(),
+                0,
+                &moldudp64_payload(b"SESSION001", 1 + 2 * i, &[b"0123456789", b"abcdefghij"]),
+            )
+        })
+        .collect();
     let infos = f.iter().map(|x| seq.classify(LinkType::Ethernet, x).unwrap()).collect();
     (f, infos)
 }
@@ -46,7 +54,13 @@ fn bench(c: &mut Criterion) {
                 |n| {
                     for i in 0..N as usize {
                         for input in 0..2 {
-                            black_box(n.handle(i as u64 * 1000 + input as u64, infos[i].seq, infos[i].count, &f[i], hr));
+                            black_box(n.handle(
+                                i as u64 * 1000 + input as u64,
+                                infos[i].seq,
+                                infos[i].count,
+                                &f[i],
+                                hr,
+                            ));
                         }
                     }
                 },

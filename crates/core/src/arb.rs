@@ -654,11 +654,7 @@ impl Arbitrator {
         self.high = self.high.max(e);
 
         let ll = if self.ll.stats.enabled { self.ll_handle(s, e, now) } else { Action::Off };
-        let hr = if self.hr.stats.enabled {
-            self.hr_handle(now, input, info, frame)
-        } else {
-            Action::Off
-        };
+        let hr = if self.hr.stats.enabled { self.hr_handle(now, input, info, frame) } else { Action::Off };
         let reference = if self.hr.stats.enabled { hr } else { ll };
         let st = &mut self.inputs[input];
         match reference {
@@ -708,7 +704,8 @@ impl Arbitrator {
             self.give_up_all(GapReason::Reset, now);
         }
         // A new session tells its packets apart by the session id; other resets by range.
-        self.prev_space = (kind != ResetKind::Session).then_some((self.ll.space_start.min(self.hr.space_start), self.high));
+        self.prev_space =
+            (kind != ResetKind::Session).then_some((self.ll.space_start.min(self.hr.space_start), self.high));
         self.ll.new_space(info.seq);
         self.hr.new_space(info.seq);
         self.high = info.seq;
@@ -924,11 +921,8 @@ impl Arbitrator {
                 Some(t) => self.buf.min_arrival.saturating_add(t),
                 None => u64::MAX,
             };
-            let idle = if self.config.idle_ns > 0 {
-                self.last_data.saturating_add(self.config.idle_ns)
-            } else {
-                u64::MAX
-            };
+            let idle =
+                if self.config.idle_ns > 0 { self.last_data.saturating_add(self.config.idle_ns) } else { u64::MAX };
             t.min(idle)
         };
     }
@@ -940,7 +934,10 @@ impl Arbitrator {
                 self.give_up_head(GapReason::Timeout, now);
             }
         }
-        if self.config.idle_ns > 0 && !self.buf.waiting.is_empty() && self.last_data.saturating_add(self.config.idle_ns) <= now {
+        if self.config.idle_ns > 0
+            && !self.buf.waiting.is_empty()
+            && self.last_data.saturating_add(self.config.idle_ns) <= now
+        {
             self.give_up_all(GapReason::Idle, now);
         }
         self.update_stats_and_deadline();
@@ -1147,7 +1144,15 @@ impl Arbitrator {
                     } else {
                         (frame, info.seq, info.count)
                     };
-                    sink.hr(&Released { frame: f, seq, count, input: input as u8, arrival_ns: now, release_ns: now, trimmed });
+                    sink.hr(&Released {
+                        frame: f,
+                        seq,
+                        count,
+                        input: input as u8,
+                        arrival_ns: now,
+                        release_ns: now,
+                        trimmed,
+                    });
                 }
             }
             Verdict::Other(o) => sink.other(now, input, frame, &o),

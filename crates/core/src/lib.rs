@@ -9,5 +9,11 @@ pub mod arb;
 pub mod naive;
 pub mod seq;
 
-pub use arb::{Action, ArbConfig, ArbSink, ArbEvent, ArbStats, Arbitrator, GapReason, GapReport, InputStats, OutputId, OutputStats, Policy, Released, ResetKind, Verdict};
-pub use seq::{CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer, SequencerConfig};
+pub use arb::{
+    Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, GapReason, GapReport, InputStats, OutputId,
+    OutputStats, Policy, Released, ResetKind, Verdict,
+};
+pub use seq::{
+    CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer,
+    SequencerConfig,
+};

@@ -368,9 +368,11 @@ impl Sequencer {
         let u = udp::Packet::new_checked(ip.payload()).map_err(|e| malformed(e.at(udp_offset)))?;
         if !self.config.accept.is_empty() {
             let (dst, port) = (ip.dst_addr(), u.dst_port());
-            let ok = self.config.accept.iter().any(|ep| {
-                ep.group.is_none_or(|g| g == dst) && ep.port.is_none_or(|p| p == port)
-            });
+            let ok = self
+                .config
+                .accept
+                .iter()
+                .any(|ep| ep.group.is_none_or(|g| g == dst) && ep.port.is_none_or(|p| p == port));
             if !ok {
                 return Err(Other { reason: OtherReason::Filtered, error: None });
             }
@@ -515,11 +517,10 @@ mod tests {
 
     fn mold(seq: u64, msgs: &[&[u8]]) -> Vec<u8> {
         let mut p = Vec::new();
-        moldudp64::Repr { session: *b"SESSION001", sequence_number: seq, message_count: msgs.len() as u16 }
-            .emit({
-                p.resize(20, 0);
-                &mut p[..]
-            });
+        moldudp64::Repr { session: *b"SESSION001", sequence_number: seq, message_count: msgs.len() as u16 }.emit({
+            p.resize(20, 0);
+            &mut p[..]
+        });
         for m in msgs {
             moldudp64::push_message(&mut p, m);
         }
@@ -572,7 +573,11 @@ mod tests {
         let f = frame(&[4, 0, 0x01, 0x02, 0x03, 9], 1);
         let i = s.classify(LinkType::Ethernet, &f).unwrap();
         assert_eq!((i.seq, i.count), (0x030201, 4));
-        assert!(Sequencer::new(SequencerConfig { seq: FieldSpec::new(0, 9, Endian::Big), ..SequencerConfig::preset(Protocol::Custom) }).is_err());
+        assert!(Sequencer::new(SequencerConfig {
+            seq: FieldSpec::new(0, 9, Endian::Big),
+            ..SequencerConfig::preset(Protocol::Custom)
+        })
+        .is_err());
     }
 
     #[test]
@@ -596,8 +601,15 @@ mod tests {
             for b in bodies {
                 xdp::push_message(&mut p, 100, b);
             }
-            xdp::Repr { pkt_size: p.len() as u16, delivery_flag: 11, number_msgs: bodies.len() as u8, seq_num: seq, send_time: 5, send_time_ns: 6 }
-                .emit(&mut p[..16]);
+            xdp::Repr {
+                pkt_size: p.len() as u16,
+                delivery_flag: 11,
+                number_msgs: bodies.len() as u8,
+                seq_num: seq,
+                send_time: 5,
+                send_time_ns: 6,
+            }
+            .emit(&mut p[..16]);
             frame(&p, 1)
         };
         let f = build(100, &[b"xx", b"yyy", b"z"]);

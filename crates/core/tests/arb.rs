@@ -19,7 +19,8 @@ fn feed(a: &mut Arbitrator, r: &mut Rec, steps: &[(u64, usize, Vec<u8>)]) {
 fn in_order_passes_straight_through_both_outputs() {
     let mut a = arb(Policy::Time { timeout_ns: 100 * US });
     let mut r = Rec::default();
-    let steps: Vec<_> = (1..=5).flat_map(|s| [(s * 10, 0, mold(SESSION, s, 1)), (s * 10 + 1, 1, mold(SESSION, s, 1))]).collect();
+    let steps: Vec<_> =
+        (1..=5).flat_map(|s| [(s * 10, 0, mold(SESSION, s, 1)), (s * 10 + 1, 1, mold(SESSION, s, 1))]).collect();
     feed(&mut a, &mut r, &steps);
     assert_eq!(r.ll_seqs(), vec![1, 2, 3, 4, 5]);
     assert_eq!(r.hr_seqs(), vec![1, 2, 3, 4, 5]);
@@ -34,12 +35,16 @@ fn time_policy_waits_then_gives_up() {
     let mut a = arb(Policy::Time { timeout_ns: 50 * US });
     let mut r = Rec::default();
     // 2 is lost on A; B brings it 30 us later: HR waits and recovers it, LL skips it.
-    feed(&mut a, &mut r, &[
-        (0, 0, mold(SESSION, 1, 1)),
-        (10 * US, 0, mold(SESSION, 3, 1)),
-        (20 * US, 0, mold(SESSION, 4, 1)),
-        (40 * US, 1, mold(SESSION, 2, 1)),
-    ]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (10 * US, 0, mold(SESSION, 3, 1)),
+            (20 * US, 0, mold(SESSION, 4, 1)),
+            (40 * US, 1, mold(SESSION, 2, 1)),
+        ],
+    );
     assert_eq!(r.ll_seqs(), vec![1, 3, 4]);
     assert_eq!(r.gaps_of(OutputId::Ll), vec![(2, 2, GapReason::Skipped)]);
     assert_eq!(r.hr_seqs(), vec![1, 2, 3, 4]);
@@ -79,7 +84,12 @@ fn count_policy_gives_up_when_too_many_messages_wait() {
 
 #[test]
 fn count_policy_never_strands_packets_when_the_feed_goes_quiet() {
-    let mut a = arb_with(ArbConfig { policy: Policy::Count { max_msgs: 100 }, idle_ns: 1_000 * US, start_seq: Some(1), ..Default::default() });
+    let mut a = arb_with(ArbConfig {
+        policy: Policy::Count { max_msgs: 100 },
+        idle_ns: 1_000 * US,
+        start_seq: Some(1),
+        ..Default::default()
+    });
     let mut r = Rec::default();
     feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (5, 0, mold(SESSION, 3, 1))]);
     assert_eq!(r.hr_seqs(), vec![1]);
@@ -94,7 +104,16 @@ fn count_policy_never_strands_packets_when_the_feed_goes_quiet() {
 fn time_count_takes_whichever_comes_first() {
     let mut a = arb(Policy::TimeCount { timeout_ns: 10 * US, max_msgs: 2 });
     let mut r = Rec::default();
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 3, 1)), (2, 0, mold(SESSION, 4, 1)), (3, 0, mold(SESSION, 5, 1))]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(SESSION, 3, 1)),
+            (2, 0, mold(SESSION, 4, 1)),
+            (3, 0, mold(SESSION, 5, 1)),
+        ],
+    );
     assert_eq!(r.gaps_of(OutputId::Hr), vec![(2, 2, GapReason::Count)]);
     feed(&mut a, &mut r, &[(4, 0, mold(SESSION, 7, 1)), (100 * US, 0, mold(SESSION, 8, 1))]);
     assert_eq!(r.gaps_of(OutputId::Hr), vec![(2, 2, GapReason::Count), (6, 6, GapReason::Timeout)]);
@@ -105,7 +124,16 @@ fn time_count_takes_whichever_comes_first() {
 fn low_latency_policy_makes_hr_equal_ll() {
     let mut a = arb(Policy::LowLatency);
     let mut r = Rec::default();
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 3, 1)), (2, 1, mold(SESSION, 2, 1)), (3, 1, mold(SESSION, 4, 1))]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(SESSION, 3, 1)),
+            (2, 1, mold(SESSION, 2, 1)),
+            (3, 1, mold(SESSION, 4, 1)),
+        ],
+    );
     assert_eq!(r.hr_seqs(), r.ll_seqs());
     assert_eq!(r.gaps_of(OutputId::Hr), vec![(2, 2, GapReason::Skipped)]);
     assert_eq!(a.stats().hr.max_pending, 0, "nothing was copied");
@@ -115,7 +143,16 @@ fn low_latency_policy_makes_hr_equal_ll() {
 fn run_time_policy_changes_keep_every_buffered_packet_once() {
     let mut a = arb(Policy::Time { timeout_ns: 1_000 * US });
     let mut r = Rec::default();
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 3, 1)), (2, 0, mold(SESSION, 4, 3)), (3, 0, mold(SESSION, 9, 1))]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(SESSION, 3, 1)),
+            (2, 0, mold(SESSION, 4, 3)),
+            (3, 0, mold(SESSION, 9, 1)),
+        ],
+    );
     assert_eq!(a.stats().hr.pending, 3);
     // Tighten to a count window: 4 messages waiting > 2, so the oldest waits are given up.
     a.change_policy(10, Policy::Count { max_msgs: 2 }, &mut r);
@@ -141,9 +178,23 @@ fn run_time_policy_changes_keep_every_buffered_packet_once() {
 
 #[test]
 fn overflow_gives_up_the_oldest_wait() {
-    let mut a = arb_with(ArbConfig { capacity_packets: 2, start_seq: Some(1), policy: Policy::Time { timeout_ns: u64::MAX / 4 }, ..Default::default() });
+    let mut a = arb_with(ArbConfig {
+        capacity_packets: 2,
+        start_seq: Some(1),
+        policy: Policy::Time { timeout_ns: u64::MAX / 4 },
+        ..Default::default()
+    });
     let mut r = Rec::default();
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 3, 1)), (2, 0, mold(SESSION, 5, 1)), (3, 0, mold(SESSION, 7, 1))]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(SESSION, 3, 1)),
+            (2, 0, mold(SESSION, 5, 1)),
+            (3, 0, mold(SESSION, 7, 1)),
+        ],
+    );
     assert_eq!(r.gaps_of(OutputId::Hr), vec![(2, 2, GapReason::Overflow)]);
     assert_eq!(r.hr_seqs(), vec![1, 3]);
     assert_eq!(a.stats().hr.pending, 2);
@@ -180,7 +231,9 @@ fn overlapping_packets_are_trimmed_never_repeated() {
 fn untrimmable_overlaps_are_counted_not_hidden() {
     let mut cfg = SequencerConfig::preset(Protocol::Custom);
     cfg.count = CountSpec::Field(FieldSpec::new(4, 1, Endian::Big));
-    let mut a = Arbitrator::new(ArbConfig { start_seq: Some(1), ..Default::default() }, Sequencer::new(cfg.clone()).unwrap()).unwrap();
+    let mut a =
+        Arbitrator::new(ArbConfig { start_seq: Some(1), ..Default::default() }, Sequencer::new(cfg.clone()).unwrap())
+            .unwrap();
     let f = |seq: u32, n: u8| {
         let mut p = seq.to_be_bytes().to_vec();
         p.push(n);
@@ -199,17 +252,28 @@ fn moldudp64_session_change_starts_a_new_space() {
     let mut a = arb(Policy::Time { timeout_ns: 100 * US });
     let mut r = Rec::default();
     let s2 = b"SESSION002";
-    feed(&mut a, &mut r, &[
-        (0, 0, mold(SESSION, 1, 1)),
-        (1, 0, mold(SESSION, 3, 1)), // waits for 2
-        (2, 0, mold(s2, 1, 1)),      // new session: 2 is given up, 3 released, new space
-        (3, 1, mold(SESSION, 3, 1)), // B's copy of the old session: late, not a reset
-        (4, 1, mold(s2, 1, 1)),
-        (5, 0, mold(s2, 2, 1)),
-    ]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(SESSION, 3, 1)), // waits for 2
+            (2, 0, mold(s2, 1, 1)),      // new session: 2 is given up, 3 released, new space
+            (3, 1, mold(SESSION, 3, 1)), // B's copy of the old session: late, not a reset
+            (4, 1, mold(s2, 1, 1)),
+            (5, 0, mold(s2, 2, 1)),
+        ],
+    );
     assert_eq!(r.hr_seqs(), vec![1, 3, 1, 2]);
     assert_eq!(r.gaps_of(OutputId::Hr), vec![(2, 2, GapReason::Reset)]);
-    let resets: Vec<_> = r.events.iter().filter_map(|e| match e { ArbEvent::SequenceReset { kind, new_seq, .. } => Some((*kind, *new_seq)), _ => None }).collect();
+    let resets: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ArbEvent::SequenceReset { kind, new_seq, .. } => Some((*kind, *new_seq)),
+            _ => None,
+        })
+        .collect();
     assert_eq!(resets, vec![(ResetKind::Session, 1)]);
     let st = a.stats();
     assert_eq!(st.inputs[1].late, 1);
@@ -224,14 +288,31 @@ fn xdp_reset_message_and_its_copy() {
         let mut p = vec![0u8; 16];
         let ty = if flag == 12 { 1 } else { 100 };
         tickplant_wire::xdp::push_message(&mut p, ty, &[0; 10]);
-        tickplant_wire::xdp::Repr { pkt_size: p.len() as u16, delivery_flag: flag, number_msgs: 1, seq_num: s, send_time: t, send_time_ns: 0 }.emit(&mut p[..16]);
+        tickplant_wire::xdp::Repr {
+            pkt_size: p.len() as u16,
+            delivery_flag: flag,
+            number_msgs: 1,
+            seq_num: s,
+            send_time: t,
+            send_time_ns: 0,
+        }
+        .emit(&mut p[..16]);
         tickplant_wire::build::udp_frame(&Default::default(), 0, &p)
     };
     let mut r = Rec::with(seq);
-    for (t, i, f) in [(0, 0, pkt(500, 11, 1)), (1, 0, pkt(501, 11, 1)), (2, 0, pkt(1, 12, 2)), (3, 1, pkt(500, 11, 1)), (4, 1, pkt(1, 12, 2)), (5, 0, pkt(2, 11, 3)), (6, 1, pkt(1, 12, 9))] {
+    for (t, i, f) in [
+        (0, 0, pkt(500, 11, 1)),
+        (1, 0, pkt(501, 11, 1)),
+        (2, 0, pkt(1, 12, 2)),
+        (3, 1, pkt(500, 11, 1)),
+        (4, 1, pkt(1, 12, 2)),
+        (5, 0, pkt(2, 11, 3)),
+        (6, 1, pkt(1, 12, 9)),
+    ] {
         a.process(t, i, &f, &mut r);
     }
-    let resets = r.events.iter().filter(|e| matches!(e, ArbEvent::SequenceReset { kind: ResetKind::ResetMessage, .. })).count();
+    let resets =
+        r.events.iter().filter(|e| matches!(e, ArbEvent::SequenceReset { kind: ResetKind::ResetMessage, .. })).count();
     assert_eq!(resets, 2, "the copy on B is a duplicate; a later, different reset is a new one");
     assert_eq!(r.hr.iter().map(|o| o.seq).collect::<Vec<_>>(), vec![500, 501, 1, 2, 1]);
     a.check_accounting().unwrap();
@@ -241,7 +322,17 @@ fn xdp_reset_message_and_its_copy() {
 fn large_backward_jump_is_a_reset_and_old_copies_are_late() {
     let mut a = arb_with(ArbConfig { reset_jump: 1000, start_seq: Some(5000), ..Default::default() });
     let mut r = Rec::default();
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 5000, 1)), (1, 0, mold(SESSION, 5001, 1)), (2, 0, mold(SESSION, 1, 1)), (3, 1, mold(SESSION, 5001, 1)), (4, 0, mold(SESSION, 2, 1))]);
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 5000, 1)),
+            (1, 0, mold(SESSION, 5001, 1)),
+            (2, 0, mold(SESSION, 1, 1)),
+            (3, 1, mold(SESSION, 5001, 1)),
+            (4, 0, mold(SESSION, 2, 1)),
+        ],
+    );
     assert_eq!(r.hr_seqs(), vec![5000, 5001, 1, 2]);
     assert_eq!(a.stats().sequence_resets, 1);
     assert_eq!(a.stats().inputs[1].late, 1);
@@ -275,7 +366,11 @@ fn control_and_other_traffic_is_counted() {
     let mut eos = mold(SESSION, 2, 0);
     eos[14 + 20 + 8 + 18] = 0xff;
     eos[14 + 20 + 8 + 19] = 0xff;
-    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 2, 0)), (2, 1, arp), (3, 0, eos), (4, 1, vec![1, 2, 3])]);
+    feed(
+        &mut a,
+        &mut r,
+        &[(0, 0, mold(SESSION, 1, 1)), (1, 0, mold(SESSION, 2, 0)), (2, 1, arp), (3, 0, eos), (4, 1, vec![1, 2, 3])],
+    );
     let st = a.stats();
     assert_eq!(st.inputs[0].control, 2);
     assert_eq!(st.inputs[1].other, 2);
@@ -298,5 +393,9 @@ fn outputs_can_be_switched_off() {
     assert!(r.hr.is_empty());
     assert_eq!(r.ll_seqs(), vec![1, 3]);
     assert_eq!(a.stats().inputs[1].late, 1, "with HR off, late is judged by LL");
-    assert!(Arbitrator::new(ArbConfig { low_latency: false, high_reliability: false, ..Default::default() }, Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap()).is_err());
+    assert!(Arbitrator::new(
+        ArbConfig { low_latency: false, high_reliability: false, ..Default::default() },
+        Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap()
+    )
+    .is_err());
 }

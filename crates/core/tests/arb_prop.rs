@@ -21,7 +21,11 @@ struct Copy {
 }
 
 fn copy_strategy(max_delay: u64) -> impl Strategy<Value = Copy> {
-    (prop::bool::weighted(0.15), prop::bool::weighted(0.05), 0..=max_delay).prop_map(|(lost, dup, delay)| Copy { lost, dup, delay })
+    (prop::bool::weighted(0.15), prop::bool::weighted(0.05), 0..=max_delay).prop_map(|(lost, dup, delay)| Copy {
+        lost,
+        dup,
+        delay,
+    })
 }
 
 /// (count, copy on A, copy on B) per packet.
@@ -62,7 +66,13 @@ fn run(s: &[(u16, Copy, Copy)], policy: Policy, capacity: usize) -> (Arbitrator,
             f
         })
         .collect();
-    let mut a = arb_with(ArbConfig { policy, start_seq: Some(1), capacity_packets: capacity, idle_ns: 0, ..Default::default() });
+    let mut a = arb_with(ArbConfig {
+        policy,
+        start_seq: Some(1),
+        capacity_packets: capacity,
+        idle_ns: 0,
+        ..Default::default()
+    });
     let mut r = Rec::default();
     let ev = arrivals(s);
     for &(t, input, i) in &ev {

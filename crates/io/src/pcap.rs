@@ -140,12 +140,28 @@ impl FrameReader {
                 } else {
                     u32::from_le_bytes([rest[16], rest[17], rest[18], rest[19]])
                 } & 0x0fff_ffff;
-                let link = link_of(lt)
-                    .ok_or_else(|| err(None, Some(20), format!("unsupported link type {lt} (supported: 1 ethernet, 101/228 raw IPv4, 113 linux cooked)")))?;
+                let link = link_of(lt).ok_or_else(|| {
+                    err(
+                        None,
+                        Some(20),
+                        format!(
+                            "unsupported link type {lt} (supported: 1 ethernet, 101/228 raw IPv4, 113 linux cooked)"
+                        ),
+                    )
+                })?;
                 (Inner::Classic { r, big_endian, nanos, offset: 24 }, link)
             }
         };
-        Ok(FrameReader { path, inner, link, frames: 0, ts_ns: 0, orig_len: 0, buf: Vec::with_capacity(2048), done: false })
+        Ok(FrameReader {
+            path,
+            inner,
+            link,
+            frames: 0,
+            ts_ns: 0,
+            orig_len: 0,
+            buf: Vec::with_capacity(2048),
+            done: false,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -207,7 +223,11 @@ impl FrameReader {
         }
         let u = |i: usize| {
             let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-            if be { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+            if be {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
         };
         let (sec, frac, incl, orig) = (u(0), u(4), u(8) as usize, u(12));
         if incl > MAX_FRAME {
@@ -258,7 +278,11 @@ impl FrameReader {
                     // Units per second as (multiplier, divisor) to reach nanoseconds.
                     let (mul, div) = if res & 0x80 == 0 {
                         let p = u32::from(res);
-                        if p <= 9 { (10u64.pow(9 - p), 1) } else { (1, 10u64.pow((p - 9).min(19))) }
+                        if p <= 9 {
+                            (10u64.pow(9 - p), 1)
+                        } else {
+                            (1, 10u64.pow((p - 9).min(19)))
+                        }
                     } else {
                         (1_000_000_000, 1u64 << (res & 0x7f).min(63))
                     };
@@ -400,7 +424,12 @@ impl FrameWriter {
             }
         };
         self.frames += 1;
-        r.map_err(|e| PcapError { path: self.path.clone(), frame: Some(self.frames), offset: None, reason: format!("write error: {e}") })
+        r.map_err(|e| PcapError {
+            path: self.path.clone(),
+            frame: Some(self.frames),
+            offset: None,
+            reason: format!("write error: {e}"),
+        })
     }
 
     /// Flush everything to disk.
@@ -499,7 +528,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("us.pcapng");
         let mut ng = PcapNgWriter::new(File::create(&p).unwrap()).unwrap();
-        ng.write_pcapng_block(InterfaceDescriptionBlock { linktype: DataLink::ETHERNET, snaplen: 65535, options: vec![] }).unwrap();
+        ng.write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 65535,
+            options: vec![],
+        })
+        .unwrap();
         let data = [0u8; 20];
         ng.write_pcapng_block(EnhancedPacketBlock {
             interface_id: 0,

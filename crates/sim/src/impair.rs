@@ -29,7 +29,9 @@ impl Default for ImpairConfig {
 
 impl ImpairConfig {
     pub fn validate(&self) -> Result<(), String> {
-        for (name, p) in [("loss-a", self.loss_a), ("loss-b", self.loss_b), ("reorder", self.reorder), ("dup", self.dup)] {
+        for (name, p) in
+            [("loss-a", self.loss_a), ("loss-b", self.loss_b), ("reorder", self.reorder), ("dup", self.dup)]
+        {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("--{name} must be a probability in 0..=1, got {p}"));
             }
@@ -64,7 +66,9 @@ pub struct Impaired {
 pub fn impair(timestamps: &[u64], cfg: &ImpairConfig) -> Impaired {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
     let n = timestamps.len();
-    let mut truth: Vec<TruthRow> = (0..n).map(|index| TruthRow { index, a_copies: 0, b_copies: 0, a_reordered: false, b_reordered: false }).collect();
+    let mut truth: Vec<TruthRow> = (0..n)
+        .map(|index| TruthRow { index, a_copies: 0, b_copies: 0, a_reordered: false, b_reordered: false })
+        .collect();
     let mut copies = [Vec::with_capacity(n + n / 50), Vec::with_capacity(n + n / 50)];
     for (side, out) in copies.iter_mut().enumerate() {
         let loss = if side == 0 { cfg.loss_a } else { cfg.loss_b };
@@ -73,7 +77,11 @@ pub fn impair(timestamps: &[u64], cfg: &ImpairConfig) -> Impaired {
             let lost = rng.gen_bool(loss);
             let dup = rng.gen_bool(cfg.dup);
             let reorder = rng.gen_bool(cfg.reorder);
-            let delay = if cfg.skew_ns.1 > cfg.skew_ns.0 { rng.gen_range(cfg.skew_ns.0..=cfg.skew_ns.1) } else { cfg.skew_ns.0 };
+            let delay = if cfg.skew_ns.1 > cfg.skew_ns.0 {
+                rng.gen_range(cfg.skew_ns.0..=cfg.skew_ns.1)
+            } else {
+                cfg.skew_ns.0
+            };
             let k = rng.gen_range(1..=3usize);
             if lost {
                 continue;

@@ -97,9 +97,16 @@ impl ItchState {
 /// Generate the feed, calling `emit(timestamp_ns, frame)` for each packet in order.
 pub fn generate_moldudp64(cfg: &MoldGenConfig, mut emit: impl FnMut(u64, &[u8])) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    let mut itch = ItchState { rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15), live: Vec::new(), next_ref: 1, next_match: 1, ts: 34_200_000_000_000 };
+    let mut itch = ItchState {
+        rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15),
+        live: Vec::new(),
+        next_ref: 1,
+        next_match: 1,
+        ts: 34_200_000_000_000,
+    };
     let max = cfg.max_msgs_per_packet.max(1);
-    let (mut payload, mut msg, mut frame) = (Vec::with_capacity(1500), Vec::with_capacity(64), Vec::with_capacity(1600));
+    let (mut payload, mut msg, mut frame) =
+        (Vec::with_capacity(1500), Vec::with_capacity(64), Vec::with_capacity(1600));
     let mut seq = cfg.first_seq;
     let mut ts = cfg.start_ns;
     for p in 0..cfg.packets {
@@ -147,7 +154,13 @@ mod tests {
             let p = moldudp64::Packet::new_checked(&f[42..]).unwrap();
             for m in p.messages() {
                 let (_, m) = m.unwrap();
-                let want = match m[0] { b'S' => 12, b'A' => 36, b'E' => 31, b'D' => 19, t => panic!("type {t}") };
+                let want = match m[0] {
+                    b'S' => 12,
+                    b'A' => 36,
+                    b'E' => 31,
+                    b'D' => 19,
+                    t => panic!("type {t}"),
+                };
                 assert_eq!(m.len(), want);
                 *kinds.entry(m[0]).or_insert(0) += 1;
             }
@@ -159,7 +172,9 @@ mod tests {
     fn deterministic_for_a_seed() {
         let collect = |seed| {
             let mut v = Vec::new();
-            generate_moldudp64(&MoldGenConfig { seed, packets: 50, ..Default::default() }, |t, f| v.push((t, f.to_vec())));
+            generate_moldudp64(&MoldGenConfig { seed, packets: 50, ..Default::default() }, |t, f| {
+                v.push((t, f.to_vec()))
+            });
             v
         };
         assert_eq!(collect(7), collect(7));

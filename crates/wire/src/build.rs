@@ -14,7 +14,13 @@ pub struct Flow {
 
 impl Default for Flow {
     fn default() -> Self {
-        Flow { src_mac: [0x02, 0, 0, 0, 0, 1], src_ip: [10, 0, 0, 1], dst_ip: [233, 54, 12, 111], src_port: 50000, dst_port: 26400 }
+        Flow {
+            src_mac: [0x02, 0, 0, 0, 0, 1],
+            src_ip: [10, 0, 0, 1],
+            dst_ip: [233, 54, 12, 111],
+            src_port: 50000,
+            dst_port: 26400,
+        }
     }
 }
 
@@ -38,8 +44,13 @@ pub fn write_udp_frame(flow: &Flow, ident: u16, payload: &[u8], out: &mut Vec<u8
     let (eh, ih, uh) = (ethernet::HEADER_LEN, ipv4::HEADER_LEN, udp::HEADER_LEN);
     out.clear();
     out.resize(eh + ih + uh + payload.len(), 0);
-    ethernet::Repr { dst_addr: flow.dst_mac(), src_addr: flow.src_mac, vlan_tci: None, ethertype: ethernet::ethertype::IPV4 }
-        .emit(out);
+    ethernet::Repr {
+        dst_addr: flow.dst_mac(),
+        src_addr: flow.src_mac,
+        vlan_tci: None,
+        ethertype: ethernet::ethertype::IPV4,
+    }
+    .emit(out);
     ipv4::Repr {
         src_addr: flow.src_ip,
         dst_addr: flow.dst_ip,
@@ -51,7 +62,8 @@ pub fn write_udp_frame(flow: &Flow, ident: u16, payload: &[u8], out: &mut Vec<u8
         dont_frag: true,
     }
     .emit(&mut out[eh..]);
-    udp::Repr { src_port: flow.src_port, dst_port: flow.dst_port, payload_len: payload.len() }.emit(&mut out[eh + ih..]);
+    udp::Repr { src_port: flow.src_port, dst_port: flow.dst_port, payload_len: payload.len() }
+        .emit(&mut out[eh + ih..]);
     out[eh + ih + uh..].copy_from_slice(payload);
     udp::Packet::new_unchecked(&mut out[eh + ih..]).fill_checksum(flow.src_ip, flow.dst_ip);
 }

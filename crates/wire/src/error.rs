@@ -20,9 +20,9 @@ impl Error {
     /// The byte offset the error refers to.
     pub fn offset(&self) -> usize {
         match *self {
-            Error::Truncated { offset, .. }
-            | Error::Malformed { offset, .. }
-            | Error::Unsupported { offset, .. } => offset,
+            Error::Truncated { offset, .. } | Error::Malformed { offset, .. } | Error::Unsupported { offset, .. } => {
+                offset
+            }
         }
     }
 
@@ -33,12 +33,8 @@ impl Error {
             Error::Truncated { what, offset, need, have } => {
                 Error::Truncated { what, offset: offset + base, need, have }
             }
-            Error::Malformed { what, offset, value } => {
-                Error::Malformed { what, offset: offset + base, value }
-            }
-            Error::Unsupported { what, offset, value } => {
-                Error::Unsupported { what, offset: offset + base, value }
-            }
+            Error::Malformed { what, offset, value } => Error::Malformed { what, offset: offset + base, value },
+            Error::Unsupported { what, offset, value } => Error::Unsupported { what, offset: offset + base, value },
         }
     }
 
@@ -55,10 +51,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Error::Truncated { what, offset, need, have } => write!(
-                f,
-                "truncated {what} at byte {offset}: needs {need} bytes, {have} available"
-            ),
+            Error::Truncated { what, offset, need, have } => {
+                write!(f, "truncated {what} at byte {offset}: needs {need} bytes, {have} available")
+            }
             Error::Malformed { what, offset, value } => {
                 write!(f, "malformed {what} at byte {offset}: value {value:#x}")
             }

@@ -189,11 +189,7 @@ impl Repr {
             });
         }
         if p.header_len() != field::MIN_HEADER_LEN {
-            return Err(Error::Unsupported {
-                what: "ipv4 options in Repr",
-                offset: 0,
-                value: p.header_len() as u64,
-            });
+            return Err(Error::Unsupported { what: "ipv4 options in Repr", offset: 0, value: p.header_len() as u64 });
         }
         Ok(Repr {
             src_addr: p.src_addr(),
@@ -235,8 +231,7 @@ mod tests {
 
     // A UDP datagram header from 10.0.0.1 to 233.54.12.1, 4 payload bytes.
     static PACKET: [u8; 24] = [
-        0x45, 0x00, 0x00, 0x18, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 233,
-        54, 12, 1, 1, 2, 3, 4,
+        0x45, 0x00, 0x00, 0x18, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 233, 54, 12, 1, 1, 2, 3, 4,
     ];
 
     fn packet_with_checksum() -> [u8; 24] {

@@ -11,8 +11,8 @@
 //! byte offset; it never panics, loops, or allocates.
 #![forbid(unsafe_code)]
 
-mod error;
 pub mod build;
+mod error;
 pub mod ethernet;
 pub mod ipv4;
 pub mod moldudp64;

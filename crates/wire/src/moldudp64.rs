@@ -149,11 +149,7 @@ pub struct Repr {
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
-        Ok(Repr {
-            session: p.session(),
-            sequence_number: p.sequence_number(),
-            message_count: p.message_count(),
-        })
+        Ok(Repr { session: p.session(), sequence_number: p.sequence_number(), message_count: p.message_count() })
     }
     pub const fn buffer_len(&self) -> usize {
         field::HEADER_LEN

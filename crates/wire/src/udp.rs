@@ -38,11 +38,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         check("udp header", buf, 0, field::HEADER_LEN)?;
         let len = usize::from(self.len());
         if len < field::HEADER_LEN {
-            return Err(Error::Malformed {
-                what: "udp length",
-                offset: field::LENGTH.start,
-                value: len as u64,
-            });
+            return Err(Error::Malformed { what: "udp length", offset: field::LENGTH.start, value: len as u64 });
         }
         check("udp payload", buf, field::HEADER_LEN, len - field::HEADER_LEN)
     }
@@ -97,10 +93,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         let len = self.len();
         let buf = self.buffer.as_mut();
         buf[field::CHECKSUM].copy_from_slice(&[0, 0]);
-        let mut c = fold_checksum(ones_complement_sum(
-            pseudo_header(src, dst, len),
-            &buf[..usize::from(len)],
-        ));
+        let mut c = fold_checksum(ones_complement_sum(pseudo_header(src, dst, len), &buf[..usize::from(len)]));
         if c == 0 {
             c = 0xffff; // zero means "no checksum" in UDP over IPv4
         }
@@ -126,11 +119,7 @@ pub struct Repr {
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
-        Ok(Repr {
-            src_port: p.src_port(),
-            dst_port: p.dst_port(),
-            payload_len: p.payload().len(),
-        })
+        Ok(Repr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: p.payload().len() })
     }
 
     pub const fn buffer_len(&self) -> usize {

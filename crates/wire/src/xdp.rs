@@ -110,11 +110,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     pub fn messages(&self) -> Messages<'_> {
         let end = usize::from(self.pkt_size());
-        Messages {
-            buf: &self.buffer.as_ref()[..end],
-            pos: field::HEADER_LEN,
-            left: self.number_msgs(),
-        }
+        Messages { buf: &self.buffer.as_ref()[..end], pos: field::HEADER_LEN, left: self.number_msgs() }
     }
 }
 
@@ -177,11 +173,7 @@ impl<'a> Iterator for Messages<'a> {
 pub fn message_offset(packet: &[u8], n: u8) -> Result<usize> {
     let p = Packet::new_checked(packet)?;
     if n > p.number_msgs() {
-        return Err(Error::Malformed {
-            what: "xdp message index",
-            offset: field::NUMBER_MSGS,
-            value: u64::from(n),
-        });
+        return Err(Error::Malformed { what: "xdp message index", offset: field::NUMBER_MSGS, value: u64::from(n) });
     }
     let mut it = p.messages();
     let mut off = field::HEADER_LEN;

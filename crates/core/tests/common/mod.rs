@@ -69,7 +69,13 @@ impl ArbSink for Rec {
     }
     fn hr(&mut self, r: &Released<'_>) {
         assert_eq!(self.seq_of(r.frame), (r.seq, r.count), "released seq/count match the frame");
-        self.hr.push(Out { seq: r.seq, count: r.count, at: r.release_ns, arrival: r.arrival_ns, frame: r.frame.to_vec() });
+        self.hr.push(Out {
+            seq: r.seq,
+            count: r.count,
+            at: r.release_ns,
+            arrival: r.arrival_ns,
+            frame: r.frame.to_vec(),
+        });
     }
     fn other(&mut self, _: u64, _: usize, _: &[u8], _: &Other) {
         self.other += 1;
