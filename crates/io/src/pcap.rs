@@ -78,7 +78,7 @@ impl Format {
 }
 
 enum Inner {
-    Classic { r: BufReader<File>, big_endian: bool, nanos: bool, offset: u64 },
+    Classic { r: BufReader<File>, big_endian: bool, nanos: bool, offset: u64, chunk: Chunk },
     Ng { r: Box<PcapNgReader<BufReader<File>>>, ifaces: Vec<(LinkType, u64, u64)> },
 }
 
@@ -149,7 +149,7 @@ impl FrameReader {
                         ),
                     )
                 })?;
-                (Inner::Classic { r, big_endian, nanos, offset: 24 }, link)
+                (Inner::Classic { r, big_endian, nanos, offset: 24, chunk: Chunk::new() }, link)
             }
         };
         Ok(FrameReader {
@@ -191,7 +191,11 @@ impl FrameReader {
 
     /// The frame last read by [`FrameReader::advance`].
     pub fn current(&self) -> Frame<'_> {
-        Frame { ts_ns: self.ts_ns, data: &self.buf, orig_len: self.orig_len }
+        let data = match &self.inner {
+            Inner::Classic { chunk, .. } => chunk.current(),
+            Inner::Ng { .. } => &self.buf[..],
+        };
+        Frame { ts_ns: self.ts_ns, data, orig_len: self.orig_len }
     }
 
     /// Read the next frame into the internal buffer; false at the end of the file.
@@ -212,15 +216,23 @@ impl FrameReader {
     }
 
     fn advance_classic(&mut self) -> Result<bool, PcapError> {
-        let Inner::Classic { r, big_endian, nanos, offset } = &mut self.inner else { unreachable!() };
+        let Inner::Classic { r, big_endian, nanos, offset, chunk } = &mut self.inner else { unreachable!() };
         let (be, ns, at) = (*big_endian, *nanos, *offset);
-        let mut h = [0u8; 16];
-        match read_full(r, &mut h) {
-            Ok(0) => return Ok(false),
-            Ok(16) => {}
-            Ok(n) => return Err(self.err(Some(at), format!("truncated record header ({n} of 16 bytes)"))),
-            Err(e) => return Err(self.err(Some(at), format!("read error: {e}"))),
+        // Drop the frame handed out last time, then make sure a record header is buffered.
+        chunk.consume();
+        let have = chunk.fill(r, 16).map_err(|e| format!("read error: {e}"));
+        let have = match have {
+            Ok(h) => h,
+            Err(e) => return Err(self.err(Some(at), e)),
+        };
+        if have == 0 {
+            return Ok(false);
         }
+        if have < 16 {
+            return Err(self.err(Some(at), format!("truncated record header ({have} of 16 bytes)")));
+        }
+        let Inner::Classic { r, chunk, .. } = &mut self.inner else { unreachable!() };
+        let h = chunk.peek(16);
         let u = |i: usize| {
             let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
             if be {
@@ -237,15 +249,19 @@ impl FrameReader {
         if frac >= limit {
             return Err(self.err(Some(at), format!("timestamp fraction {frac} out of range")));
         }
+        let have = chunk.fill(r, 16 + incl).map_err(|e| format!("read error: {e}"));
+        let have = match have {
+            Ok(h) => h,
+            Err(e) => return Err(self.err(Some(at + 16), e)),
+        };
+        if have < 16 + incl {
+            let n = have - 16;
+            return Err(self.err(Some(at + 16), format!("truncated frame data ({n} of {incl} bytes)")));
+        }
+        let Inner::Classic { chunk, offset, .. } = &mut self.inner else { unreachable!() };
+        chunk.take(16 + incl, 16);
         self.ts_ns = u64::from(sec) * 1_000_000_000 + u64::from(frac) * if ns { 1 } else { 1000 };
         self.orig_len = orig;
-        self.buf.resize(incl, 0);
-        let Inner::Classic { r, offset, .. } = &mut self.inner else { unreachable!() };
-        match read_full(r, &mut self.buf) {
-            Ok(n) if n == incl => {}
-            Ok(n) => return Err(self.err(Some(at + 16), format!("truncated frame data ({n} of {incl} bytes)"))),
-            Err(e) => return Err(self.err(Some(at + 16), format!("read error: {e}"))),
-        }
         *offset = at + 16 + incl as u64;
         Ok(true)
     }
@@ -321,6 +337,65 @@ impl FrameReader {
                 _ => {}
             }
         }
+    }
+}
+
+/// A large read buffer that records are parsed from in place: no copy per frame.
+struct Chunk {
+    buf: Vec<u8>,
+    /// Start of unconsumed bytes, end of valid bytes.
+    start: usize,
+    end: usize,
+    /// The record handed out: `start..start+len`, its data from `start+skip`.
+    cur: (usize, usize),
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        Chunk { buf: vec![0; BUF_BYTES], start: 0, end: 0, cur: (0, 0) }
+    }
+
+    /// Release the record handed out last.
+    fn consume(&mut self) {
+        self.start += self.cur.0;
+        self.cur = (0, 0);
+    }
+
+    /// Make at least `need` bytes available from `start` if the file has them; returns how
+    /// many are available (less only at the end of the file).
+    fn fill(&mut self, r: &mut impl Read, need: usize) -> io::Result<usize> {
+        if self.end - self.start >= need {
+            return Ok(self.end - self.start);
+        }
+        if self.start + need > self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if need > self.buf.len() {
+                self.buf.resize(need, 0);
+            }
+        }
+        while self.end - self.start < need {
+            let n = read_full(r, &mut self.buf[self.end..])?;
+            if n == 0 {
+                break;
+            }
+            self.end += n;
+        }
+        Ok(self.end - self.start)
+    }
+
+    fn peek(&self, n: usize) -> &[u8] {
+        &self.buf[self.start..self.start + n]
+    }
+
+    /// Hand out the record of `len` bytes at `start`, its data after `skip` header bytes.
+    fn take(&mut self, len: usize, skip: usize) {
+        self.cur = (len, skip);
+    }
+
+    fn current(&self) -> &[u8] {
+        &self.buf[self.start + self.cur.1..self.start + self.cur.0]
     }
 }
 
