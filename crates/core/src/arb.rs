@@ -643,12 +643,19 @@ impl Arbitrator {
 
         if !self.started {
             self.start(info, frame);
-        } else if let Some(stale) = self.check_space(now, input, info, frame) {
-            // A packet of the sequence space just left.
-            self.inputs[input].late += 1;
-            let ll = if self.ll.stats.enabled { stale } else { Action::Off };
-            let hr = if self.hr.stats.enabled { stale } else { Action::Off };
-            return Verdict::Data { info: *info, ll, hr };
+        } else if info.session != self.session
+            || info.reset
+            || self.prev_space.is_some()
+            || (self.config.reset_jump > 0 && info.seq.saturating_add(self.config.reset_jump) <= self.high)
+        {
+            // Only then can this packet start or belong to another sequence space.
+            if let Some(stale) = self.check_space(now, input, info, frame) {
+                // A packet of the sequence space just left.
+                self.inputs[input].late += 1;
+                let ll = if self.ll.stats.enabled { stale } else { Action::Off };
+                let hr = if self.hr.stats.enabled { stale } else { Action::Off };
+                return Verdict::Data { info: *info, ll, hr };
+            }
         }
         self.last_data = now;
         self.high = self.high.max(e);
