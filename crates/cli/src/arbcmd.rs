@@ -237,7 +237,8 @@ impl ArbArgs {
         let mut cur =
             (self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000));
         let mut out = Vec::new();
-        let mut specs: Vec<(f64, &String)> = Vec::new();
+        // Parse each spec once: (seconds, spec, the part after ':'), then apply in time order.
+        let mut specs: Vec<(f64, &String, &str)> = Vec::new();
         for s in &self.change_at {
             let bad =
                 |why: &str| anyhow!("--change-at {s:?}: {why} (expected SECONDS:MODE[,timeout-us=N][,max-msgs=N])");
@@ -246,13 +247,11 @@ impl ArbArgs {
             if !(t >= 0.0 && t.is_finite()) {
                 return Err(bad("SECONDS must be >= 0"));
             }
-            specs.push((t, s));
-            let _ = rest;
+            specs.push((t, s, rest));
         }
         specs.sort_by(|x, y| x.0.total_cmp(&y.0));
-        for (t, s) in specs {
+        for (t, s, rest) in specs {
             let bad = |why: String| anyhow!("--change-at {s:?}: {why}");
-            let rest = s.split_once(':').unwrap().1;
             let mut parts = rest.split(',');
             let mode = parts.next().unwrap_or("");
             cur.0 = <ModeArg as clap::ValueEnum>::from_str(mode, false)
