@@ -10,7 +10,7 @@ pub mod naive;
 pub mod seq;
 
 pub use arb::{
-    Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, GapReason, GapReport, InputStats, OutputId,
+    Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, Decision, GapReason, GapReport, InputStats, OutputId,
     OutputStats, Policy, Released, ResetKind, Verdict,
 };
 pub use seq::{

@@ -292,8 +292,9 @@ pub struct PacketInfo {
     pub payload_offset: u16,
     /// Length of the UDP payload.
     pub payload_len: u16,
-    /// MoldUDP64 session (10 bytes, zero-extended); 0 for other protocols.
-    pub session: u128,
+    /// MoldUDP64 session (10 bytes); all zero for other protocols. Kept as bytes, not a
+    /// `u128`, so that `PacketInfo` stays 32 bytes (8-byte aligned): it is copied per packet.
+    pub session: [u8; 10],
     /// The packet announces a sequence number reset (XDP).
     pub reset: bool,
 }
@@ -389,7 +390,7 @@ impl Sequencer {
             ip_offset: ip_offset as u16,
             payload_offset: payload_offset as u16,
             payload_len: payload.len() as u16,
-            session: 0,
+            session: [0; 10],
             reset: false,
         };
         match self.config.protocol {
@@ -409,9 +410,7 @@ impl Sequencer {
         }
         match self.config.protocol {
             Protocol::Moldudp64 => {
-                let mut s = [0u8; 16];
-                s[6..].copy_from_slice(&payload[..10]);
-                info.session = u128::from_be_bytes(s);
+                info.session.copy_from_slice(&payload[..10]);
                 if info.count == u32::from(moldudp64::END_OF_SESSION) {
                     info.kind = PacketKind::EndOfSession;
                     info.count = 0;
