@@ -6,7 +6,11 @@
 #![forbid(unsafe_code)]
 
 pub mod arb;
+pub mod book;
+pub mod event;
+pub mod itch;
 pub mod naive;
+pub mod route;
 pub mod seq;
 
 pub use arb::{

@@ -15,6 +15,7 @@ pub mod build;
 mod error;
 pub mod ethernet;
 pub mod ipv4;
+pub mod itch50;
 pub mod moldudp64;
 pub mod opra;
 pub mod udp;

@@ -1,0 +1,623 @@
+//! Full-depth order books: every resting order by id, aggregated into price levels per
+//! instrument, with best bid and offer and depth N.
+//!
+//! Promises:
+//! * Adds, executes, partial cancels, deletes and replaces follow ITCH 5.0: an execute or
+//!   cancel takes shares off the order (it leaves the book at zero); a delete removes what
+//!   is left; a replace removes the old order and adds the new id on the same side and
+//!   instrument at the new price and size. Trades and other events do not touch the book.
+//! * An event that names an unknown order, reuses a live id, or takes more shares than the
+//!   order has is counted in [`BookStats`] and flagged on the event; it never panics and
+//!   never leaves a level that disagrees with its orders.
+//! * Memory is bounded: the order table has a fixed capacity chosen at start-up
+//!   (`max_orders`), allocated once; an add beyond it is rejected and counted. Instruments
+//!   are bounded by `max_instruments`.
+//! * A gap marks every book stale ([`Books::mark_all_stale`]): ITCH carries no snapshots, so
+//!   an order added or changed in lost messages can stay invisible all day. A stale book
+//!   stays stale until the caller recovers it ([`Books::clear_stale`], e.g. after a snapshot
+//!   or a new day); every event of a stale book carries [`flags::BOOK_STALE`].
+//!
+//! It does not keep the time priority of orders within a level (levels are aggregates).
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{flags, Event, EventAction, Side};
+
+/// Sizes fixed at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BookConfig {
+    /// Live orders the table holds at most (all instruments together).
+    pub max_orders: usize,
+    /// Highest instrument id + 1 (ITCH stock locates are below 65,536).
+    pub max_instruments: usize,
+}
+
+impl Default for BookConfig {
+    fn default() -> Self {
+        BookConfig { max_orders: 1 << 20, max_instruments: 1 << 16 }
+    }
+}
+
+/// One price level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Level {
+    /// Price in 1e-9 units.
+    pub price: i64,
+    pub shares: u64,
+    pub orders: u32,
+}
+
+/// Counters of what the books did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BookStats {
+    /// Events that changed a book.
+    pub applied: u64,
+    /// Events that do not touch a book (trades, status...).
+    pub ignored: u64,
+    /// Executes, cancels, deletes and replaces of an order the book does not know.
+    pub unknown_order: u64,
+    /// Adds (or replaces) whose new id is already live.
+    pub duplicate_order: u64,
+    /// Adds rejected because the order table is full.
+    pub table_full: u64,
+    /// Adds rejected because the instrument id is not below `max_instruments`.
+    pub bad_instrument: u64,
+    /// Executes or cancels of more shares than the order had (the order is removed).
+    pub overfill: u64,
+    /// Gaps that marked the books stale.
+    pub gaps: u64,
+}
+
+impl BookStats {
+    /// Events seen: each ends in exactly one of these outcomes.
+    pub fn total(&self) -> u64 {
+        self.applied + self.ignored + self.unknown_order + self.duplicate_order + self.table_full + self.bad_instrument
+    }
+}
+
+/// The book of one instrument. Both sides keep their best level last, so that the busy end
+/// of a side is where inserts and removals move the least.
+#[derive(Debug, Clone, Default)]
+pub struct Book {
+    /// Ascending by price: best bid last.
+    bids: Vec<Level>,
+    /// Descending by price: best ask last.
+    asks: Vec<Level>,
+    stale: bool,
+    orders: u32,
+}
+
+impl Book {
+    pub fn best_bid(&self) -> Option<Level> {
+        self.bids.last().copied()
+    }
+    pub fn best_ask(&self) -> Option<Level> {
+        self.asks.last().copied()
+    }
+    /// Up to `n` levels of a side, best first.
+    pub fn depth(&self, side: Side, n: usize) -> impl Iterator<Item = &Level> {
+        let levels = if side == Side::Ask { &self.asks } else { &self.bids };
+        levels.iter().rev().take(if side == Side::None { 0 } else { n })
+    }
+    pub fn levels(&self, side: Side) -> usize {
+        match side {
+            Side::Bid => self.bids.len(),
+            Side::Ask => self.asks.len(),
+            Side::None => 0,
+        }
+    }
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+    /// Live orders in the book.
+    pub fn orders(&self) -> u32 {
+        self.orders
+    }
+    pub fn is_empty(&self) -> bool {
+        self.orders == 0
+    }
+
+    #[inline]
+    fn side_mut(&mut self, side: Side) -> &mut Vec<Level> {
+        if side == Side::Bid {
+            &mut self.bids
+        } else {
+            &mut self.asks
+        }
+    }
+
+    /// Position of `price` on a side whose best is last: scan the few levels nearest the
+    /// top first (where nearly all activity is), then binary search.
+    #[inline]
+    fn find(levels: &[Level], price: i64, bid: bool) -> Result<usize, usize> {
+        // Key ascending along the vector: price for bids, -price for asks.
+        let key = |l: &Level| if bid { l.price } else { -l.price };
+        let k = if bid { price } else { -price };
+        let n = levels.len();
+        let mut i = n;
+        let stop = n.saturating_sub(4);
+        while i > stop {
+            let lk = key(&levels[i - 1]);
+            if lk == k {
+                return Ok(i - 1);
+            }
+            if lk < k {
+                return Err(i);
+            }
+            i -= 1;
+        }
+        levels[..i].binary_search_by(|l| key(l).cmp(&k))
+    }
+
+    #[inline]
+    fn add_shares(&mut self, side: Side, price: i64, shares: u64) {
+        let bid = side == Side::Bid;
+        let levels = self.side_mut(side);
+        match Self::find(levels, price, bid) {
+            Ok(i) => {
+                levels[i].shares += shares;
+                levels[i].orders += 1;
+            }
+            Err(i) => levels.insert(i, Level { price, shares, orders: 1 }),
+        }
+        self.orders += 1;
+    }
+
+    /// Take `shares` off the level; `remove_order` when the order leaves it.
+    #[inline]
+    fn take_shares(&mut self, side: Side, price: i64, shares: u64, remove_order: bool) {
+        let bid = side == Side::Bid;
+        let levels = self.side_mut(side);
+        if let Ok(i) = Self::find(levels, price, bid) {
+            let l = &mut levels[i];
+            l.shares -= shares.min(l.shares);
+            if remove_order {
+                l.orders -= 1;
+                if l.orders == 0 {
+                    levels.remove(i);
+                }
+            }
+        } else {
+            debug_assert!(false, "an order's level is missing");
+        }
+        if remove_order {
+            self.orders -= 1;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Order {
+    /// 0 marks a free slot; id 0 itself lives in `Books::zero`.
+    id: u64,
+    price: i64,
+    shares: u32,
+    instrument: u32,
+    side: Side,
+}
+
+/// Open addressing with linear probing and backward-shift deletion (no tombstones), sized
+/// once. Written here rather than a `HashMap` because the book is the hot path: a fixed
+/// power-of-two table with a multiplicative hash of the (sequential) ITCH order ids keeps a
+/// lookup to one or two cache lines and never rehashes or allocates.
+#[derive(Debug)]
+struct OrderTable {
+    slots: Vec<Order>,
+    mask: usize,
+    shift: u32,
+    len: usize,
+    max: usize,
+}
+
+impl OrderTable {
+    fn new(max: usize) -> Self {
+        let cap = (max.max(1) * 2).next_power_of_two();
+        OrderTable {
+            slots: vec![Order::default(); cap],
+            mask: cap - 1,
+            shift: 64 - cap.trailing_zeros(),
+            len: 0,
+            max,
+        }
+    }
+    #[inline(always)]
+    fn home(&self, id: u64) -> usize {
+        (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize & self.mask
+    }
+    #[inline]
+    fn find(&self, id: u64) -> Option<usize> {
+        let mut i = self.home(id);
+        loop {
+            let s = self.slots[i].id;
+            if s == id {
+                return Some(i);
+            }
+            if s == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+    /// Insert a new id; false when the table is full. The caller checked it is not live.
+    #[inline]
+    fn insert(&mut self, o: Order) -> bool {
+        if self.len >= self.max {
+            return false;
+        }
+        let mut i = self.home(o.id);
+        while self.slots[i].id != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = o;
+        self.len += 1;
+        true
+    }
+    #[inline]
+    fn remove_at(&mut self, mut i: usize) {
+        self.len -= 1;
+        // Backward shift: pull later entries of the probe run into the hole.
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let id = self.slots[j].id;
+            if id == 0 {
+                break;
+            }
+            let h = self.home(id);
+            // Move j into i unless its home lies cyclically in (i, j].
+            let in_range = if i <= j { i < h && h <= j } else { i < h || h <= j };
+            if !in_range {
+                self.slots[i] = self.slots[j];
+                i = j;
+            }
+        }
+        self.slots[i] = Order::default();
+    }
+}
+
+/// The books of all instruments and the table of live orders.
+#[derive(Debug)]
+pub struct Books {
+    cfg: BookConfig,
+    table: OrderTable,
+    /// Order id 0 (which the table uses to mark free slots).
+    zero: Option<Order>,
+    books: Vec<Book>,
+    stats: BookStats,
+    all_stale: bool,
+}
+
+enum Found {
+    Slot(usize),
+    Zero,
+}
+
+impl Books {
+    pub fn new(cfg: BookConfig) -> Self {
+        Books {
+            cfg,
+            table: OrderTable::new(cfg.max_orders),
+            zero: None,
+            books: Vec::new(),
+            stats: BookStats::default(),
+            all_stale: false,
+        }
+    }
+    pub fn config(&self) -> &BookConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> &BookStats {
+        &self.stats
+    }
+    /// Live orders, all instruments.
+    pub fn live_orders(&self) -> usize {
+        self.table.len + usize::from(self.zero.is_some())
+    }
+    pub fn book(&self, instrument: u32) -> Option<&Book> {
+        self.books.get(instrument as usize)
+    }
+    /// Every instrument with a book (empty or not), by id.
+    pub fn instruments(&self) -> impl Iterator<Item = (u32, &Book)> {
+        self.books.iter().enumerate().filter(|(_, b)| b.orders > 0 || !b.bids.is_empty()).map(|(i, b)| (i as u32, b))
+    }
+    /// A gap: every book, and every book created after it, is stale until recovered.
+    pub fn mark_all_stale(&mut self) {
+        self.stats.gaps += 1;
+        self.all_stale = true;
+        for b in &mut self.books {
+            b.stale = true;
+        }
+    }
+    /// The caller recovered the books (from a snapshot or a fresh day): trust them again.
+    pub fn clear_stale(&mut self) {
+        self.all_stale = false;
+        for b in &mut self.books {
+            b.stale = false;
+        }
+    }
+    pub fn any_stale(&self) -> bool {
+        self.all_stale || self.books.iter().any(|b| b.stale)
+    }
+
+    #[inline]
+    fn find(&self, id: u64) -> Option<Found> {
+        if id == 0 {
+            return self.zero.is_some().then_some(Found::Zero);
+        }
+        self.table.find(id).map(Found::Slot)
+    }
+    #[inline]
+    fn get(&mut self, f: &Found) -> &mut Order {
+        match *f {
+            Found::Slot(i) => &mut self.table.slots[i],
+            Found::Zero => self.zero.as_mut().expect("found"),
+        }
+    }
+    #[inline]
+    fn forget(&mut self, f: Found) {
+        match f {
+            Found::Slot(i) => self.table.remove_at(i),
+            Found::Zero => self.zero = None,
+        }
+    }
+
+    #[inline]
+    fn book_mut(&mut self, instrument: u32) -> Option<&mut Book> {
+        let i = instrument as usize;
+        if i >= self.books.len() {
+            if i >= self.cfg.max_instruments {
+                return None;
+            }
+            let stale = self.all_stale;
+            self.books.resize_with(i + 1, || Book { stale, ..Default::default() });
+        }
+        Some(&mut self.books[i])
+    }
+
+    /// Add a new order; returns false (counted) when it cannot be.
+    #[inline]
+    fn add(&mut self, o: Order) -> bool {
+        if self.find(o.id).is_some() {
+            self.stats.duplicate_order += 1;
+            return false;
+        }
+        if (o.instrument as usize) >= self.cfg.max_instruments {
+            self.stats.bad_instrument += 1;
+            return false;
+        }
+        if o.id == 0 {
+            self.zero = Some(o);
+        } else if !self.table.insert(o) {
+            self.stats.table_full += 1;
+            return false;
+        }
+        let b = self.book_mut(o.instrument).expect("checked above");
+        b.add_shares(o.side, o.price, u64::from(o.shares));
+        true
+    }
+
+    /// Apply an event to the books. Fills in what the feed left out (side and price of
+    /// executes, cancels, deletes and replaces; the size a delete removed) and sets the
+    /// event's flags. Returns true when a book changed.
+    #[inline]
+    pub fn apply(&mut self, e: &mut Event) -> bool {
+        let changed = match e.action {
+            EventAction::Add => {
+                let o = Order { id: e.order_id, price: e.price, shares: e.size, instrument: e.instrument_id, side: e.side };
+                if o.side == Side::None {
+                    self.stats.ignored += 1;
+                    false
+                } else if self.add(o) {
+                    true
+                } else {
+                    e.flags |= flags::REJECTED;
+                    false
+                }
+            }
+            EventAction::Execute | EventAction::Cancel => self.reduce(e),
+            EventAction::Delete => self.delete(e),
+            EventAction::Modify => self.replace(e),
+            _ => {
+                self.stats.ignored += 1;
+                false
+            }
+        };
+        if changed {
+            self.stats.applied += 1;
+        }
+        if self.all_stale || self.books.get(e.instrument_id as usize).is_some_and(|b| b.stale) {
+            e.flags |= flags::BOOK_STALE;
+        }
+        changed
+    }
+
+    #[inline]
+    fn unknown(&mut self, e: &mut Event) -> bool {
+        self.stats.unknown_order += 1;
+        e.flags |= flags::UNKNOWN_ORDER;
+        false
+    }
+
+    fn reduce(&mut self, e: &mut Event) -> bool {
+        let Some(f) = self.find(e.order_id) else { return self.unknown(e) };
+        let o = *self.get(&f);
+        e.side = o.side;
+        e.instrument_id = o.instrument;
+        if e.price == 0 {
+            e.price = o.price;
+        }
+        let take = if e.size > o.shares {
+            self.stats.overfill += 1;
+            o.shares
+        } else {
+            e.size
+        };
+        let left = o.shares - take;
+        let b = &mut self.books[o.instrument as usize];
+        b.take_shares(o.side, o.price, u64::from(take), left == 0);
+        if left == 0 {
+            self.forget(f);
+        } else {
+            self.get(&f).shares = left;
+        }
+        true
+    }
+
+    fn delete(&mut self, e: &mut Event) -> bool {
+        let Some(f) = self.find(e.order_id) else { return self.unknown(e) };
+        let o = *self.get(&f);
+        e.side = o.side;
+        e.price = o.price;
+        e.size = o.shares;
+        e.instrument_id = o.instrument;
+        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
+        self.forget(f);
+        true
+    }
+
+    fn replace(&mut self, e: &mut Event) -> bool {
+        let Some(f) = self.find(e.aux) else { return self.unknown(e) };
+        let o = *self.get(&f);
+        e.side = o.side;
+        e.instrument_id = o.instrument;
+        if e.order_id != e.aux && self.find(e.order_id).is_some() {
+            self.stats.duplicate_order += 1;
+            e.flags |= flags::REJECTED;
+            return false;
+        }
+        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
+        self.forget(f);
+        let n = Order { id: e.order_id, price: e.price, shares: e.size, instrument: o.instrument, side: o.side };
+        // The old order's slot was just freed, so the table has room.
+        let added = self.add(n);
+        debug_assert!(added);
+        true
+    }
+
+    /// Check every level against the orders (tests and debugging; O(orders)).
+    pub fn check_consistency(&self) -> Result<(), String> {
+        use std::collections::HashMap;
+        let mut want: HashMap<(u32, u8, i64), (u64, u32)> = HashMap::new();
+        let live = self.table.slots.iter().filter(|o| o.id != 0).chain(self.zero.iter());
+        let mut n = 0;
+        for o in live {
+            n += 1;
+            let w = want.entry((o.instrument, o.side as u8, o.price)).or_default();
+            w.0 += u64::from(o.shares);
+            w.1 += 1;
+        }
+        if n != self.live_orders() {
+            return Err(format!("table holds {n} orders, counts {}", self.live_orders()));
+        }
+        let mut levels = 0;
+        for (i, b) in self.books.iter().enumerate() {
+            for (side, lv) in [(Side::Bid, &b.bids), (Side::Ask, &b.asks)] {
+                for w in lv.windows(2) {
+                    let ok = if side == Side::Bid { w[0].price < w[1].price } else { w[0].price > w[1].price };
+                    if !ok {
+                        return Err(format!("instrument {i} {side:?} levels out of order"));
+                    }
+                }
+                for l in lv {
+                    levels += 1;
+                    let got = want.get(&(i as u32, side as u8, l.price)).copied().unwrap_or_default();
+                    if got != (l.shares, l.orders) {
+                        return Err(format!(
+                            "instrument {i} {side:?} {}: level says {} shares / {} orders, orders say {got:?}",
+                            l.price, l.shares, l.orders
+                        ));
+                    }
+                }
+            }
+        }
+        if levels != want.len() {
+            return Err(format!("{} levels, orders imply {}", levels, want.len()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(action: EventAction, id: u64, side: Side, price: i64, size: u32) -> Event {
+        Event { action, order_id: id, side, price, size, instrument_id: 1, ..Default::default() }
+    }
+
+    #[test]
+    fn adds_executes_cancels_deletes_replaces() {
+        let mut b = Books::new(BookConfig { max_orders: 8, max_instruments: 4 });
+        assert!(b.apply(&mut ev(EventAction::Add, 1, Side::Bid, 100, 10)));
+        assert!(b.apply(&mut ev(EventAction::Add, 2, Side::Bid, 101, 5)));
+        assert!(b.apply(&mut ev(EventAction::Add, 3, Side::Ask, 103, 7)));
+        assert!(b.apply(&mut ev(EventAction::Add, 4, Side::Ask, 103, 1)));
+        let bk = b.book(1).unwrap();
+        assert_eq!(bk.best_bid(), Some(Level { price: 101, shares: 5, orders: 1 }));
+        assert_eq!(bk.best_ask(), Some(Level { price: 103, shares: 8, orders: 2 }));
+        let mut x = ev(EventAction::Execute, 2, Side::None, 0, 2);
+        assert!(b.apply(&mut x));
+        assert_eq!((x.side, x.price), (Side::Bid, 101));
+        let mut c = ev(EventAction::Cancel, 2, Side::None, 0, 3);
+        assert!(b.apply(&mut c));
+        assert_eq!(b.book(1).unwrap().best_bid().unwrap().price, 100);
+        let mut d = ev(EventAction::Delete, 3, Side::None, 0, 0);
+        assert!(b.apply(&mut d));
+        assert_eq!((d.size, d.price, d.side), (7, 103, Side::Ask));
+        let mut u = Event { aux: 1, ..ev(EventAction::Modify, 9, Side::None, 99, 4) };
+        assert!(b.apply(&mut u));
+        assert_eq!(u.side, Side::Bid);
+        let bk = b.book(1).unwrap();
+        assert_eq!(bk.depth(Side::Bid, 5).copied().collect::<Vec<_>>(), vec![Level { price: 99, shares: 4, orders: 1 }]);
+        assert_eq!(bk.orders(), 2);
+        b.check_consistency().unwrap();
+        // Trades do not touch the book.
+        assert!(!b.apply(&mut ev(EventAction::Trade, 0, Side::Bid, 99, 100)));
+        assert_eq!(b.stats().applied, 8);
+    }
+
+    #[test]
+    fn bad_events_are_counted_not_applied() {
+        let mut b = Books::new(BookConfig { max_orders: 2, max_instruments: 4 });
+        let mut x = ev(EventAction::Delete, 42, Side::None, 0, 0);
+        assert!(!b.apply(&mut x));
+        assert_ne!(x.flags & flags::UNKNOWN_ORDER, 0);
+        assert!(b.apply(&mut ev(EventAction::Add, 1, Side::Bid, 1, 1)));
+        let mut dup = ev(EventAction::Add, 1, Side::Bid, 1, 1);
+        assert!(!b.apply(&mut dup));
+        assert_ne!(dup.flags & flags::REJECTED, 0);
+        assert!(b.apply(&mut ev(EventAction::Add, 0, Side::Ask, 5, 1)));
+        assert!(b.apply(&mut ev(EventAction::Add, 2, Side::Bid, 1, 1)));
+        assert!(!b.apply(&mut ev(EventAction::Add, 3, Side::Bid, 1, 1)), "table of 2 (+ id 0) is full");
+        assert!(!b.apply(&mut Event { instrument_id: 9, ..ev(EventAction::Add, 5, Side::Bid, 1, 1) }));
+        assert!(b.apply(&mut ev(EventAction::Execute, 1, Side::None, 0, 5)), "overfill removes the order");
+        let s = *b.stats();
+        assert_eq!((s.unknown_order, s.duplicate_order, s.table_full, s.bad_instrument, s.overfill), (1, 1, 1, 1, 1));
+        assert_eq!(s.total(), 8);
+        b.check_consistency().unwrap();
+        b.mark_all_stale();
+        let mut a = ev(EventAction::Add, 7, Side::Bid, 1, 1);
+        b.apply(&mut a);
+        assert_ne!(a.flags & flags::BOOK_STALE, 0);
+        assert!(b.book(1).unwrap().is_stale());
+        b.clear_stale();
+        assert!(!b.any_stale());
+    }
+
+    #[test]
+    fn table_deletes_keep_probe_runs() {
+        let mut t = OrderTable::new(64);
+        let ids: Vec<u64> = (1..=64).map(|i| i * 1024).collect();
+        for &id in &ids {
+            assert!(t.insert(Order { id, ..Default::default() }));
+        }
+        for &id in ids.iter().step_by(2) {
+            let i = t.find(id).unwrap();
+            t.remove_at(i);
+        }
+        for (k, &id) in ids.iter().enumerate() {
+            assert_eq!(t.find(id).is_some(), k % 2 == 1, "id {id}");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! ITCH 5.0 onto the normalized [`Event`], and the symbol directory.
+//!
+//! `instrument_id` is the message's stock locate code. Executes, cancels, deletes and
+//! replaces carry no side or price in ITCH: [`crate::book::Books::apply`] fills them in from
+//! the order it knows. Prices go from Price(4) to 1e-9 units exactly (times 100,000).
+//! `ts_event` is the message's nanoseconds since midnight plus the session's midnight
+//! (US Eastern) as UNIX nanoseconds, from [`midnight_eastern_ns`].
+
+use std::collections::HashMap;
+
+use tickplant_wire::itch50::{self, Message};
+
+use crate::event::{flags, Event, EventAction, Side};
+
+/// Price(4) to 1e-9 units.
+pub const PRICE4_TO_NANO: i64 = 100_000;
+
+#[inline(always)]
+fn side(b: u8) -> Side {
+    match b {
+        b'B' => Side::Bid,
+        b'S' => Side::Ask,
+        _ => Side::None,
+    }
+}
+
+/// Map one ITCH message to an event. `midnight_ns` is the session's midnight in UNIX ns.
+#[inline]
+pub fn normalize(m: &Message, ts_recv: u64, sequence: u64, midnight_ns: u64) -> Event {
+    let (locate, _, ts) = m.header();
+    let mut e = Event {
+        ts_recv,
+        ts_event: midnight_ns + ts,
+        sequence,
+        instrument_id: u32::from(locate),
+        msg_type: m.message_type(),
+        ..Default::default()
+    };
+    match m {
+        Message::AddOrder(a) => {
+            e.action = EventAction::Add;
+            e.order_id = a.order_reference_number;
+            e.side = side(a.buy_sell_indicator);
+            e.size = a.shares;
+            e.price = i64::from(a.price) * PRICE4_TO_NANO;
+        }
+        Message::AddOrderMpid(a) => {
+            e.action = EventAction::Add;
+            e.order_id = a.order_reference_number;
+            e.side = side(a.buy_sell_indicator);
+            e.size = a.shares;
+            e.price = i64::from(a.price) * PRICE4_TO_NANO;
+        }
+        Message::OrderExecuted(x) => {
+            e.action = EventAction::Execute;
+            e.order_id = x.order_reference_number;
+            e.size = x.executed_shares;
+            e.aux = x.match_number;
+        }
+        Message::OrderExecutedWithPrice(x) => {
+            e.action = EventAction::Execute;
+            e.order_id = x.order_reference_number;
+            e.size = x.executed_shares;
+            e.aux = x.match_number;
+            e.price = i64::from(x.execution_price) * PRICE4_TO_NANO;
+            if x.printable == b'N' {
+                e.flags |= flags::NON_PRINTABLE;
+            }
+        }
+        Message::OrderCancel(x) => {
+            e.action = EventAction::Cancel;
+            e.order_id = x.order_reference_number;
+            e.size = x.cancelled_shares;
+        }
+        Message::OrderDelete(x) => {
+            e.action = EventAction::Delete;
+            e.order_id = x.order_reference_number;
+        }
+        Message::OrderReplace(x) => {
+            e.action = EventAction::Modify;
+            e.order_id = x.new_order_reference_number;
+            e.aux = x.original_order_reference_number;
+            e.size = x.shares;
+            e.price = i64::from(x.price) * PRICE4_TO_NANO;
+        }
+        Message::Trade(t) => {
+            e.action = EventAction::Trade;
+            e.order_id = t.order_reference_number;
+            e.side = side(t.buy_sell_indicator);
+            e.size = t.shares;
+            e.price = i64::from(t.price) * PRICE4_TO_NANO;
+            e.aux = t.match_number;
+        }
+        Message::CrossTrade(t) => {
+            e.action = EventAction::Trade;
+            e.size = u32::try_from(t.shares).unwrap_or(u32::MAX);
+            e.price = i64::from(t.cross_price) * PRICE4_TO_NANO;
+            e.aux = t.match_number;
+        }
+        Message::BrokenTrade(b) => {
+            e.aux = b.match_number;
+        }
+        Message::Noii(_) | Message::DirectListingCapitalRaise(_) => e.action = EventAction::Imbalance,
+        _ => {}
+    }
+    e
+}
+
+/// Stock locate <-> symbol, from Stock Directory (R) messages (and the stock field of adds
+/// and trades for a locate the directory has not named).
+#[derive(Debug, Default, Clone)]
+pub struct SymbolDirectory {
+    by_id: HashMap<u32, [u8; 8]>,
+    by_symbol: HashMap<[u8; 8], u32>,
+}
+
+impl SymbolDirectory {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Learn from a message; returns true when it named a new instrument.
+    pub fn learn(&mut self, m: &Message) -> bool {
+        let (locate, stock) = match m {
+            Message::StockDirectory(r) => (r.stock_locate, r.stock),
+            Message::AddOrder(a) => (a.stock_locate, a.stock),
+            Message::AddOrderMpid(a) => (a.stock_locate, a.stock),
+            Message::Trade(t) => (t.stock_locate, t.stock),
+            _ => return false,
+        };
+        self.insert(u32::from(locate), stock)
+    }
+    /// Name instrument `id`; returns true when it was new.
+    pub fn insert(&mut self, id: u32, stock: [u8; 8]) -> bool {
+        if self.by_id.get(&id) == Some(&stock) {
+            return false;
+        }
+        if let Some(old) = self.by_id.insert(id, stock) {
+            self.by_symbol.remove(&old);
+        }
+        self.by_symbol.insert(stock, id);
+        true
+    }
+    /// The symbol of an instrument, padding trimmed.
+    pub fn symbol(&self, id: u32) -> Option<&str> {
+        self.by_id.get(&id).and_then(|s| std::str::from_utf8(itch50::trim_stock(s)).ok())
+    }
+    pub fn id(&self, symbol: &str) -> Option<u32> {
+        self.by_symbol.get(&itch50::stock(symbol)).copied()
+    }
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+    /// Every (id, symbol), by id.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
+        let mut v: Vec<_> = self.by_id.keys().copied().collect();
+        v.sort_unstable();
+        v.into_iter().filter_map(|id| self.symbol(id).map(|s| (id, s)))
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Midnight in New York on `date` ("YYYY-MM-DD") as UNIX nanoseconds: ITCH timestamps
+/// count from it. US daylight saving time (second Sunday of March to first Sunday of
+/// November, since 2007) is applied.
+pub fn midnight_eastern_ns(date: &str) -> Result<u64, String> {
+    let bad = || format!("bad session date {date:?}: expected YYYY-MM-DD");
+    let mut it = date.split('-');
+    let (y, m, d) = (it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?);
+    if it.next().is_some() {
+        return Err(bad());
+    }
+    let y: i64 = y.parse().map_err(|_| bad())?;
+    let m: u32 = m.parse().map_err(|_| bad())?;
+    let d: u32 = d.parse().map_err(|_| bad())?;
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return Err(bad());
+    }
+    let days = days_from_civil(y, m, d);
+    // Weekday with 0 = Sunday (1970-01-01 was a Thursday).
+    let weekday = |days: i64| (days + 4).rem_euclid(7);
+    let nth_sunday = |month: u32, n: i64| {
+        let first = days_from_civil(y, month, 1);
+        first + (7 - weekday(first)) % 7 + 7 * (n - 1)
+    };
+    let dst = days >= nth_sunday(3, 2) && days < nth_sunday(11, 1);
+    let offset_h = if dst { 4 } else { 5 };
+    Ok(((days * 86_400 + offset_h * 3_600) as u64) * 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickplant_wire::itch50::*;
+
+    #[test]
+    fn midnight_follows_daylight_saving() {
+        // 2019-12-30 00:00 EST = 05:00 UTC; 2024-07-01 00:00 EDT = 04:00 UTC.
+        assert_eq!(midnight_eastern_ns("2019-12-30").unwrap(), 1_577_682_000 * 1_000_000_000);
+        assert_eq!(midnight_eastern_ns("2024-07-01").unwrap(), 1_719_806_400 * 1_000_000_000);
+        assert!(midnight_eastern_ns("2024-13-01").unwrap_err().contains("YYYY-MM-DD"));
+    }
+
+    #[test]
+    fn adds_and_replaces_map() {
+        let a = Message::AddOrder(AddOrder {
+            stock_locate: 3,
+            timestamp: 10,
+            order_reference_number: 77,
+            buy_sell_indicator: b'S',
+            shares: 200,
+            stock: stock("ABC"),
+            price: 123_4500,
+            ..Default::default()
+        });
+        let e = normalize(&a, 1, 2, 1_000);
+        assert_eq!((e.action, e.side, e.price, e.size, e.order_id), (EventAction::Add, Side::Ask, 123_450_000_000, 200, 77));
+        assert_eq!((e.ts_event, e.instrument_id, e.msg_type), (1_010, 3, b'A'));
+        let u = Message::OrderReplace(OrderReplace {
+            original_order_reference_number: 77,
+            new_order_reference_number: 78,
+            shares: 5,
+            price: 1,
+            ..Default::default()
+        });
+        let e = normalize(&u, 0, 0, 0);
+        assert_eq!((e.action, e.order_id, e.aux, e.price), (EventAction::Modify, 78, 77, 100_000));
+        let mut d = SymbolDirectory::new();
+        assert!(d.learn(&a));
+        assert!(!d.learn(&a));
+        assert_eq!(d.symbol(3), Some("ABC"));
+        assert_eq!(d.id("ABC"), Some(3));
+    }
+}

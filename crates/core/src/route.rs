@@ -1,0 +1,93 @@
+//! Subscriptions: which events a consumer wants, by instrument and by action / message type.
+//!
+//! A [`Filter`] answers in constant time per event: instruments are a bitmap over instrument
+//! ids, actions and message types are bit sets. An empty list means "all".
+
+use crate::event::{Event, EventAction};
+
+/// What one consumer subscribes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    /// Bitmap over instrument ids; `None` subscribes to every instrument.
+    instruments: Option<Vec<u64>>,
+    /// Bit per [`EventAction`]; 0 means all.
+    actions: u16,
+    /// Bit per message type byte (the feed's letter); all zero means all.
+    types: [u64; 4],
+}
+
+impl Default for Filter {
+    fn default() -> Self {
+        Filter::all()
+    }
+}
+
+impl Filter {
+    /// Every event.
+    pub fn all() -> Self {
+        Filter { instruments: None, actions: 0, types: [0; 4] }
+    }
+    /// Only these instrument ids (in addition to those already subscribed).
+    pub fn instruments(mut self, ids: impl IntoIterator<Item = u32>) -> Self {
+        let bits = self.instruments.get_or_insert_with(Vec::new);
+        for id in ids {
+            let w = id as usize / 64;
+            if bits.len() <= w {
+                bits.resize(w + 1, 0);
+            }
+            bits[w] |= 1 << (id % 64);
+        }
+        self
+    }
+    /// Only these actions.
+    pub fn actions(mut self, actions: impl IntoIterator<Item = EventAction>) -> Self {
+        for a in actions {
+            self.actions |= 1 << a.index();
+        }
+        self
+    }
+    /// Only these feed message types (ITCH letters).
+    pub fn types(mut self, types: impl IntoIterator<Item = u8>) -> Self {
+        for t in types {
+            self.types[usize::from(t / 64)] |= 1 << (t % 64);
+        }
+        self
+    }
+
+    #[inline]
+    pub fn matches(&self, e: &Event) -> bool {
+        if let Some(bits) = &self.instruments {
+            let id = e.instrument_id as usize;
+            if bits.get(id / 64).is_none_or(|w| w & (1 << (id % 64)) == 0) {
+                return false;
+            }
+        }
+        if self.actions != 0 && self.actions & (1 << e.action.index()) == 0 {
+            return false;
+        }
+        if self.types != [0; 4] && self.types[usize::from(e.msg_type / 64)] & (1 << (e.msg_type % 64)) == 0 {
+            return false;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_combine() {
+        let e = |id, action, t| Event { instrument_id: id, action, msg_type: t, ..Default::default() };
+        let f = Filter::all().instruments([3, 130]).actions([EventAction::Add, EventAction::Execute]);
+        assert!(f.matches(&e(3, EventAction::Add, b'A')));
+        assert!(f.matches(&e(130, EventAction::Execute, b'E')));
+        assert!(!f.matches(&e(4, EventAction::Add, b'A')));
+        assert!(!f.matches(&e(1000, EventAction::Add, b'A')));
+        assert!(!f.matches(&e(3, EventAction::Trade, b'P')));
+        let t = Filter::all().types([b'P', b'Q']);
+        assert!(t.matches(&e(9, EventAction::Trade, b'P')));
+        assert!(!t.matches(&e(9, EventAction::Add, b'A')));
+        assert!(Filter::all().matches(&e(0, EventAction::Status, b'S')));
+    }
+}

@@ -1,0 +1,592 @@
+//! NASDAQ TotalView-ITCH 5.0 messages.
+//!
+//! Every message of the 5.0 specification, one struct per type with the specification's
+//! field names in snake_case, and [`Message`] over all of them. Every message starts with
+//! the same 11 bytes: message type (1 byte, a letter), stock locate (u16), tracking number
+//! (u16) and timestamp (6 bytes, nanoseconds since midnight). All integers are big-endian.
+//! Prices are kept as the integers on the wire: Price(4) is a `u32` in 1e-4 dollars,
+//! Price(8) (the MWCB levels only) a `u64` in 1e-8 dollars; text fields are the raw
+//! space-padded ASCII bytes.
+//!
+//! [`Message::parse`] checks the message type and that the buffer holds the type's fixed
+//! length, then reads the fields; it cannot panic on any input. [`message_len`] gives the
+//! fixed length of a type, for framings whose length prefix is missing or wrong. Each struct
+//! also reads and writes itself at a fixed layout (`parse`/`emit`, `LEN`), and
+//! [`Message::visit`] walks the fields by name for the text outputs (CSV, JSON).
+
+use crate::{Error, Result};
+
+/// Length of the header every message starts with (type, locate, tracking, timestamp).
+pub const HEADER_LEN: usize = 11;
+
+/// How a field is shown by [`FieldVisitor`].
+pub trait FieldVisitor {
+    /// An unsigned integer (counts, shares, ids, timestamps).
+    fn int(&mut self, name: &'static str, value: u64);
+    /// A price of `decimals` implied decimal places (4 or 8).
+    fn price(&mut self, name: &'static str, value: u64, decimals: u8);
+    /// Alphanumeric text, as on the wire (padding included; trim to show it).
+    fn text(&mut self, name: &'static str, value: &[u8]);
+}
+
+#[inline(always)]
+fn be_u16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+#[inline(always)]
+fn be_u32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+#[inline(always)]
+fn be_u48(b: &[u8], o: usize) -> u64 {
+    u64::from_be_bytes([0, 0, b[o], b[o + 1], b[o + 2], b[o + 3], b[o + 4], b[o + 5]])
+}
+#[inline(always)]
+fn be_u64(b: &[u8], o: usize) -> u64 {
+    u64::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3], b[o + 4], b[o + 5], b[o + 6], b[o + 7]])
+}
+#[inline(always)]
+fn arr<const N: usize>(b: &[u8], o: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[o..o + N]);
+    a
+}
+
+// One macro per concern keyed by the field's kind: its Rust type, how it is read and
+// written, and how it is shown.
+macro_rules! kind_ty {
+    (char) => { u8 };
+    (u16) => { u16 };
+    (u32) => { u32 };
+    (u64) => { u64 };
+    (price4) => { u32 };
+    (price8) => { u64 };
+    (stock) => { [u8; 8] };
+    (alpha2) => { [u8; 2] };
+    (alpha4) => { [u8; 4] };
+}
+macro_rules! kind_read {
+    (char, $b:expr, $o:expr) => { $b[$o] };
+    (u16, $b:expr, $o:expr) => { be_u16($b, $o) };
+    (u32, $b:expr, $o:expr) => { be_u32($b, $o) };
+    (u64, $b:expr, $o:expr) => { be_u64($b, $o) };
+    (price4, $b:expr, $o:expr) => { be_u32($b, $o) };
+    (price8, $b:expr, $o:expr) => { be_u64($b, $o) };
+    (stock, $b:expr, $o:expr) => { arr::<8>($b, $o) };
+    (alpha2, $b:expr, $o:expr) => { arr::<2>($b, $o) };
+    (alpha4, $b:expr, $o:expr) => { arr::<4>($b, $o) };
+}
+macro_rules! kind_write {
+    (char, $b:expr, $o:expr, $v:expr) => { $b[$o] = $v };
+    (u16, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 2].copy_from_slice(&$v.to_be_bytes()) };
+    (u32, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes()) };
+    (u64, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes()) };
+    (price4, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes()) };
+    (price8, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes()) };
+    (stock, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v) };
+    (alpha2, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 2].copy_from_slice(&$v) };
+    (alpha4, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v) };
+}
+macro_rules! kind_visit {
+    (char, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, core::slice::from_ref(&$v)) };
+    (u16, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, u64::from($v)) };
+    (u32, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, u64::from($v)) };
+    (u64, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, $v) };
+    (price4, $vis:expr, $n:expr, $v:expr) => { $vis.price($n, u64::from($v), 4) };
+    (price8, $vis:expr, $n:expr, $v:expr) => { $vis.price($n, $v, 8) };
+    (stock, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
+    (alpha2, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
+    (alpha4, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
+}
+
+macro_rules! itch_messages {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $ty:literal, $len:literal {
+            $( $field:ident : $kind:ident @ $off:literal ),* $(,)?
+        }
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+            pub struct $name {
+                pub stock_locate: u16,
+                pub tracking_number: u16,
+                /// Nanoseconds since midnight.
+                pub timestamp: u64,
+                $( pub $field: kind_ty!($kind), )*
+            }
+
+            impl $name {
+                /// The message type letter.
+                pub const TYPE: u8 = $ty;
+                /// Length of the message, type byte included.
+                pub const LEN: usize = $len;
+
+                /// Read the message from `b`, which must hold at least `LEN` bytes (the type
+                /// byte is not checked).
+                #[inline(always)]
+                pub fn parse(b: &[u8]) -> Result<Self> {
+                    if b.len() < $len {
+                        return Err(Error::Truncated { what: stringify!($name), offset: 0, need: $len, have: b.len() });
+                    }
+                    let b = &b[..$len];
+                    Ok($name {
+                        stock_locate: be_u16(b, 1),
+                        tracking_number: be_u16(b, 3),
+                        timestamp: be_u48(b, 5),
+                        $( $field: kind_read!($kind, b, $off), )*
+                    })
+                }
+
+                /// Write the message (type byte included) into `b[..LEN]`.
+                pub fn emit(&self, b: &mut [u8]) {
+                    let b = &mut b[..$len];
+                    b[0] = $ty;
+                    b[1..3].copy_from_slice(&self.stock_locate.to_be_bytes());
+                    b[3..5].copy_from_slice(&self.tracking_number.to_be_bytes());
+                    b[5..11].copy_from_slice(&self.timestamp.to_be_bytes()[2..]);
+                    $( kind_write!($kind, b, $off, self.$field); )*
+                }
+
+                /// Walk the fields after the header, in wire order.
+                pub fn visit<V: FieldVisitor>(&self, v: &mut V) {
+                    $( kind_visit!($kind, v, stringify!($field), self.$field); )*
+                    let _ = v;
+                }
+            }
+        )*
+
+        /// Any ITCH 5.0 message.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Message {
+            $( $name($name), )*
+        }
+
+        impl Message {
+            /// Parse one message from the start of `b`; bytes past the type's length are
+            /// ignored. An unknown type is `Unsupported` at offset 0; a short buffer is
+            /// `Truncated`.
+            #[inline]
+            pub fn parse(b: &[u8]) -> Result<Message> {
+                let Some(&t) = b.first() else {
+                    return Err(Error::Truncated { what: "itch message type", offset: 0, need: 1, have: 0 });
+                };
+                match t {
+                    $( $ty => $name::parse(b).map(Message::$name), )*
+                    _ => Err(Error::Unsupported { what: "itch message type", offset: 0, value: u64::from(t) }),
+                }
+            }
+
+            /// The message type letter.
+            pub fn message_type(&self) -> u8 {
+                match self { $( Message::$name(_) => $ty, )* }
+            }
+
+            /// Bytes [`Message::emit`] writes.
+            pub fn buffer_len(&self) -> usize {
+                match self { $( Message::$name(_) => $len, )* }
+            }
+
+            /// Write the message into `b[..buffer_len()]`.
+            pub fn emit(&self, b: &mut [u8]) {
+                match self { $( Message::$name(m) => m.emit(b), )* }
+            }
+
+            /// Walk the fields after the header, in wire order.
+            pub fn visit<V: FieldVisitor>(&self, v: &mut V) {
+                match self { $( Message::$name(m) => m.visit(v), )* }
+            }
+
+            /// The specification's name of the message type.
+            pub fn name(&self) -> &'static str {
+                match self { $( Message::$name(_) => stringify!($name), )* }
+            }
+
+            /// (stock_locate, tracking_number, timestamp) of any message.
+            #[inline]
+            pub fn header(&self) -> (u16, u16, u64) {
+                match self { $( Message::$name(m) => (m.stock_locate, m.tracking_number, m.timestamp), )* }
+            }
+        }
+
+        /// The fixed length (type byte included) of message type `t`, or `None` for a type
+        /// ITCH 5.0 does not define.
+        #[inline]
+        pub const fn message_len(t: u8) -> Option<usize> {
+            match t {
+                $( $ty => Some($len), )*
+                _ => None,
+            }
+        }
+
+        /// Every message type letter, in specification order.
+        pub const MESSAGE_TYPES: &[u8] = &[$( $ty, )*];
+    };
+}
+
+itch_messages! {
+    /// System Event (S).
+    SystemEvent = b'S', 12 { event_code: char @ 11 }
+    /// Stock Directory (R).
+    StockDirectory = b'R', 39 {
+        stock: stock @ 11,
+        market_category: char @ 19,
+        financial_status_indicator: char @ 20,
+        round_lot_size: u32 @ 21,
+        round_lots_only: char @ 25,
+        issue_classification: char @ 26,
+        issue_sub_type: alpha2 @ 27,
+        authenticity: char @ 29,
+        short_sale_threshold_indicator: char @ 30,
+        ipo_flag: char @ 31,
+        luld_reference_price_tier: char @ 32,
+        etp_flag: char @ 33,
+        etp_leverage_factor: u32 @ 34,
+        inverse_indicator: char @ 38,
+    }
+    /// Stock Trading Action (H).
+    StockTradingAction = b'H', 25 {
+        stock: stock @ 11,
+        trading_state: char @ 19,
+        reserved: char @ 20,
+        reason: alpha4 @ 21,
+    }
+    /// Reg SHO Short Sale Price Test Restricted Indicator (Y).
+    RegShoRestriction = b'Y', 20 { stock: stock @ 11, reg_sho_action: char @ 19 }
+    /// Market Participant Position (L).
+    MarketParticipantPosition = b'L', 26 {
+        mpid: alpha4 @ 11,
+        stock: stock @ 15,
+        primary_market_maker: char @ 23,
+        market_maker_mode: char @ 24,
+        market_participant_state: char @ 25,
+    }
+    /// MWCB Decline Level (V): Price(8).
+    MwcbDeclineLevel = b'V', 35 { level1: price8 @ 11, level2: price8 @ 19, level3: price8 @ 27 }
+    /// MWCB Status (W).
+    MwcbStatus = b'W', 12 { breached_level: char @ 11 }
+    /// IPO Quoting Period Update (K).
+    IpoQuotingPeriodUpdate = b'K', 28 {
+        stock: stock @ 11,
+        ipo_quotation_release_time: u32 @ 19,
+        ipo_quotation_release_qualifier: char @ 23,
+        ipo_price: price4 @ 24,
+    }
+    /// LULD Auction Collar (J).
+    LuldAuctionCollar = b'J', 35 {
+        stock: stock @ 11,
+        auction_collar_reference_price: price4 @ 19,
+        upper_auction_collar_price: price4 @ 23,
+        lower_auction_collar_price: price4 @ 27,
+        auction_collar_extension: u32 @ 31,
+    }
+    /// Operational Halt (h).
+    OperationalHalt = b'h', 21 { stock: stock @ 11, market_code: char @ 19, operational_halt_action: char @ 20 }
+    /// Add Order, no MPID attribution (A).
+    AddOrder = b'A', 36 {
+        order_reference_number: u64 @ 11,
+        buy_sell_indicator: char @ 19,
+        shares: u32 @ 20,
+        stock: stock @ 24,
+        price: price4 @ 32,
+    }
+    /// Add Order with MPID attribution (F).
+    AddOrderMpid = b'F', 40 {
+        order_reference_number: u64 @ 11,
+        buy_sell_indicator: char @ 19,
+        shares: u32 @ 20,
+        stock: stock @ 24,
+        price: price4 @ 32,
+        attribution: alpha4 @ 36,
+    }
+    /// Order Executed (E).
+    OrderExecuted = b'E', 31 { order_reference_number: u64 @ 11, executed_shares: u32 @ 19, match_number: u64 @ 23 }
+    /// Order Executed With Price (C).
+    OrderExecutedWithPrice = b'C', 36 {
+        order_reference_number: u64 @ 11,
+        executed_shares: u32 @ 19,
+        match_number: u64 @ 23,
+        printable: char @ 31,
+        execution_price: price4 @ 32,
+    }
+    /// Order Cancel (X): a partial cancel.
+    OrderCancel = b'X', 23 { order_reference_number: u64 @ 11, cancelled_shares: u32 @ 19 }
+    /// Order Delete (D).
+    OrderDelete = b'D', 19 { order_reference_number: u64 @ 11 }
+    /// Order Replace (U).
+    OrderReplace = b'U', 35 {
+        original_order_reference_number: u64 @ 11,
+        new_order_reference_number: u64 @ 19,
+        shares: u32 @ 27,
+        price: price4 @ 31,
+    }
+    /// Trade, non-cross (P).
+    Trade = b'P', 44 {
+        order_reference_number: u64 @ 11,
+        buy_sell_indicator: char @ 19,
+        shares: u32 @ 20,
+        stock: stock @ 24,
+        price: price4 @ 32,
+        match_number: u64 @ 36,
+    }
+    /// Cross Trade (Q): shares are 8 bytes.
+    CrossTrade = b'Q', 40 {
+        shares: u64 @ 11,
+        stock: stock @ 19,
+        cross_price: price4 @ 27,
+        match_number: u64 @ 31,
+        cross_type: char @ 39,
+    }
+    /// Broken Trade / Order Execution (B).
+    BrokenTrade = b'B', 19 { match_number: u64 @ 11 }
+    /// Net Order Imbalance Indicator (I).
+    Noii = b'I', 50 {
+        paired_shares: u64 @ 11,
+        imbalance_shares: u64 @ 19,
+        imbalance_direction: char @ 27,
+        stock: stock @ 28,
+        far_price: price4 @ 36,
+        near_price: price4 @ 40,
+        current_reference_price: price4 @ 44,
+        cross_type: char @ 48,
+        price_variation_indicator: char @ 49,
+    }
+    /// Retail Price Improvement Indicator (N).
+    RetailPriceImprovement = b'N', 20 { stock: stock @ 11, interest_flag: char @ 19 }
+    /// Direct Listing with Capital Raise Price Discovery (O).
+    DirectListingCapitalRaise = b'O', 48 {
+        stock: stock @ 11,
+        open_eligibility_status: char @ 19,
+        minimum_allowable_price: price4 @ 20,
+        maximum_allowable_price: price4 @ 24,
+        near_execution_price: price4 @ 28,
+        near_execution_time: u64 @ 32,
+        lower_price_range_collar: price4 @ 40,
+        upper_price_range_collar: price4 @ 44,
+    }
+}
+
+/// The stock field trimmed of its right padding.
+pub fn trim_stock(s: &[u8]) -> &[u8] {
+    let n = s.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
+    &s[..n]
+}
+
+/// A symbol as the 8-byte space-padded stock field (longer names are cut at 8).
+pub fn stock(symbol: &str) -> [u8; 8] {
+    let mut s = [b' '; 8];
+    let b = symbol.as_bytes();
+    let n = b.len().min(8);
+    s[..n].copy_from_slice(&b[..n]);
+    s
+}
+
+/// How a stream of ITCH messages is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// BinaryFILE: `[u16 BE length][message]`, the length checked against the type.
+    LengthPrefixed,
+    /// BinaryFILE whose length prefixes are not trusted: lengths come from the types.
+    InferLength,
+    /// Messages back to back with no prefix; lengths come from the types.
+    Raw,
+}
+
+/// Iterate over the messages of an in-memory stream, yielding `(byte offset, message bytes)`.
+///
+/// A length prefix that disagrees with the type's fixed length, an unknown type, or a
+/// message cut short by the end of the buffer is an error at the message's byte offset,
+/// after which the iterator stops.
+#[derive(Debug, Clone)]
+pub struct Stream<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    framing: Framing,
+    failed: bool,
+}
+
+impl<'a> Stream<'a> {
+    pub fn new(buf: &'a [u8], framing: Framing) -> Self {
+        Stream { buf, pos: 0, framing, failed: false }
+    }
+    /// Byte offset of the next message (or prefix).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    #[inline]
+    fn next_inner(&mut self) -> Result<(usize, &'a [u8])> {
+        let at = self.pos;
+        let rest = &self.buf[at..];
+        let (body_at, prefix) = match self.framing {
+            Framing::Raw => (at, None),
+            Framing::LengthPrefixed | Framing::InferLength => {
+                if rest.len() < 2 {
+                    return Err(Error::Truncated { what: "itch length prefix", offset: at, need: 2, have: rest.len() });
+                }
+                (at + 2, Some(u16::from_be_bytes([rest[0], rest[1]])))
+            }
+        };
+        let body = &self.buf[body_at..];
+        let Some(&t) = body.first() else {
+            return Err(Error::Truncated { what: "itch message type", offset: body_at, need: 1, have: 0 });
+        };
+        let Some(len) = message_len(t) else {
+            return Err(Error::Unsupported { what: "itch message type", offset: body_at, value: u64::from(t) });
+        };
+        if self.framing == Framing::LengthPrefixed && prefix != Some(len as u16) {
+            return Err(Error::Malformed {
+                what: "itch length prefix (disagrees with the message type's length)",
+                offset: at,
+                value: u64::from(prefix.unwrap_or(0)),
+            });
+        }
+        if body.len() < len {
+            return Err(Error::Truncated { what: "itch message", offset: body_at, need: len, have: body.len() });
+        }
+        self.pos = body_at + len;
+        Ok((body_at, &body[..len]))
+    }
+}
+
+impl<'a> Iterator for Stream<'a> {
+    type Item = Result<(usize, &'a [u8])>;
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.buf.len() {
+            return None;
+        }
+        let r = self.next_inner();
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+/// Append `m` to `out` as a BinaryFILE record (`[u16 BE length][message]`).
+pub fn push_binary_file(out: &mut Vec<u8>, m: &Message) {
+    let n = m.buffer_len();
+    out.extend_from_slice(&(n as u16).to_be_bytes());
+    let at = out.len();
+    out.resize(at + n, 0);
+    m.emit(&mut out[at..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add() -> AddOrder {
+        AddOrder {
+            stock_locate: 7,
+            tracking_number: 2,
+            timestamp: 34_200_000_000_123,
+            order_reference_number: 0x0102_0304_0506_0708,
+            buy_sell_indicator: b'B',
+            shares: 100,
+            stock: stock("AAPL"),
+            price: 1_902_500,
+        }
+    }
+
+    #[test]
+    fn test_parse() {
+        let mut b = [0xa5u8; 36];
+        add().emit(&mut b);
+        assert_eq!(&b[..3], &[b'A', 0, 7]);
+        assert_eq!(&b[5..11], &[0x1f, 0x1a, 0xce, 0xd9, 0xf0, 0x7b]); // 34_200_000_000_123
+        assert_eq!(Message::parse(&b).unwrap(), Message::AddOrder(add()));
+    }
+
+    #[test]
+    fn test_emit() {
+        // Every byte of every type is written: nothing of the 0xa5 fill survives in a message
+        // whose fields are all zero except the type byte.
+        for &t in MESSAGE_TYPES {
+            let len = message_len(t).unwrap();
+            let mut zero = vec![0u8; len];
+            zero[0] = t;
+            let m = Message::parse(&zero).unwrap();
+            let mut b = vec![0xa5u8; len];
+            m.emit(&mut b);
+            assert_eq!(b, zero, "type {}", t as char);
+            assert_eq!(m.buffer_len(), len);
+            assert_eq!(m.message_type(), t);
+        }
+    }
+
+    #[test]
+    fn test_deconstruct() {
+        let mut b = [0u8; 44];
+        Trade {
+            stock_locate: 1,
+            tracking_number: 0,
+            timestamp: 5,
+            order_reference_number: 0,
+            buy_sell_indicator: b'S',
+            shares: 300,
+            stock: stock("MSFT"),
+            price: 4_200_100,
+            match_number: 99,
+        }
+        .emit(&mut b);
+        let Message::Trade(t) = Message::parse(&b).unwrap() else { panic!() };
+        assert_eq!((t.shares, t.price, t.match_number), (300, 4_200_100, 99));
+        assert_eq!(trim_stock(&t.stock), b"MSFT");
+    }
+
+    #[test]
+    fn lengths_match_the_specification() {
+        let want = [
+            (b'S', 12),
+            (b'R', 39),
+            (b'H', 25),
+            (b'Y', 20),
+            (b'L', 26),
+            (b'V', 35),
+            (b'W', 12),
+            (b'K', 28),
+            (b'J', 35),
+            (b'h', 21),
+            (b'A', 36),
+            (b'F', 40),
+            (b'E', 31),
+            (b'C', 36),
+            (b'X', 23),
+            (b'D', 19),
+            (b'U', 35),
+            (b'P', 44),
+            (b'Q', 40),
+            (b'B', 19),
+            (b'I', 50),
+            (b'N', 20),
+            (b'O', 48),
+        ];
+        assert_eq!(MESSAGE_TYPES.len(), want.len());
+        for (t, n) in want {
+            assert_eq!(message_len(t), Some(n), "{}", t as char);
+        }
+    }
+
+    #[test]
+    fn errors_say_where() {
+        assert!(matches!(Message::parse(&[]), Err(Error::Truncated { .. })));
+        assert!(matches!(Message::parse(b"Z123"), Err(Error::Unsupported { value: 0x5a, .. })));
+        assert!(matches!(Message::parse(b"D123"), Err(Error::Truncated { need: 19, have: 4, .. })));
+        let mut file = Vec::new();
+        push_binary_file(&mut file, &Message::AddOrder(add()));
+        push_binary_file(&mut file, &Message::AddOrder(add()));
+        file[38..40].copy_from_slice(&0u16.to_be_bytes());
+        let mut s = Stream::new(&file, Framing::LengthPrefixed);
+        assert_eq!(s.next().unwrap().unwrap().0, 2);
+        let e = s.next().unwrap().unwrap_err();
+        assert_eq!(e.offset(), 38);
+        assert!(s.next().is_none());
+        let all: Vec<_> = Stream::new(&file, Framing::InferLength).collect::<Result<_>>().unwrap();
+        assert_eq!(all.len(), 2);
+        file[38..40].copy_from_slice(&36u16.to_be_bytes());
+        let cut = &file[..file.len() - 1];
+        let e = Stream::new(cut, Framing::LengthPrefixed).nth(1).unwrap().unwrap_err();
+        assert_eq!(e.offset(), 40);
+    }
+}
