@@ -4,7 +4,9 @@
 //! every machine (xoshiro256++ from `rand_xoshiro`, never an OS source of randomness).
 
 pub mod impair;
+pub mod itch;
 pub mod moldudp64;
 
 pub use impair::{impair, ImpairConfig, Impaired, TruthRow};
+pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};
