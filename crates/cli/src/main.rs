@@ -2,6 +2,7 @@
 
 mod arbcmd;
 mod bench;
+mod itchcmd;
 mod simcmd;
 
 use std::path::PathBuf;
@@ -24,6 +25,9 @@ enum Cmd {
     /// Simulators: feed generators and the A/B impairer.
     #[command(subcommand)]
     Sim(simcmd::SimCmd),
+    /// NASDAQ TotalView-ITCH 5.0: decode, count, build books.
+    #[command(subcommand)]
+    Itch(itchcmd::ItchCmd),
     /// Generate a feed, impair it onto A and B, arbitrate, and check against ground truth.
     Demo(DemoArgs),
     /// Performance benchmarks with their targets and peers.
@@ -84,6 +88,15 @@ fn run(cli: Cli) -> Result<()> {
             let (na, nb) = simcmd::impair_cmd(&a)?;
             eprintln!("wrote {na} frames to {} and {nb} to {}", a.out_a.display(), a.out_b.display());
         }
+        Cmd::Sim(simcmd::SimCmd::Itch(a)) => {
+            let (n, live) = simcmd::itch_cmd(&a)?;
+            eprintln!("wrote {n} ITCH 5.0 messages ({} symbols, {live} orders live at the end) to {}", a.symbols, a.out.display());
+        }
+        Cmd::Itch(itchcmd::ItchCmd::Decode(a)) => {
+            itchcmd::decode(&a)?;
+        }
+        Cmd::Itch(itchcmd::ItchCmd::Stats(a)) => itchcmd::stats(&a)?,
+        Cmd::Itch(itchcmd::ItchCmd::Book(a)) => itchcmd::book(&a)?,
         Cmd::Demo(d) => demo(&d)?,
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {
             bench::decision_cost(packets, rounds.max(1), |l| println!("{l}"));

@@ -15,6 +15,110 @@ pub enum SimCmd {
     Moldudp64(MoldArgs),
     /// Copy one capture onto two (A and B), each independently impaired.
     Impair(ImpairArgs),
+    /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
+    /// final books it implies as ground truth.
+    Itch(ItchArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ItchArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of symbols (stock locates 1..=N, names AAAA, AAAB, ...).
+    #[arg(long, default_value_t = 200)]
+    pub symbols: u32,
+    /// Number of messages, opening and closing system messages included.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub messages: u64,
+    /// Output: .itch (BinaryFILE), .gz (gzip BinaryFILE), or .pcap/.pcapng (MoldUDP64
+    /// packets of up to --max-msgs-per-packet messages, captured at the messages' times).
+    #[arg(long, value_name = "day.itch|day.pcap")]
+    pub out: PathBuf,
+    /// Write the final books, one JSON line per symbol: symbol, bids, asks
+    /// ([price, shares, orders], best first).
+    #[arg(long, value_name = "final.jsonl")]
+    pub truth: Option<PathBuf>,
+    /// Messages per MoldUDP64 packet are drawn from 1..=K (captures only).
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    pub max_msgs_per_packet: u16,
+    /// Trading day (US Eastern) the capture timestamps fall on.
+    #[arg(long, default_value = "2026-11-20", value_name = "YYYY-MM-DD")]
+    pub date: String,
+}
+
+/// Write a generated day; returns (messages, live orders at the end).
+pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
+    if a.symbols == 0 || a.symbols > 65_535 {
+        bail!("--symbols must be 1..=65535 (ITCH stock locates are 16-bit)");
+    }
+    if a.messages < 2 * u64::from(a.symbols) + 10 {
+        bail!("--messages must be at least 2 x symbols + 10 (the directory and system messages alone take that)");
+    }
+    if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 28 {
+        bail!("--max-msgs-per-packet must be 1..=28 (a packet must fit a 1500-byte MTU)");
+    }
+    let midnight = tickplant_core::itch::midnight_eastern_ns(&a.date).map_err(|e| anyhow!("--date: {e}"))?;
+    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
+        seed: a.seed,
+        symbols: a.symbols,
+        messages: a.messages,
+        target_live: 0,
+    });
+    match tickplant_io::itch::ItchInput::for_path(&a.out) {
+        tickplant_io::itch::ItchInput::Capture => {
+            let mut w = FrameWriter::create(&a.out, tickplant_core::LinkType::Ethernet, Format::for_path(&a.out))?;
+            let mut err = None;
+            tickplant_sim::itch::packetize(
+                &day.messages,
+                a.seed,
+                a.max_msgs_per_packet,
+                midnight,
+                &tickplant_wire::build::Flow::default(),
+                |ts, f| {
+                    if err.is_none() {
+                        err = w.write(ts, f).err();
+                    }
+                },
+            );
+            if let Some(e) = err {
+                return Err(e.into());
+            }
+            w.finish()?;
+        }
+        kind => {
+            let bytes = day.to_binary_file();
+            let f = std::fs::File::create(&a.out).with_context(|| format!("{}: cannot create", a.out.display()))?;
+            if kind == tickplant_io::itch::ItchInput::Gzip {
+                let mut z = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+                z.write_all(&bytes)?;
+                z.finish()?.flush()?;
+            } else {
+                let mut w = std::io::BufWriter::new(f);
+                w.write_all(&bytes)?;
+                w.flush()?;
+            }
+        }
+    }
+    if let Some(p) = &a.truth {
+        let mut w = std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
+        );
+        for b in day.final_books() {
+            let side = |v: &[tickplant_sim::itch::TruthLevel]| {
+                v.iter()
+                    .map(|&(p, s, n)| {
+                        let mut ps = String::new();
+                        crate::itchcmd::write_decimal(&mut ps, u64::from(p), 4);
+                        format!("[{ps},{s},{n}]")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            writeln!(w, "{{\"symbol\":\"{}\",\"bids\":[{}],\"asks\":[{}]}}", b.symbol, side(&b.bids), side(&b.asks))?;
+        }
+        w.flush()?;
+    }
+    Ok((day.messages.len() as u64, day.live_orders()))
 }
 
 #[derive(Debug, Args)]

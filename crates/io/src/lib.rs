@@ -1,6 +1,7 @@
 //! Everything of tickplant that touches the OS. So far: pcap and pcapng files, read and
 //! written, with time-ordered merging of several captures for replay.
 
+pub mod itch;
 pub mod pcap;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};

@@ -196,7 +196,7 @@ impl Gen {
     }
     fn step(&mut self, target_live: u64) {
         let live = self.live.len() as u64;
-        let p_add = if live < target_live { 0.52 } else { 0.44 };
+        let p_add = if live < target_live { 0.46 } else { 0.36 };
         let r: f64 = self.rng.gen();
         if live == 0 || r < p_add {
             return self.add();

@@ -418,36 +418,48 @@ impl<'a> Stream<'a> {
     #[inline]
     fn next_inner(&mut self) -> Result<(usize, &'a [u8])> {
         let at = self.pos;
-        let rest = &self.buf[at..];
-        let (body_at, prefix) = match self.framing {
-            Framing::Raw => (at, None),
-            Framing::LengthPrefixed | Framing::InferLength => {
-                if rest.len() < 2 {
-                    return Err(Error::Truncated { what: "itch length prefix", offset: at, need: 2, have: rest.len() });
-                }
-                (at + 2, Some(u16::from_be_bytes([rest[0], rest[1]])))
+        match frame_at(&self.buf[at..], self.framing) {
+            Ok(Some((hdr, total))) => {
+                self.pos = at + total;
+                Ok((at + hdr, &self.buf[at + hdr..at + total]))
             }
-        };
-        let body = &self.buf[body_at..];
-        let Some(&t) = body.first() else {
-            return Err(Error::Truncated { what: "itch message type", offset: body_at, need: 1, have: 0 });
-        };
-        let Some(len) = message_len(t) else {
-            return Err(Error::Unsupported { what: "itch message type", offset: body_at, value: u64::from(t) });
-        };
-        if self.framing == Framing::LengthPrefixed && prefix != Some(len as u16) {
+            Ok(None) => {
+                let have = self.buf.len() - at;
+                Err(Error::Truncated { what: "itch message", offset: at, need: needed(&self.buf[at..], self.framing), have })
+            }
+            Err(e) => Err(e.at(at)),
+        }
+    }
+}
+
+/// Bytes the record at the start of `rest` needs (for a truncation report).
+fn needed(rest: &[u8], framing: Framing) -> usize {
+    let hdr = if framing == Framing::Raw { 0 } else { 2 };
+    rest.get(hdr).and_then(|&t| message_len(t)).map_or(hdr + 1, |n| hdr + n)
+}
+
+/// Frame the record at the start of `rest`: `Ok(Some((header_len, record_len)))` when it is
+/// whole (the message is `rest[header_len..record_len]`), `Ok(None)` when `rest` ends
+/// before it does (read more), or an error (offsets relative to `rest`) for an unknown
+/// type or a length prefix that disagrees with the type.
+#[inline]
+pub fn frame_at(rest: &[u8], framing: Framing) -> Result<Option<(usize, usize)>> {
+    let hdr = if framing == Framing::Raw { 0 } else { 2 };
+    let Some(&t) = rest.get(hdr) else { return Ok(None) };
+    let Some(len) = message_len(t) else {
+        return Err(Error::Unsupported { what: "itch message type", offset: hdr, value: u64::from(t) });
+    };
+    if framing == Framing::LengthPrefixed {
+        let prefix = u16::from_be_bytes([rest[0], rest[1]]);
+        if usize::from(prefix) != len {
             return Err(Error::Malformed {
-                what: "itch length prefix (disagrees with the message type's length)",
-                offset: at,
-                value: u64::from(prefix.unwrap_or(0)),
+                what: "itch length prefix (disagrees with the message type's fixed length)",
+                offset: 0,
+                value: u64::from(prefix),
             });
         }
-        if body.len() < len {
-            return Err(Error::Truncated { what: "itch message", offset: body_at, need: len, have: body.len() });
-        }
-        self.pos = body_at + len;
-        Ok((body_at, &body[..len]))
     }
+    Ok((rest.len() >= hdr + len).then_some((hdr, hdr + len)))
 }
 
 impl<'a> Iterator for Stream<'a> {
@@ -587,6 +599,6 @@ mod tests {
         file[38..40].copy_from_slice(&36u16.to_be_bytes());
         let cut = &file[..file.len() - 1];
         let e = Stream::new(cut, Framing::LengthPrefixed).nth(1).unwrap().unwrap_err();
-        assert_eq!(e.offset(), 40);
+        assert_eq!(e.offset(), 38, "the record that is cut short starts at 38");
     }
 }
