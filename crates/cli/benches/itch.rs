@@ -1,0 +1,99 @@
+//! ITCH 5.0 performance targets, each printed with its figure and the ratio to its peer
+//! measured in the same run:
+//!
+//! * parse only, in-memory BinaryFILE: tickplant vs the `itchy` crate (target >= 5x);
+//! * parse + normalize + full-depth book on a simulated day (target <= 30 ns/message).
+//!
+//! `cargo bench -p tickplant --bench itch` runs a 20-million-message day (about 230,000
+//! live orders). `TICKPLANT_BENCH_MESSAGES=N` picks another size (CI runs a small smoke).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use tickplant_core::book::{BookConfig, Books};
+use tickplant_core::itch::normalize;
+use tickplant_sim::{generate_itch, ItchGenConfig};
+use tickplant_wire::itch50::{Framing, Message, Stream};
+
+const BATCH: usize = 16;
+
+fn best_of<F: FnMut() -> u64>(rounds: usize, mut f: F) -> (f64, u64) {
+    let mut best = f64::MAX;
+    let mut n = 0;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        n = f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    (best, n)
+}
+
+fn main() {
+    let messages: u64 =
+        std::env::var("TICKPLANT_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
+    let rounds = if messages >= 5_000_000 { 3 } else { 5 };
+    eprintln!("generating a {messages}-message ITCH day over 200 symbols...");
+    let day = generate_itch(&ItchGenConfig { seed: 7, symbols: 200, messages, target_live: 0 });
+    let file = day.to_binary_file();
+    let live = day.live_orders();
+    drop(day);
+    println!("ITCH 5.0, {messages} messages ({} MB in memory, {live} live orders at the end), best of {rounds}:", file.len() >> 20);
+
+    // Parse only: every message framed and every field read.
+    let (ours, n) = best_of(rounds, || {
+        let mut n = 0u64;
+        for r in Stream::new(&file, Framing::LengthPrefixed) {
+            let (_, b) = r.expect("valid");
+            black_box(Message::parse(b).expect("valid"));
+            n += 1;
+        }
+        n
+    });
+    assert_eq!(n, messages);
+    let (peer, pn) = best_of(rounds, || {
+        let mut n = 0u64;
+        for m in itchy::MessageStream::from_reader(&file[..]) {
+            black_box(m.expect("valid"));
+            n += 1;
+        }
+        n
+    });
+    assert_eq!(pn, messages, "itchy read every message");
+    let (ns_ours, ns_peer) = (ours * 1e9 / n as f64, peer * 1e9 / n as f64);
+    let ratio = ns_peer / ns_ours;
+    println!(
+        "  parse only:           {ns_ours:>6.2} ns/message ({:>6.1} M/s) | itchy 0.3.4 {ns_peer:>6.2} ns ({:>5.1} M/s) | ours/itchy speed = {ratio:.1}x, target >= 5x: {}",
+        1e3 / ns_ours,
+        1e3 / ns_peer,
+        if ratio >= 5.0 { "meets" } else { "MISSES" }
+    );
+
+    // Parse + normalize + book.
+    let (book, n) = best_of(rounds, || {
+        let mut books = Books::new(BookConfig { max_orders: (live * 2).max(1 << 16), max_instruments: 1 << 16 });
+        let mut n = 0u64;
+        // Decoded in batches (as the pipeline does per packet) so that the book can ask
+        // for a batch's orders before it applies them.
+        let mut batch = Vec::with_capacity(BATCH);
+        for r in Stream::new(&file, Framing::LengthPrefixed) {
+            let (_, b) = r.expect("valid");
+            let m = Message::parse(b).expect("valid");
+            batch.push(normalize(&m, 0, n, 0));
+            n += 1;
+            if batch.len() == BATCH {
+                books.apply_all(&mut batch);
+                black_box(&batch);
+                batch.clear();
+            }
+        }
+        books.apply_all(&mut batch);
+        assert_eq!(books.live_orders(), live);
+        n
+    });
+    let ns_book = book * 1e9 / n as f64;
+    println!(
+        "  parse + book:         {ns_book:>6.2} ns/message ({:>6.1} M/s), target <= 30 ns: {} | published C++ peer (charles-cooper/itch-order-book, not measured here): 45-64 ns",
+        1e3 / ns_book,
+        if ns_book <= 30.0 { "meets" } else { "MISSES" }
+    );
+}
