@@ -37,7 +37,10 @@ fn main() {
     let file = day.to_binary_file();
     let live = day.live_orders();
     drop(day);
-    println!("ITCH 5.0, {messages} messages ({} MB in memory, {live} live orders at the end), best of {rounds}:", file.len() >> 20);
+    println!(
+        "ITCH 5.0, {messages} messages ({} MB in memory, {live} live orders at the end), best of {rounds}:",
+        file.len() >> 20
+    );
 
     // Parse only: every message framed and every field read.
     let (ours, n) = best_of(rounds, || {

@@ -457,7 +457,9 @@ mod tests {
     fn csv_header_has_every_field_once() {
         let c = csv_columns();
         assert_eq!(c[..4], ["type", "stock_locate", "tracking_number", "timestamp"]);
-        assert!(c.contains(&"order_reference_number") && c.contains(&"level3") && c.contains(&"upper_price_range_collar"));
+        assert!(
+            c.contains(&"order_reference_number") && c.contains(&"level3") && c.contains(&"upper_price_range_collar")
+        );
         let set: HashSet<_> = c.iter().collect();
         assert_eq!(set.len(), c.len());
     }

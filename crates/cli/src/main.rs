@@ -90,7 +90,11 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Sim(simcmd::SimCmd::Itch(a)) => {
             let (n, live) = simcmd::itch_cmd(&a)?;
-            eprintln!("wrote {n} ITCH 5.0 messages ({} symbols, {live} orders live at the end) to {}", a.symbols, a.out.display());
+            eprintln!(
+                "wrote {n} ITCH 5.0 messages ({} symbols, {live} orders live at the end) to {}",
+                a.symbols,
+                a.out.display()
+            );
         }
         Cmd::Itch(itchcmd::ItchCmd::Decode(a)) => {
             itchcmd::decode(&a)?;

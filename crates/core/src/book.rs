@@ -213,13 +213,7 @@ struct OrderTable {
 impl OrderTable {
     fn new(max: usize) -> Self {
         let cap = (max.max(1) * 2).next_power_of_two();
-        OrderTable {
-            slots: vec![Order::default(); cap],
-            mask: cap - 1,
-            shift: 64 - cap.trailing_zeros(),
-            len: 0,
-            max,
-        }
+        OrderTable { slots: vec![Order::default(); cap], mask: cap - 1, shift: 64 - cap.trailing_zeros(), len: 0, max }
     }
     /// ITCH order ids rise through the day and most activity is on young orders: the id
     /// itself (mod the table size) keeps recently added orders in neighbouring, cache-warm
@@ -447,7 +441,8 @@ impl Books {
     pub fn apply(&mut self, e: &mut Event) -> bool {
         let changed = match e.action {
             EventAction::Add => {
-                let o = Order { id: e.order_id, price: e.price, shares: e.size, instrument: e.instrument_id, side: e.side };
+                let o =
+                    Order { id: e.order_id, price: e.price, shares: e.size, instrument: e.instrument_id, side: e.side };
                 if o.side == Side::None {
                     self.stats.ignored += 1;
                     false
@@ -612,7 +607,10 @@ mod tests {
         assert!(b.apply(&mut u));
         assert_eq!(u.side, Side::Bid);
         let bk = b.book(1).unwrap();
-        assert_eq!(bk.depth(Side::Bid, 5).copied().collect::<Vec<_>>(), vec![Level { price: 99, shares: 4, orders: 1 }]);
+        assert_eq!(
+            bk.depth(Side::Bid, 5).copied().collect::<Vec<_>>(),
+            vec![Level { price: 99, shares: 4, orders: 1 }]
+        );
         assert_eq!(bk.orders(), 2);
         b.check_consistency().unwrap();
         // Trades do not touch the book.

@@ -226,7 +226,10 @@ mod tests {
             ..Default::default()
         });
         let e = normalize(&a, 1, 2, 1_000);
-        assert_eq!((e.action, e.side, e.price, e.size, e.order_id), (EventAction::Add, Side::Ask, 123_450_000_000, 200, 77));
+        assert_eq!(
+            (e.action, e.side, e.price, e.size, e.order_id),
+            (EventAction::Add, Side::Ask, 123_450_000_000, 200, 77)
+        );
         assert_eq!((e.ts_event, e.instrument_id, e.msg_type), (1_010, 3, b'A'));
         let u = Message::OrderReplace(OrderReplace {
             original_order_reference_number: 77,

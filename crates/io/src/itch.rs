@@ -153,7 +153,8 @@ pub fn read_stream(
         end -= start;
         start = 0;
         while end < buf.len() {
-            let n = r.read(&mut buf[end..]).map_err(|e| err(path, None, Some(base + end as u64), format!("read: {e}")))?;
+            let n =
+                r.read(&mut buf[end..]).map_err(|e| err(path, None, Some(base + end as u64), format!("read: {e}")))?;
             if n == 0 {
                 eof = true;
                 break;

@@ -146,7 +146,8 @@ impl Gen {
             if !v.is_empty() {
                 // Favour recent orders: most activity is on young orders.
                 let n = v.len();
-                let back = if self.rng.gen_bool(0.7) { self.rng.gen_range(0..n.min(16)) } else { self.rng.gen_range(0..n) };
+                let back =
+                    if self.rng.gen_bool(0.7) { self.rng.gen_range(0..n.min(16)) } else { self.rng.gen_range(0..n) };
                 return Some(v[n - 1 - back]);
             }
         }
@@ -161,7 +162,8 @@ impl Gen {
         }
         let buy = self.rng.gen_bool(0.5);
         let price = self.price_for(sym, buy);
-        let shares = if self.rng.gen_bool(0.7) { 100 * self.rng.gen_range(1..10) } else { self.rng.gen_range(1..2_000) };
+        let shares =
+            if self.rng.gen_bool(0.7) { 100 * self.rng.gen_range(1..10) } else { self.rng.gen_range(1..2_000) };
         let id = self.next_ref;
         self.next_ref += self.rng.gen_range(1..4);
         let (tracking_number, timestamp) = self.tick();
@@ -430,7 +432,9 @@ impl ItchDay {
 
     /// The final book of every symbol with live orders, by stock locate.
     pub fn final_books(&self) -> Vec<TruthBook> {
-        let mut by: BTreeMap<u16, [BTreeMap<u32, (u64, u32)>; 2]> = BTreeMap::new();
+        // Per symbol, bid and ask sides: price -> (shares, orders).
+        type Side = BTreeMap<u32, (u64, u32)>;
+        let mut by: BTreeMap<u16, [Side; 2]> = BTreeMap::new();
         for o in self.live.values() {
             let side = &mut by.entry(o.sym).or_default()[usize::from(!o.buy)];
             let l = side.entry(o.price).or_default();

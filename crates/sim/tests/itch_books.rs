@@ -33,7 +33,9 @@ fn books_equal_the_simulators_truth() {
         for t in &truth {
             let b = books.book(u32::from(t.locate)).unwrap();
             let got = |side| {
-                b.depth(side, usize::MAX).map(|l| ((l.price / PRICE4_TO_NANO) as u32, l.shares, l.orders)).collect::<Vec<_>>()
+                b.depth(side, usize::MAX)
+                    .map(|l| ((l.price / PRICE4_TO_NANO) as u32, l.shares, l.orders))
+                    .collect::<Vec<_>>()
             };
             assert_eq!(got(Side::Bid), t.bids, "{} bids", t.symbol);
             assert_eq!(got(Side::Ask), t.asks, "{} asks", t.symbol);

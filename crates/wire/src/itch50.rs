@@ -55,48 +55,120 @@ fn arr<const N: usize>(b: &[u8], o: usize) -> [u8; N] {
 // One macro per concern keyed by the field's kind: its Rust type, how it is read and
 // written, and how it is shown.
 macro_rules! kind_ty {
-    (char) => { u8 };
-    (u16) => { u16 };
-    (u32) => { u32 };
-    (u64) => { u64 };
-    (price4) => { u32 };
-    (price8) => { u64 };
-    (stock) => { [u8; 8] };
-    (alpha2) => { [u8; 2] };
-    (alpha4) => { [u8; 4] };
+    (char) => {
+        u8
+    };
+    (u16) => {
+        u16
+    };
+    (u32) => {
+        u32
+    };
+    (u64) => {
+        u64
+    };
+    (price4) => {
+        u32
+    };
+    (price8) => {
+        u64
+    };
+    (stock) => {
+        [u8; 8]
+    };
+    (alpha2) => {
+        [u8; 2]
+    };
+    (alpha4) => {
+        [u8; 4]
+    };
 }
 macro_rules! kind_read {
-    (char, $b:expr, $o:expr) => { $b[$o] };
-    (u16, $b:expr, $o:expr) => { be_u16($b, $o) };
-    (u32, $b:expr, $o:expr) => { be_u32($b, $o) };
-    (u64, $b:expr, $o:expr) => { be_u64($b, $o) };
-    (price4, $b:expr, $o:expr) => { be_u32($b, $o) };
-    (price8, $b:expr, $o:expr) => { be_u64($b, $o) };
-    (stock, $b:expr, $o:expr) => { arr::<8>($b, $o) };
-    (alpha2, $b:expr, $o:expr) => { arr::<2>($b, $o) };
-    (alpha4, $b:expr, $o:expr) => { arr::<4>($b, $o) };
+    (char, $b:expr, $o:expr) => {
+        $b[$o]
+    };
+    (u16, $b:expr, $o:expr) => {
+        be_u16($b, $o)
+    };
+    (u32, $b:expr, $o:expr) => {
+        be_u32($b, $o)
+    };
+    (u64, $b:expr, $o:expr) => {
+        be_u64($b, $o)
+    };
+    (price4, $b:expr, $o:expr) => {
+        be_u32($b, $o)
+    };
+    (price8, $b:expr, $o:expr) => {
+        be_u64($b, $o)
+    };
+    (stock, $b:expr, $o:expr) => {
+        arr::<8>($b, $o)
+    };
+    (alpha2, $b:expr, $o:expr) => {
+        arr::<2>($b, $o)
+    };
+    (alpha4, $b:expr, $o:expr) => {
+        arr::<4>($b, $o)
+    };
 }
 macro_rules! kind_write {
-    (char, $b:expr, $o:expr, $v:expr) => { $b[$o] = $v };
-    (u16, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 2].copy_from_slice(&$v.to_be_bytes()) };
-    (u32, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes()) };
-    (u64, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes()) };
-    (price4, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes()) };
-    (price8, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes()) };
-    (stock, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 8].copy_from_slice(&$v) };
-    (alpha2, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 2].copy_from_slice(&$v) };
-    (alpha4, $b:expr, $o:expr, $v:expr) => { $b[$o..$o + 4].copy_from_slice(&$v) };
+    (char, $b:expr, $o:expr, $v:expr) => {
+        $b[$o] = $v
+    };
+    (u16, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 2].copy_from_slice(&$v.to_be_bytes())
+    };
+    (u32, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes())
+    };
+    (u64, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes())
+    };
+    (price4, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 4].copy_from_slice(&$v.to_be_bytes())
+    };
+    (price8, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 8].copy_from_slice(&$v.to_be_bytes())
+    };
+    (stock, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 8].copy_from_slice(&$v)
+    };
+    (alpha2, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 2].copy_from_slice(&$v)
+    };
+    (alpha4, $b:expr, $o:expr, $v:expr) => {
+        $b[$o..$o + 4].copy_from_slice(&$v)
+    };
 }
 macro_rules! kind_visit {
-    (char, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, core::slice::from_ref(&$v)) };
-    (u16, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, u64::from($v)) };
-    (u32, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, u64::from($v)) };
-    (u64, $vis:expr, $n:expr, $v:expr) => { $vis.int($n, $v) };
-    (price4, $vis:expr, $n:expr, $v:expr) => { $vis.price($n, u64::from($v), 4) };
-    (price8, $vis:expr, $n:expr, $v:expr) => { $vis.price($n, $v, 8) };
-    (stock, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
-    (alpha2, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
-    (alpha4, $vis:expr, $n:expr, $v:expr) => { $vis.text($n, &$v) };
+    (char, $vis:expr, $n:expr, $v:expr) => {
+        $vis.text($n, core::slice::from_ref(&$v))
+    };
+    (u16, $vis:expr, $n:expr, $v:expr) => {
+        $vis.int($n, u64::from($v))
+    };
+    (u32, $vis:expr, $n:expr, $v:expr) => {
+        $vis.int($n, u64::from($v))
+    };
+    (u64, $vis:expr, $n:expr, $v:expr) => {
+        $vis.int($n, $v)
+    };
+    (price4, $vis:expr, $n:expr, $v:expr) => {
+        $vis.price($n, u64::from($v), 4)
+    };
+    (price8, $vis:expr, $n:expr, $v:expr) => {
+        $vis.price($n, $v, 8)
+    };
+    (stock, $vis:expr, $n:expr, $v:expr) => {
+        $vis.text($n, &$v)
+    };
+    (alpha2, $vis:expr, $n:expr, $v:expr) => {
+        $vis.text($n, &$v)
+    };
+    (alpha4, $vis:expr, $n:expr, $v:expr) => {
+        $vis.text($n, &$v)
+    };
 }
 
 macro_rules! itch_messages {
@@ -425,7 +497,12 @@ impl<'a> Stream<'a> {
             }
             Ok(None) => {
                 let have = self.buf.len() - at;
-                Err(Error::Truncated { what: "itch message", offset: at, need: needed(&self.buf[at..], self.framing), have })
+                Err(Error::Truncated {
+                    what: "itch message",
+                    offset: at,
+                    need: needed(&self.buf[at..], self.framing),
+                    have,
+                })
             }
             Err(e) => Err(e.at(at)),
         }
