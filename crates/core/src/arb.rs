@@ -138,7 +138,7 @@ impl GapReason {
 }
 
 /// A range of sequence numbers an output gave up on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GapReport {
     pub output: OutputId,
     pub first_seq: u64,

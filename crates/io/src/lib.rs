@@ -1,7 +1,9 @@
 //! Everything of tickplant that touches the OS. So far: pcap and pcapng files, read and
 //! written, with time-ordered merging of several captures for replay.
 
+pub mod clock;
 pub mod itch;
 pub mod pcap;
+pub mod pipeline;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};

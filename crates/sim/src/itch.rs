@@ -479,7 +479,7 @@ pub fn packetize(
     let mut ident = 0u16;
     let mut last_ts = 0;
     while i < messages.len() {
-        let n = rng.gen_range(1..=max_per_packet.max(1)).min((messages.len() - i) as u16);
+        let n = rng.gen_range(1..=max_per_packet.max(1)).min((messages.len() - i).min(usize::from(u16::MAX)) as u16);
         payload.clear();
         payload.resize(moldudp64::HEADER_LEN, 0);
         moldudp64::Repr { session: *b"TICKPLANT1", sequence_number: seq, message_count: n }.emit(&mut payload);

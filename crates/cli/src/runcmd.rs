@@ -1,0 +1,232 @@
+//! `tickplant run CONFIG.toml`: the feed-handler pipeline described by one TOML file.
+//! The file's sections and keys are documented in docs/feed-handler.md; examples/ holds
+//! copies to start from.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use tickplant_core::book::BookConfig;
+use tickplant_core::event::EventAction;
+use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, Outcome, PipelineSpec, SlowPolicy};
+
+use crate::arbcmd::ArbArgs;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunConfig {
+    pub source: Source,
+    /// Any option of `tickplant arb` (protocol, mode, timeout-us, max-msgs, start-seq,
+    /// capacity-packets...), except the files.
+    #[serde(default)]
+    pub arbitration: ArbArgs,
+    #[serde(default)]
+    pub book: BookSection,
+    #[serde(default)]
+    pub run: RunSection,
+    #[serde(default, rename = "consumer")]
+    pub consumers: Vec<ConsumerSection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Source {
+    /// Feed A, or the only capture.
+    pub a: Option<PathBuf>,
+    /// Feed B (optional).
+    pub b: Option<PathBuf>,
+    /// Decoder: only "itch50" so far.
+    #[serde(default = "default_decoder")]
+    pub decoder: String,
+    /// Trading day, US Eastern (ITCH timestamps count from its midnight).
+    #[serde(default = "default_date")]
+    pub date: String,
+}
+
+fn default_decoder() -> String {
+    "itch50".into()
+}
+fn default_date() -> String {
+    "1970-01-01".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct BookSection {
+    pub max_orders: usize,
+    pub max_instruments: usize,
+    /// Write the final books here (one JSON line per instrument), `depth` levels a side.
+    pub final_books: Option<PathBuf>,
+    pub depth: usize,
+}
+
+impl Default for BookSection {
+    fn default() -> Self {
+        let d = BookConfig::default();
+        BookSection { max_orders: d.max_orders, max_instruments: d.max_instruments, final_books: None, depth: 10 }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunSection {
+    /// Pin the producer (arbitrate, decode, book, deliver) to this CPU.
+    pub producer_core: Option<usize>,
+    /// Write the report as JSON here ("-" for stdout).
+    pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConsumerSection {
+    pub name: String,
+    /// count | csv | jsonl | bbo
+    #[serde(default = "default_action")]
+    pub action: String,
+    /// Output file for csv and jsonl (required), and bbo (optional).
+    pub path: Option<PathBuf>,
+    #[serde(default)]
+    pub symbols: Vec<String>,
+    /// add, cancel, delete, modify, execute, trade, clear, status, imbalance.
+    #[serde(default)]
+    pub actions: Vec<String>,
+    /// Feed message types (ITCH letters).
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// drop | backpressure
+    #[serde(default)]
+    pub policy: SlowPolicy,
+    #[serde(default = "default_ring")]
+    pub ring: usize,
+    pub core: Option<usize>,
+}
+
+fn default_action() -> String {
+    "count".into()
+}
+fn default_ring() -> usize {
+    1 << 16
+}
+
+impl RunConfig {
+    pub fn load(path: &Path) -> Result<RunConfig> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+        let mut c = RunConfig::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        c.relative_to(path.parent().unwrap_or(Path::new(".")));
+        Ok(c)
+    }
+    pub fn parse(text: &str) -> Result<RunConfig> {
+        Ok(toml::from_str(text)?)
+    }
+    /// Make every relative path relative to `base` (the config file's folder).
+    pub fn relative_to(&mut self, base: &Path) {
+        let fix = |p: &mut Option<PathBuf>| {
+            if let Some(x) = p.as_mut() {
+                if x.is_relative() && x.as_os_str() != "-" {
+                    *x = base.join(&*x);
+                }
+            }
+        };
+        fix(&mut self.source.a);
+        fix(&mut self.source.b);
+        fix(&mut self.book.final_books);
+        fix(&mut self.run.report);
+        for c in &mut self.consumers {
+            fix(&mut c.path);
+        }
+    }
+
+    pub fn spec(&self, progress: bool) -> Result<PipelineSpec> {
+        if self.source.decoder != "itch50" {
+            bail!("[source] decoder {:?}: only \"itch50\" is supported so far", self.source.decoder);
+        }
+        let a = self.source.a.clone().ok_or_else(|| anyhow!("[source] needs `a` (the capture, or feed A)"))?;
+        let mut inputs = vec![a];
+        inputs.extend(self.source.b.clone());
+        let arb = &self.arbitration;
+        if arb.a.is_some() || arb.b.is_some() || arb.hr_out.is_some() || arb.ll_out.is_some() {
+            bail!("[arbitration] takes the arbitrator's options; captures go in [source] a and b");
+        }
+        let midnight_ns =
+            tickplant_core::itch::midnight_eastern_ns(&self.source.date).map_err(|e| anyhow!("[source] date: {e}"))?;
+        let mut consumers = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for c in &self.consumers {
+            if !names.insert(c.name.clone()) {
+                bail!("[[consumer]] name {:?} is used twice", c.name);
+            }
+            let action = match (c.action.as_str(), &c.path) {
+                ("count", _) => ConsumerAction::Count,
+                ("csv", Some(p)) => ConsumerAction::Csv(p.clone()),
+                ("jsonl", Some(p)) => ConsumerAction::Jsonl(p.clone()),
+                ("bbo", p) => ConsumerAction::Bbo(p.clone()),
+                ("csv" | "jsonl", None) => bail!("consumer {:?}: action {:?} needs a path", c.name, c.action),
+                (other, _) => bail!("consumer {:?}: action {other:?} is not one of count, csv, jsonl, bbo", c.name),
+            };
+            let actions = c
+                .actions
+                .iter()
+                .map(|a| a.parse::<EventAction>().map_err(|e| anyhow!("consumer {:?}: {e}", c.name)))
+                .collect::<Result<Vec<_>>>()?;
+            let mut types = Vec::new();
+            for t in &c.types {
+                match t.as_bytes() {
+                    [b] if tickplant_wire::itch50::message_len(*b).is_some() => types.push(*b),
+                    _ => bail!("consumer {:?}: {t:?} is not an ITCH 5.0 message type", c.name),
+                }
+            }
+            if c.ring < 2 {
+                bail!("consumer {:?}: ring must hold at least 2 records", c.name);
+            }
+            consumers.push(ConsumerSpec {
+                name: c.name.clone(),
+                symbols: c.symbols.clone(),
+                actions,
+                types,
+                action,
+                policy: c.policy,
+                ring: c.ring,
+                core: c.core,
+            });
+        }
+        Ok(PipelineSpec {
+            inputs,
+            sequencer: arb.sequencer_config()?,
+            arb: arb.arb_config()?,
+            midnight_ns,
+            book: BookConfig { max_orders: self.book.max_orders, max_instruments: self.book.max_instruments },
+            consumers,
+            producer_core: self.run.producer_core,
+            progress,
+        })
+    }
+}
+
+/// Run a loaded config; prints the report to stderr (and JSON where asked).
+pub fn run(cfg: &RunConfig, quiet: bool) -> Result<Outcome> {
+    let spec = cfg.spec(!quiet)?;
+    let out = pipeline::run(&spec)?;
+    eprint!("{}", pipeline::summary(&out.report));
+    if let Some(p) = &cfg.run.report {
+        let json = serde_json::to_string_pretty(&out.report)?;
+        if p.as_os_str() == "-" {
+            println!("{json}");
+        } else {
+            std::fs::write(p, json + "\n").with_context(|| format!("{}: cannot write", p.display()))?;
+        }
+    }
+    if let Some(p) = &cfg.book.final_books {
+        let mut s = String::new();
+        for (id, b) in out.books.instruments() {
+            if b.is_empty() {
+                continue;
+            }
+            let sym = out.symbols.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
+            crate::itchcmd::book_json(&sym, b, cfg.book.depth, &mut s);
+            s.push('\n');
+        }
+        std::fs::write(p, s).with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    out.report.check().map_err(|e| anyhow!("accounting does not balance: {e}"))?;
+    Ok(out)
+}

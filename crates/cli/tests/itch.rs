@@ -1,0 +1,243 @@
+//! End-to-end tests of `tickplant itch`, `sim itch`, `run` and `demo` on real files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn tp(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).current_dir(dir).output().expect("runs")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> (String, String) {
+    let o = tp(dir, args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "tickplant {args:?} failed:\n{err}");
+    (String::from_utf8_lossy(&o.stdout).to_string(), err)
+}
+
+/// The real sample, or None (with a note) outside a checkout that has ../shared.
+fn ritch() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("SKIP: {} is absent (an outside checkout has no ../shared)", p.display());
+        None
+    }
+}
+
+#[test]
+fn real_sample_counts_match_its_readme() {
+    let Some(s) = ritch() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let s = s.to_str().unwrap();
+    let (out, _) = ok(d.path(), &["itch", "stats", s, "--infer-length"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["messages"], 12_012);
+    let want = [
+        ("P", 5000),
+        ("A", 4997),
+        ("D", 1745),
+        ("E", 198),
+        ("X", 45),
+        ("U", 12),
+        ("S", 6),
+        ("R", 3),
+        ("H", 3),
+        ("F", 3),
+    ];
+    for (t, n) in want {
+        assert_eq!(v["by_type"][t], n, "type {t}");
+    }
+    assert_eq!(v["by_type"].as_object().unwrap().len(), want.len());
+    // Without --infer-length: a clear error naming the file, the byte and the way out.
+    let o = tp(d.path(), &["itch", "stats", s]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ex20101224.TEST_ITCH_50") && err.contains("byte 0") && err.contains("--infer-length"),
+        "{err}"
+    );
+    // Decode: one JSON line per message, the specification's field names.
+    let (out, _) = ok(d.path(), &["itch", "decode", s, "--infer-length", "--types", "A", "--limit", "2"]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert_eq!(l["type"], "A");
+        for k in [
+            "stock_locate",
+            "tracking_number",
+            "timestamp",
+            "order_reference_number",
+            "buy_sell_indicator",
+            "shares",
+            "stock",
+            "price",
+        ] {
+            assert!(l.get(k).is_some(), "{k} missing in {l}");
+        }
+        assert!(l["price"].is_number());
+    }
+    let (out, _) = ok(d.path(), &["itch", "decode", s, "--infer-length", "--format", "csv", "-o", "all.csv"]);
+    assert!(out.is_empty());
+    assert_eq!(std::fs::read_to_string(d.path().join("all.csv")).unwrap().lines().count(), 12_013);
+}
+
+#[test]
+fn simulated_day_books_equal_the_truth_from_file_and_capture() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    for out in ["day.itch", "day.itch.gz", "day.pcap"] {
+        ok(
+            p,
+            &[
+                "sim",
+                "itch",
+                "--seed",
+                "5",
+                "--symbols",
+                "30",
+                "--messages",
+                "60000",
+                "--out",
+                out,
+                "--truth",
+                "final.jsonl",
+            ],
+        );
+        let (stats, _) = ok(p, &["itch", "stats", out]);
+        let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+        assert_eq!(v["messages"], 60_000, "{out}");
+        let (books, _) = ok(p, &["itch", "book", out, "--final", "--depth", "1000000"]);
+        let truth = std::fs::read_to_string(p.join("final.jsonl")).unwrap();
+        let parse =
+            |s: &str| s.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
+        assert_eq!(parse(&books), parse(&truth), "{out}");
+    }
+    // Symbol and depth filters.
+    let (books, _) = ok(p, &["itch", "book", "day.itch", "--final", "--depth", "2", "--symbols", "AAAB"]);
+    let v: Vec<serde_json::Value> = books.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0]["symbol"], "AAAB");
+    assert!(v[0]["bids"].as_array().unwrap().len() <= 2);
+}
+
+#[test]
+fn run_delivers_exactly_each_subscription() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "itch", "--seed", "9", "--symbols", "20", "--messages", "50000", "--out", "feed.pcap"]);
+    ok(
+        p,
+        &[
+            "sim",
+            "impair",
+            "--in",
+            "feed.pcap",
+            "--seed",
+            "9",
+            "--loss-a",
+            "0.02",
+            "--loss-b",
+            "0.02",
+            "--reorder",
+            "0.01",
+            "--skew-us",
+            "0..10",
+            "--out-a",
+            "a.pcap",
+            "--out-b",
+            "b.pcap",
+        ],
+    );
+    std::fs::write(
+        p.join("run.toml"),
+        r#"
+[source]
+a = "a.pcap"
+b = "b.pcap"
+date = "2026-11-20"
+[arbitration]
+protocol = "moldudp64"
+timeout-us = 50
+start-seq = 1
+[run]
+report = "report.json"
+[[consumer]]
+name = "aaab-adds"
+action = "jsonl"
+path = "adds.jsonl"
+symbols = ["AAAB"]
+actions = ["add"]
+policy = "backpressure"
+[[consumer]]
+name = "trades"
+action = "csv"
+path = "trades.csv"
+types = ["P", "Q"]
+policy = "backpressure"
+[[consumer]]
+name = "count"
+"#,
+    )
+    .unwrap();
+    let (_, err) = ok(p, &["run", "run.toml", "--quiet"]);
+    assert!(err.contains("accounting: balanced"), "{err}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
+    // Reference: decode the arbitrated stream independently from the original feed, minus the gaps.
+    let (all, _) = ok(p, &["itch", "decode", "feed.pcap"]);
+    let all: Vec<serde_json::Value> = all.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let gaps: Vec<(u64, u64)> = r["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["first_seq"].as_u64().unwrap(), g["last_seq"].as_u64().unwrap()))
+        .collect();
+    let kept = |i: usize| !gaps.iter().any(|&(a, b)| (a..=b).contains(&(i as u64 + 1)));
+    let locate_aaab = all.iter().find(|m| m["type"] == "R" && m["stock"] == "AAAB").unwrap()["stock_locate"].clone();
+    let want_adds = all
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| kept(*i) && (m["type"] == "A" || m["type"] == "F") && m["stock_locate"] == locate_aaab)
+        .count();
+    let want_trades =
+        all.iter().enumerate().filter(|(i, m)| kept(*i) && (m["type"] == "P" || m["type"] == "Q")).count();
+    let adds = std::fs::read_to_string(p.join("adds.jsonl")).unwrap();
+    assert_eq!(adds.lines().count(), want_adds);
+    for l in adds.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["action"], "add");
+        assert_eq!(v["instrument_id"], locate_aaab);
+    }
+    let trades = std::fs::read_to_string(p.join("trades.csv")).unwrap();
+    assert_eq!(trades.lines().count(), want_trades + 1);
+    let c = &r["consumers"];
+    assert_eq!(c[2]["received"], r["decoded"]);
+    assert_eq!(r["decoded"].as_u64().unwrap() as usize, all.iter().enumerate().filter(|(i, _)| kept(*i)).count());
+}
+
+#[test]
+fn demo_runs_small_and_checks_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let (out, _) = ok(d.path(), &["demo", "--messages", "150000", "--symbols", "40", "--quiet", "--dir", "w"]);
+    assert!(out.contains("demo: verified"), "{out}");
+    assert!(d.path().join("w/books.jsonl").exists() && d.path().join("w/bbo.jsonl").exists());
+}
+
+#[test]
+fn bad_config_says_what_and_where() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("bad.toml"),
+        "[source]\na = \"x.pcap\"\n[[consumer]]\nname = \"c\"\naction = \"print\"\n",
+    )
+    .unwrap();
+    let o = tp(d.path(), &["run", "bad.toml"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\"print\"") && err.contains("count, csv, jsonl, bbo"), "{err}");
+    std::fs::write(d.path().join("typo.toml"), "[source]\na = \"x.pcap\"\nbogus = 1\n").unwrap();
+    let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
+    assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");
+}

@@ -1,0 +1,754 @@
+//! The feed-handler pipeline: captures in, arbitrated, decoded, books built, filtered and
+//! delivered to consumer threads through lock-free rings.
+//!
+//! ```text
+//! A.pcap ─┐                      HR packets      events             records
+//!         ├─ merge ─ arbitrator ─────────── ITCH ──────── books ─┬─ filter ─ ring ─ consumer thread
+//! B.pcap ─┘  (time order)         gaps ─▶ books stale             └─ filter ─ ring ─ consumer thread
+//! ```
+//!
+//! The producer (the calling thread) runs every stage up to the rings; each consumer has
+//! its own single-producer single-consumer ring (`rtrb`) and thread. The producer filters
+//! for a consumer before it publishes, so a consumer receives exactly its subscription.
+//! A full ring either drops the record (counted per consumer) or makes the producer wait
+//! (back-pressure), per consumer: one slow consumer never blocks another that drops.
+//!
+//! Every message is accounted for: HR messages = decoded + undecodable; decoded = the book's
+//! outcomes (applied, ignored, unknown order, rejected); per consumer, matched = delivered +
+//! dropped, and what the consumer received = delivered. [`Report::check`] asserts it.
+//!
+//! Stage latencies are measured per packet with the time-stamp counter: `arbitrate` (a
+//! frame through the arbitrator), `decode` (a released packet to events), `book` (the
+//! packet's events applied), `deliver` (filtered and pushed to the rings), and per record
+//! `ring` (from publication to the consumer's pop).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tickplant_core::book::{BookConfig, BookStats, Books};
+use tickplant_core::event::{flags, Event, EventAction, Side};
+use tickplant_core::itch::{normalize, SymbolDirectory};
+use tickplant_core::route::Filter;
+use tickplant_core::{
+    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, PacketKind, Released, Sequencer,
+    SequencerConfig,
+};
+use tickplant_wire::itch50::{self, Message};
+use tickplant_wire::moldudp64;
+
+use crate::clock::{rdtsc, TscClock};
+use crate::pcap::{FrameReader, MergedReader, PcapError};
+
+/// Best bid and offer of an instrument after an event (0 / 0 when a side is empty).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bbo {
+    pub bid_price: i64,
+    pub ask_price: i64,
+    pub bid_size: u64,
+    pub ask_size: u64,
+}
+
+/// What travels through a consumer's ring: the event, its instrument's BBO after it, and
+/// the time-stamp counter at publication.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Record {
+    pub event: Event,
+    pub bbo: Bbo,
+    pub published_tsc: u64,
+}
+
+/// A full ring: drop the record (counted) or wait for room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlowPolicy {
+    #[default]
+    Drop,
+    Backpressure,
+}
+
+/// What a consumer thread does with its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerAction {
+    /// Count records by action.
+    Count,
+    /// Write one CSV line per record.
+    Csv(PathBuf),
+    /// Write one JSON line per record.
+    Jsonl(PathBuf),
+    /// Keep the latest BBO per instrument; written as JSON lines at the end when a path is
+    /// given.
+    Bbo(Option<PathBuf>),
+}
+
+/// One consumer: its subscription, action, ring and policy.
+#[derive(Debug, Clone)]
+pub struct ConsumerSpec {
+    pub name: String,
+    /// Symbols subscribed to (empty: all).
+    pub symbols: Vec<String>,
+    /// Actions subscribed to (empty: all).
+    pub actions: Vec<EventAction>,
+    /// Feed message types (ITCH letters) subscribed to (empty: all).
+    pub types: Vec<u8>,
+    pub action: ConsumerAction,
+    pub policy: SlowPolicy,
+    /// Ring capacity in records.
+    pub ring: usize,
+    /// Pin the consumer thread to this CPU.
+    pub core: Option<usize>,
+}
+
+/// The whole pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineSpec {
+    /// One capture, or A and B.
+    pub inputs: Vec<PathBuf>,
+    pub sequencer: SequencerConfig,
+    pub arb: ArbConfig,
+    /// The session's midnight in UNIX ns (ITCH timestamps count from it).
+    pub midnight_ns: u64,
+    pub book: BookConfig,
+    pub consumers: Vec<ConsumerSpec>,
+    /// Pin the producer thread to this CPU.
+    pub producer_core: Option<usize>,
+    /// Progress lines on stderr about once a second.
+    pub progress: bool,
+}
+
+/// Latency of one stage, ns.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+/// What one consumer did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConsumerReport {
+    pub name: String,
+    /// Records that matched the subscription.
+    pub matched: u64,
+    /// Pushed into the ring.
+    pub delivered: u64,
+    /// Not pushed: the ring was full and the policy is `drop`.
+    pub dropped: u64,
+    /// Times the producer waited for room (`backpressure`).
+    pub waits: u64,
+    /// Popped by the consumer thread.
+    pub received: u64,
+    pub by_action: BTreeMap<String, u64>,
+    /// Instruments with a BBO (action `bbo`).
+    pub bbo_instruments: u64,
+    pub ring_latency_ns: Latency,
+}
+
+/// The end-of-run report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub inputs: Vec<String>,
+    pub frames: u64,
+    pub arbitration: Option<ArbStats>,
+    pub gaps: Vec<GapReport>,
+    /// Messages in HR packets.
+    pub messages_in: u64,
+    pub decoded: u64,
+    pub undecodable: u64,
+    pub by_type: BTreeMap<String, u64>,
+    pub book: BookStats,
+    pub instruments: u64,
+    pub stale_books: u64,
+    pub live_orders: u64,
+    pub consumers: Vec<ConsumerReport>,
+    pub wall_s: f64,
+    pub messages_per_s: f64,
+    pub latency_ns: BTreeMap<String, Latency>,
+}
+
+impl Report {
+    /// The accounting: every message ends in exactly one counted outcome.
+    pub fn check(&self) -> Result<(), String> {
+        if self.messages_in != self.decoded + self.undecodable {
+            return Err(format!(
+                "HR messages {} != decoded {} + undecodable {}",
+                self.messages_in, self.decoded, self.undecodable
+            ));
+        }
+        if self.decoded != self.book.total() {
+            return Err(format!("decoded {} != book outcomes {}", self.decoded, self.book.total()));
+        }
+        if let Some(a) = &self.arbitration {
+            if a.hr.messages != self.messages_in {
+                return Err(format!(
+                    "arbitrator released {} HR messages, decoder saw {}",
+                    a.hr.messages, self.messages_in
+                ));
+            }
+        }
+        for c in &self.consumers {
+            if c.matched != c.delivered + c.dropped || c.received != c.delivered {
+                return Err(format!(
+                    "consumer {}: matched {} delivered {} dropped {} received {}",
+                    c.name, c.matched, c.delivered, c.dropped, c.received
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
+        count: h.len(),
+        p50: clock.to_ns(h.value_at_quantile(0.5)),
+        p90: clock.to_ns(h.value_at_quantile(0.9)),
+        p99: clock.to_ns(h.value_at_quantile(0.99)),
+        p999: clock.to_ns(h.value_at_quantile(0.999)),
+        max: clock.to_ns(h.max()),
+    }
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid bounds")
+}
+
+struct Out {
+    name: String,
+    symbols: HashSet<[u8; 8]>,
+    filter: Filter,
+    ring: rtrb::Producer<Record>,
+    policy: SlowPolicy,
+    matched: u64,
+    delivered: u64,
+    dropped: u64,
+    waits: u64,
+}
+
+/// The HR side of the pipeline, fed by the arbitrator.
+struct Downstream {
+    seq: Sequencer,
+    link: LinkType,
+    midnight_ns: u64,
+    books: Books,
+    dir: SymbolDirectory,
+    outs: Vec<Out>,
+    batch: Vec<Event>,
+    messages_in: u64,
+    decoded: u64,
+    undecodable: u64,
+    by_type: [u64; 256],
+    gaps: Vec<GapReport>,
+    h_decode: Histogram<u64>,
+    h_book: Histogram<u64>,
+    h_deliver: Histogram<u64>,
+}
+
+impl Downstream {
+    fn learn(&mut self, m: &Message) {
+        if self.dir.learn(m) {
+            let id = u32::from(m.header().0);
+            let Some(sym) = self.dir.symbol(id) else { return };
+            let key = itch50::stock(sym);
+            for o in &mut self.outs {
+                if o.symbols.contains(&key) {
+                    o.filter = std::mem::take(&mut o.filter).instruments([id]);
+                }
+            }
+        }
+    }
+
+    fn packet(&mut self, frame: &[u8], ts_recv: u64) {
+        let t0 = rdtsc();
+        let Ok(info) = self.seq.classify(self.link, frame) else { return };
+        if info.kind != PacketKind::Data {
+            return;
+        }
+        let at = usize::from(info.payload_offset);
+        let payload = &frame[at..at + usize::from(info.payload_len)];
+        let Ok(p) = moldudp64::Packet::new_checked(payload) else {
+            self.messages_in += u64::from(info.count);
+            self.undecodable += u64::from(info.count);
+            return;
+        };
+        self.batch.clear();
+        let mut seen = 0u64;
+        for (k, m) in p.messages().enumerate() {
+            seen += 1;
+            let parsed = m.ok().and_then(|(_, b)| {
+                // A MoldUDP64 block must be exactly the ITCH type's length.
+                (itch50::message_len(*b.first()?) == Some(b.len())).then(|| Message::parse(b).ok()).flatten()
+            });
+            let Some(msg) = parsed else {
+                self.undecodable += 1;
+                continue;
+            };
+            if matches!(msg, Message::StockDirectory(_) | Message::AddOrder(_) | Message::AddOrderMpid(_)) {
+                self.learn(&msg);
+            }
+            self.by_type[usize::from(msg.message_type())] += 1;
+            self.batch.push(normalize(&msg, ts_recv, info.seq + k as u64, self.midnight_ns));
+        }
+        // Blocks the packet announced but did not hold count as undecodable.
+        let announced = u64::from(info.count);
+        self.undecodable += announced.saturating_sub(seen);
+        self.messages_in += announced.max(seen);
+        self.decoded += self.batch.len() as u64;
+        if let Some(last) = self.batch.last_mut() {
+            last.flags |= flags::LAST_IN_PACKET;
+        }
+        let t1 = rdtsc();
+        self.books.apply_all(&mut self.batch);
+        let t2 = rdtsc();
+        for e in &self.batch {
+            let bbo = self.books.book(e.instrument_id).map_or(Bbo::default(), |b| {
+                let (bid, ask) = (b.best_bid(), b.best_ask());
+                Bbo {
+                    bid_price: bid.map_or(0, |l| l.price),
+                    ask_price: ask.map_or(0, |l| l.price),
+                    bid_size: bid.map_or(0, |l| l.shares),
+                    ask_size: ask.map_or(0, |l| l.shares),
+                }
+            });
+            let mut rec = Record { event: *e, bbo, published_tsc: 0 };
+            for o in &mut self.outs {
+                if !o.filter.matches(e) {
+                    continue;
+                }
+                o.matched += 1;
+                rec.published_tsc = rdtsc();
+                match o.ring.push(rec) {
+                    Ok(()) => o.delivered += 1,
+                    Err(rtrb::PushError::Full(r)) => match o.policy {
+                        SlowPolicy::Drop => o.dropped += 1,
+                        SlowPolicy::Backpressure => {
+                            let mut r = r;
+                            loop {
+                                o.waits += 1;
+                                std::thread::yield_now();
+                                r.published_tsc = rdtsc();
+                                match o.ring.push(r) {
+                                    Ok(()) => break,
+                                    Err(rtrb::PushError::Full(back)) => r = back,
+                                }
+                            }
+                            o.delivered += 1;
+                        }
+                    },
+                }
+            }
+        }
+        let t3 = rdtsc();
+        let _ = self.h_decode.record((t1 - t0).max(1));
+        let _ = self.h_book.record((t2 - t1).max(1));
+        let _ = self.h_deliver.record((t3 - t2).max(1));
+    }
+}
+
+struct Sink<'a> {
+    down: &'a mut Downstream,
+}
+
+impl ArbSink for Sink<'_> {
+    fn ll(&mut self, _now: u64, _frame: &[u8]) {}
+    fn hr(&mut self, r: &Released<'_>) {
+        self.down.packet(r.frame, r.arrival_ns);
+    }
+    fn gap(&mut self, g: &GapReport) {
+        if g.output == OutputId::Hr {
+            self.down.books.mark_all_stale();
+            self.down.gaps.push(*g);
+        }
+    }
+}
+
+struct ConsumerResult {
+    received: u64,
+    by_action: [u64; 16],
+    bbo_instruments: u64,
+    ring: Histogram<u64>,
+}
+
+fn consumer_thread(
+    mut rx: rtrb::Consumer<Record>,
+    action: ConsumerAction,
+    symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
+) -> std::io::Result<ConsumerResult> {
+    let mut res = ConsumerResult { received: 0, by_action: [0; 16], bbo_instruments: 0, ring: hist() };
+    let mut w: Option<BufWriter<File>> = match &action {
+        ConsumerAction::Csv(p) | ConsumerAction::Jsonl(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
+        _ => None,
+    };
+    if let (ConsumerAction::Csv(_), Some(w)) = (&action, w.as_mut()) {
+        writeln!(w, "ts_recv,ts_event,sequence,instrument_id,action,side,price,size,order_id,aux,flags,msg_type")?;
+    }
+    let mut bbo: Vec<Option<Bbo>> = Vec::new();
+    let mut idle = 0u32;
+    loop {
+        match rx.pop() {
+            Ok(r) => {
+                idle = 0;
+                let now = rdtsc();
+                // Counters of two cores can disagree by a few ticks: a negative delay counts as 1.
+                let _ = res.ring.record(now.saturating_sub(r.published_tsc).clamp(1, 1 << 40));
+                res.received += 1;
+                let e = &r.event;
+                res.by_action[e.action.index()] += 1;
+                match &action {
+                    ConsumerAction::Count => {}
+                    ConsumerAction::Csv(_) => {
+                        let w = w.as_mut().expect("opened");
+                        writeln!(
+                            w,
+                            "{},{},{},{},{},{},{},{},{},{},{},{}",
+                            e.ts_recv,
+                            e.ts_event,
+                            e.sequence,
+                            e.instrument_id,
+                            e.action.as_str(),
+                            e.side.as_str(),
+                            e.price_str(),
+                            e.size,
+                            e.order_id,
+                            e.aux,
+                            e.flags,
+                            e.msg_type as char
+                        )?;
+                    }
+                    ConsumerAction::Jsonl(_) => {
+                        let w = w.as_mut().expect("opened");
+                        writeln!(
+                            w,
+                            "{{\"ts_recv\":{},\"ts_event\":{},\"sequence\":{},\"instrument_id\":{},\"action\":\"{}\",\"side\":\"{}\",\"price\":{},\"size\":{},\"order_id\":{},\"aux\":{},\"flags\":{},\"msg_type\":\"{}\"}}",
+                            e.ts_recv,
+                            e.ts_event,
+                            e.sequence,
+                            e.instrument_id,
+                            e.action.as_str(),
+                            e.side.as_str(),
+                            e.price_str(),
+                            e.size,
+                            e.order_id,
+                            e.aux,
+                            e.flags,
+                            e.msg_type as char
+                        )?;
+                    }
+                    ConsumerAction::Bbo(_) => {
+                        let i = e.instrument_id as usize;
+                        if bbo.len() <= i {
+                            bbo.resize(i + 1, None);
+                        }
+                        bbo[i] = Some(r.bbo);
+                    }
+                }
+            }
+            Err(_) => {
+                if rx.is_abandoned() && rx.is_empty() {
+                    break;
+                }
+                // Poll hard, then politely: a consumer on its own core would only spin.
+                idle += 1;
+                if idle < 1_000 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+    if let Some(mut w) = w {
+        w.flush()?;
+    }
+    res.bbo_instruments = bbo.iter().filter(|b| b.is_some()).count() as u64;
+    if let ConsumerAction::Bbo(Some(p)) = &action {
+        let dir = symbols.lock().map(|d| d.clone()).unwrap_or_default();
+        let mut w = BufWriter::new(File::create(p)?);
+        for (i, b) in bbo.iter().enumerate() {
+            if let Some(b) = b {
+                let sym = dir.symbol(i as u32).unwrap_or("");
+                writeln!(
+                    w,
+                    "{{\"instrument_id\":{i},\"symbol\":\"{sym}\",\"bid_price\":{},\"bid_size\":{},\"ask_price\":{},\"ask_size\":{}}}",
+                    tickplant_core::event::price_to_string(b.bid_price),
+                    b.bid_size,
+                    tickplant_core::event::price_to_string(b.ask_price),
+                    b.ask_size
+                )?;
+            }
+        }
+        w.flush()?;
+    }
+    Ok(res)
+}
+
+/// The pipeline's final state, for callers that look further than the report.
+#[derive(Debug)]
+pub struct Outcome {
+    pub report: Report,
+    pub books: Books,
+    pub symbols: SymbolDirectory,
+}
+
+/// Run the pipeline to the end of its inputs.
+pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
+    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
+    if spec.inputs.is_empty() || spec.inputs.len() > 2 {
+        return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
+    }
+    if let Some(c) = spec.producer_core {
+        if let Some(id) = core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|c2| c2.id == c)) {
+            core_affinity::set_for_current(id);
+        }
+    }
+    let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
+    let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
+    let seq = Sequencer::new(spec.sequencer.clone()).map_err(cfg_err)?;
+    let mut arb_cfg = spec.arb.clone();
+    arb_cfg.inputs = readers.len();
+    arb_cfg.low_latency = false;
+    arb_cfg.high_reliability = true;
+    let mut arb = Arbitrator::new(arb_cfg, seq.clone()).map_err(cfg_err)?;
+    for (i, l) in links.iter().enumerate() {
+        arb.set_link(i, *l);
+    }
+    // Consumers: rings and threads.
+    let dir_shared = Arc::new(std::sync::Mutex::new(SymbolDirectory::new()));
+    let mut outs = Vec::new();
+    let mut handles = Vec::new();
+    for c in &spec.consumers {
+        let (tx, rx) = rtrb::RingBuffer::<Record>::new(c.ring.max(2));
+        let mut filter = Filter::all().actions(c.actions.iter().copied()).types(c.types.iter().copied());
+        if !c.symbols.is_empty() {
+            // No instrument until the directory names one of the symbols.
+            filter = filter.instruments(std::iter::empty());
+        }
+        outs.push(Out {
+            name: c.name.clone(),
+            symbols: c.symbols.iter().map(|s| itch50::stock(s)).collect(),
+            filter,
+            ring: tx,
+            policy: c.policy,
+            matched: 0,
+            delivered: 0,
+            dropped: 0,
+            waits: 0,
+        });
+        let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("consumer-{}", c.name))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        if let Some(id) =
+                            core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|x| x.id == core))
+                        {
+                            core_affinity::set_for_current(id);
+                        }
+                    }
+                    consumer_thread(rx, action, dir)
+                })
+                .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
+        );
+    }
+    let mut down = Downstream {
+        seq,
+        link: links[0],
+        midnight_ns: spec.midnight_ns,
+        books: Books::new(spec.book),
+        dir: SymbolDirectory::new(),
+        outs,
+        batch: Vec::with_capacity(64),
+        messages_in: 0,
+        decoded: 0,
+        undecodable: 0,
+        by_type: [0; 256],
+        gaps: Vec::new(),
+        h_decode: hist(),
+        h_book: hist(),
+        h_deliver: hist(),
+    };
+    let mut h_arb = hist();
+    let mut clock = TscClock::start();
+    let started = Instant::now();
+    let mut merged = MergedReader::new(readers);
+    let mut frames = 0u64;
+    let mut last_ts = 0;
+    let mut next_progress = Instant::now() + Duration::from_secs(1);
+    let stop = AtomicBool::new(false);
+    while let Some((input, f)) = merged.next_frame()? {
+        frames += 1;
+        last_ts = last_ts.max(f.ts_ns);
+        // The link type of a frame's own capture decides how it is parsed.
+        down.link = links[input];
+        let t0 = rdtsc();
+        arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
+        let _ = h_arb.record((rdtsc() - t0).max(1));
+        if spec.progress && frames % 65_536 == 0 && Instant::now() >= next_progress {
+            next_progress = Instant::now() + Duration::from_secs(1);
+            eprintln!(
+                "run: {frames} frames, {} messages decoded, {:.1} M msg/s",
+                down.decoded,
+                down.decoded as f64 / started.elapsed().as_secs_f64() / 1e6
+            );
+        }
+    }
+    arb.finish(last_ts, &mut Sink { down: &mut down });
+    stop.store(true, Ordering::Relaxed);
+    if let Ok(mut d) = dir_shared.lock() {
+        *d = down.dir.clone();
+    }
+    // Close the rings: consumers drain and finish.
+    let outs = std::mem::take(&mut down.outs);
+    let mut consumers = Vec::new();
+    let mut results = Vec::new();
+    for (o, h) in outs.into_iter().zip(handles) {
+        let Out { name, matched, delivered, dropped, waits, ring, .. } = o;
+        drop(ring);
+        let r = h
+            .join()
+            .map_err(|_| cfg_err(format!("consumer {name} panicked")))?
+            .map_err(|e| cfg_err(format!("consumer {name}: {e}")))?;
+        consumers.push(ConsumerReport { name, matched, delivered, dropped, waits, ..Default::default() });
+        results.push(r);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    clock.finish();
+    for (c, r) in consumers.iter_mut().zip(&results) {
+        c.received = r.received;
+        c.bbo_instruments = r.bbo_instruments;
+        c.ring_latency_ns = latency(&r.ring, &clock);
+        for a in EventAction::ALL {
+            let n = r.by_action[a.index()];
+            if n > 0 {
+                c.by_action.insert(a.as_str().to_string(), n);
+            }
+        }
+    }
+    let mut latency_ns = BTreeMap::new();
+    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb, &clock));
+    latency_ns.insert("2 decode (per packet)".to_string(), latency(&down.h_decode, &clock));
+    latency_ns.insert("3 book (per packet)".to_string(), latency(&down.h_book, &clock));
+    latency_ns.insert("4 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
+    let stats = arb.stats();
+    let books = down.books;
+    let report = Report {
+        inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
+        frames,
+        arbitration: Some(stats),
+        gaps: down.gaps,
+        messages_in: down.messages_in,
+        decoded: down.decoded,
+        undecodable: down.undecodable,
+        by_type: (0..256)
+            .filter(|&t| down.by_type[t] > 0)
+            .map(|t| (((t as u8) as char).to_string(), down.by_type[t]))
+            .collect(),
+        book: *books.stats(),
+        instruments: down.dir.len() as u64,
+        stale_books: books.instruments().filter(|(_, b)| b.is_stale()).count() as u64,
+        live_orders: books.live_orders() as u64,
+        consumers,
+        wall_s: wall,
+        messages_per_s: down.decoded as f64 / wall.max(1e-9),
+        latency_ns,
+    };
+    Ok(Outcome { report, books, symbols: down.dir })
+}
+
+/// The report as people read it.
+pub fn summary(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "tickplant run: {} frames from {}", r.frames, r.inputs.join(" + "));
+    if let Some(a) = &r.arbitration {
+        for (i, st) in a.inputs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  input {}: {} packets, {} wins, {} duplicates, {} late, {} out of order, {} other",
+                ["A", "B"].get(i).unwrap_or(&"?"),
+                st.packets,
+                st.wins,
+                st.duplicates,
+                st.late,
+                st.out_of_order,
+                st.other
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  arbitrated (HR): {} packets, {} messages, {} gaps ({} messages lost)",
+            a.hr.packets, a.hr.messages, a.hr.gaps, a.hr.messages_lost
+        );
+    }
+    for g in r.gaps.iter().take(5) {
+        let _ =
+            writeln!(s, "    gap {}..={} ({} messages, {})", g.first_seq, g.last_seq, g.messages, g.reason.as_str());
+    }
+    if r.gaps.len() > 5 {
+        let _ = writeln!(s, "    ... {} more gaps", r.gaps.len() - 5);
+    }
+    let _ = writeln!(
+        s,
+        "  decoded: {} messages ({} undecodable) of {} in HR packets",
+        r.decoded, r.undecodable, r.messages_in
+    );
+    let b = &r.book;
+    let _ = writeln!(
+        s,
+        "  books: {} applied, {} not book events, {} unknown order, {} duplicate, {} table full; {} instruments, {} live orders, {} stale books",
+        b.applied, b.ignored, b.unknown_order, b.duplicate_order, b.table_full, r.instruments, r.live_orders, r.stale_books
+    );
+    for c in &r.consumers {
+        let _ = writeln!(
+            s,
+            "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  ring p50 {} ns p99 {} ns",
+            c.name, c.matched, c.delivered, c.dropped, c.received, c.ring_latency_ns.p50, c.ring_latency_ns.p99
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  accounting: {}",
+        match r.check() {
+            Ok(()) => "balanced (HR messages = decoded + undecodable = book outcomes; per consumer matched = delivered + dropped = received + dropped)".to_string(),
+            Err(e) => format!("NOT BALANCED: {e}"),
+        }
+    );
+    let _ = writeln!(s, "  throughput: {:.2} M messages/s ({:.3} s wall)", r.messages_per_s / 1e6, r.wall_s);
+    let _ = writeln!(s, "  latency (ns)              count        p50      p90      p99    p99.9        max");
+    for (name, l) in &r.latency_ns {
+        let _ = writeln!(
+            s,
+            "    {:<22} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
+            name, l.count, l.p50, l.p90, l.p99, l.p999, l.max
+        );
+    }
+    for c in &r.consumers {
+        let l = &c.ring_latency_ns;
+        let _ = writeln!(
+            s,
+            "    {:<22} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
+            format!("5 ring -> {}", c.name),
+            l.count,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max
+        );
+    }
+    let _ = Side::None;
+    s
+}
