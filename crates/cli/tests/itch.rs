@@ -241,3 +241,22 @@ fn bad_config_says_what_and_where() {
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
     assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");
 }
+
+#[test]
+fn feed_handler_doc_examples_run() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/feed-handler.md")).unwrap();
+    let block = doc.split("```sh\n").nth(1).expect("the ITCH tools example").split("```").next().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        ok(d.path(), &args);
+        n += 1;
+    }
+    assert_eq!(n, 6);
+    assert!(d.path().join("aaab.csv").exists() && d.path().join("final.jsonl").exists());
+    // The example config the demo runs parses and names every consumer action.
+    let ex = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.toml")).unwrap();
+    assert!(ex.contains("[[consumer]]") && ex.contains("action = \"bbo\""));
+}

@@ -7,3 +7,8 @@ pub mod pcap;
 pub mod pipeline;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};
+
+// The feed-handler guide's Rust examples run as doctests of this crate.
+#[doc = include_str!("../../../docs/feed-handler.md")]
+#[cfg(doctest)]
+pub struct FeedHandlerGuide;

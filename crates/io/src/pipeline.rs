@@ -73,8 +73,24 @@ pub enum SlowPolicy {
     Backpressure,
 }
 
+/// Your own code, called on the consumer's thread for every record it receives.
+#[derive(Clone)]
+pub struct Handler(Arc<std::sync::Mutex<Box<dyn FnMut(&Record) + Send>>>);
+
+impl Handler {
+    pub fn new(f: impl FnMut(&Record) + Send + 'static) -> Self {
+        Handler(Arc::new(std::sync::Mutex::new(Box::new(f))))
+    }
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handler(..)")
+    }
+}
+
 /// What a consumer thread does with its records.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum ConsumerAction {
     /// Count records by action.
     Count,
@@ -85,6 +101,8 @@ pub enum ConsumerAction {
     /// Keep the latest BBO per instrument; written as JSON lines at the end when a path is
     /// given.
     Bbo(Option<PathBuf>),
+    /// Call a handler (the Rust consumer API).
+    Handler(Handler),
 }
 
 /// One consumer: its subscription, action, ring and policy.
@@ -395,6 +413,12 @@ fn consumer_thread(
         writeln!(w, "ts_recv,ts_event,sequence,instrument_id,action,side,price,size,order_id,aux,flags,msg_type")?;
     }
     let mut bbo: Vec<Option<Bbo>> = Vec::new();
+    let handler = match &action {
+        ConsumerAction::Handler(h) => Some(h.0.clone()),
+        _ => None,
+    };
+    // Held for the whole run: the handler belongs to this thread alone.
+    let mut handler = handler.as_ref().map(|h| h.lock().unwrap_or_else(|p| p.into_inner()));
     let mut idle = 0u32;
     loop {
         match rx.pop() {
@@ -408,6 +432,11 @@ fn consumer_thread(
                 res.by_action[e.action.index()] += 1;
                 match &action {
                     ConsumerAction::Count => {}
+                    ConsumerAction::Handler(_) => {
+                        if let Some(h) = handler.as_mut() {
+                            (h)(&r);
+                        }
+                    }
                     ConsumerAction::Csv(_) => {
                         let w = w.as_mut().expect("opened");
                         writeln!(
