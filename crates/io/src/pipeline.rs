@@ -75,7 +75,9 @@ pub enum SlowPolicy {
 
 /// Your own code, called on the consumer's thread for every record it receives.
 #[derive(Clone)]
-pub struct Handler(Arc<std::sync::Mutex<Box<dyn FnMut(&Record) + Send>>>);
+pub struct Handler(Arc<std::sync::Mutex<HandlerFn>>);
+
+type HandlerFn = Box<dyn FnMut(&Record) + Send>;
 
 impl Handler {
     pub fn new(f: impl FnMut(&Record) + Send + 'static) -> Self {
