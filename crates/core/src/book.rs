@@ -398,6 +398,10 @@ impl Books {
             self.stats.bad_instrument += 1;
             return false;
         }
+        if self.live_orders() >= self.cfg.max_orders {
+            self.stats.table_full += 1;
+            return false;
+        }
         if o.id == 0 {
             self.zero = Some(o);
         } else if !self.table.insert(o) {
@@ -620,7 +624,7 @@ mod tests {
 
     #[test]
     fn bad_events_are_counted_not_applied() {
-        let mut b = Books::new(BookConfig { max_orders: 2, max_instruments: 4 });
+        let mut b = Books::new(BookConfig { max_orders: 3, max_instruments: 4 });
         let mut x = ev(EventAction::Delete, 42, Side::None, 0, 0);
         assert!(!b.apply(&mut x));
         assert_ne!(x.flags & flags::UNKNOWN_ORDER, 0);
@@ -630,7 +634,7 @@ mod tests {
         assert_ne!(dup.flags & flags::REJECTED, 0);
         assert!(b.apply(&mut ev(EventAction::Add, 0, Side::Ask, 5, 1)));
         assert!(b.apply(&mut ev(EventAction::Add, 2, Side::Bid, 1, 1)));
-        assert!(!b.apply(&mut ev(EventAction::Add, 3, Side::Bid, 1, 1)), "table of 2 (+ id 0) is full");
+        assert!(!b.apply(&mut ev(EventAction::Add, 3, Side::Bid, 1, 1)), "a table of 3 is full");
         assert!(!b.apply(&mut Event { instrument_id: 9, ..ev(EventAction::Add, 5, Side::Bid, 1, 1) }));
         assert!(b.apply(&mut ev(EventAction::Execute, 1, Side::None, 0, 5)), "overfill removes the order");
         let s = *b.stats();
