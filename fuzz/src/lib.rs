@@ -173,6 +173,53 @@ pub fn arbitrator(data: &[u8]) {
     assert_eq!(st.hr.pending, 0);
 }
 
+/// ITCH 5.0: parse (round trip through emit when it parses) and every framing.
+pub fn itch50(data: &[u8]) {
+    use tickplant_wire::itch50::{Framing, Message, Stream};
+    if let Ok(m) = Message::parse(data) {
+        let mut out = vec![0u8; m.buffer_len()];
+        m.emit(&mut out);
+        assert_eq!(&out[..], &data[..m.buffer_len()], "emit gives back the bytes parse read");
+    }
+    for f in [Framing::LengthPrefixed, Framing::InferLength, Framing::Raw] {
+        for r in Stream::new(data, f) {
+            if let Ok((_, b)) = r {
+                assert!(Message::parse(b).is_ok(), "a framed message parses");
+            }
+        }
+    }
+}
+
+/// Books: arbitrary event sequences keep levels equal to the orders and the accounting balanced.
+pub fn book(data: &[u8]) {
+    use tickplant_core::book::{BookConfig, Books};
+    use tickplant_core::event::{Event, EventAction, Side};
+    let mut books = Books::new(BookConfig { max_orders: 16, max_instruments: 4 });
+    let mut n = 0u64;
+    for c in data.chunks_exact(6) {
+        let action = EventAction::ALL[usize::from(c[0]) % EventAction::ALL.len()];
+        let side = match c[1] % 3 {
+            0 => Side::Bid,
+            1 => Side::Ask,
+            _ => Side::None,
+        };
+        let mut e = Event {
+            action,
+            side,
+            order_id: u64::from(c[2] % 24),
+            aux: u64::from(c[3] % 24),
+            price: i64::from(c[4] % 8),
+            size: u32::from(c[5]),
+            instrument_id: u32::from(c[1] >> 4) % 6,
+            ..Default::default()
+        };
+        books.apply(&mut e);
+        n += 1;
+    }
+    books.check_consistency().expect("levels equal the orders");
+    assert_eq!(books.stats().total(), n);
+}
+
 #[cfg(test)]
 mod smoke {
     use super::*;
@@ -250,7 +297,9 @@ mod smoke {
 
     #[test]
     fn every_target_survives_generated_inputs() {
-        let targets: [(&str, fn(&[u8])); 8] = [
+        let targets: [(&str, fn(&[u8])); 10] = [
+            ("itch50", itch50),
+            ("book", book),
             ("ethernet", ethernet),
             ("ipv4", ipv4),
             ("udp", udp),
