@@ -335,23 +335,27 @@ impl Downstream {
         self.books.apply_all(&mut self.batch);
         let t2 = rdtsc();
         for e in &self.batch {
-            let bbo = self.books.book(e.instrument_id).map_or(Bbo::default(), |b| {
-                let (bid, ask) = (b.best_bid(), b.best_ask());
-                Bbo {
-                    bid_price: bid.map_or(0, |l| l.price),
-                    ask_price: ask.map_or(0, |l| l.price),
-                    bid_size: bid.map_or(0, |l| l.shares),
-                    ask_size: ask.map_or(0, |l| l.shares),
-                }
-            });
-            let mut rec = Record { event: *e, bbo, published_tsc: 0 };
+            // The BBO is looked up only for an event some consumer takes.
+            let mut rec: Option<Record> = None;
             for o in &mut self.outs {
                 if !o.filter.matches(e) {
                     continue;
                 }
                 o.matched += 1;
-                rec.published_tsc = rdtsc();
-                match o.ring.push(rec) {
+                let r = rec.get_or_insert_with(|| {
+                    let bbo = self.books.book(e.instrument_id).map_or(Bbo::default(), |b| {
+                        let (bid, ask) = (b.best_bid(), b.best_ask());
+                        Bbo {
+                            bid_price: bid.map_or(0, |l| l.price),
+                            ask_price: ask.map_or(0, |l| l.price),
+                            bid_size: bid.map_or(0, |l| l.shares),
+                            ask_size: ask.map_or(0, |l| l.shares),
+                        }
+                    });
+                    Record { event: *e, bbo, published_tsc: 0 }
+                });
+                r.published_tsc = rdtsc();
+                match o.ring.push(*r) {
                     Ok(()) => o.delivered += 1,
                     Err(rtrb::PushError::Full(r)) => match o.policy {
                         SlowPolicy::Drop => o.dropped += 1,
@@ -493,12 +497,16 @@ fn consumer_thread(
                 if rx.is_abandoned() && rx.is_empty() {
                     break;
                 }
-                // Poll hard, then politely: a consumer on its own core would only spin.
+                // Poll hard, then politely, then sleep a little: on a machine with fewer cores
+                // than threads a spinning consumer would steal the producer's time. A consumer
+                // pinned to its own core reaches the sleeps only when the feed is quiet.
                 idle += 1;
-                if idle < 1_000 {
+                if idle < 256 {
                     std::hint::spin_loop();
-                } else {
+                } else if idle < 512 {
                     std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
                 }
             }
         }
