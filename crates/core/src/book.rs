@@ -207,13 +207,12 @@ struct OrderTable {
     mask: usize,
     shift: u32,
     len: usize,
-    max: usize,
 }
 
 impl OrderTable {
     fn new(max: usize) -> Self {
         let cap = (max.max(1) * 2).next_power_of_two();
-        OrderTable { slots: vec![Order::default(); cap], mask: cap - 1, shift: 64 - cap.trailing_zeros(), len: 0, max }
+        OrderTable { slots: vec![Order::default(); cap], mask: cap - 1, shift: 64 - cap.trailing_zeros(), len: 0 }
     }
     /// ITCH order ids rise through the day and most activity is on young orders: the id
     /// itself (mod the table size) keeps recently added orders in neighbouring, cache-warm
@@ -221,6 +220,21 @@ impl OrderTable {
     #[inline(always)]
     fn home(&self, id: u64) -> usize {
         (id ^ (id >> self.shift)) as usize & self.mask
+    }
+    /// One probe run: `Ok(slot)` holding `id`, or `Err(free slot)` where it would go.
+    #[inline]
+    fn probe(&self, id: u64) -> Result<usize, usize> {
+        let mut i = self.home(id);
+        loop {
+            let s = self.slots[i].id;
+            if s == id {
+                return Ok(i);
+            }
+            if s == 0 {
+                return Err(i);
+            }
+            i = (i + 1) & self.mask;
+        }
     }
     #[inline]
     fn find(&self, id: u64) -> Option<usize> {
@@ -251,19 +265,17 @@ impl OrderTable {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = slot;
     }
-    /// Insert a new id; false when the table is full. The caller checked it is not live.
-    #[inline]
+    /// Insert an id that is not live (tests; `Books::add` probes and writes itself).
+    #[cfg(test)]
     fn insert(&mut self, o: Order) -> bool {
-        if self.len >= self.max {
-            return false;
+        match self.probe(o.id) {
+            Ok(_) => false,
+            Err(i) => {
+                self.slots[i] = o;
+                self.len += 1;
+                true
+            }
         }
-        let mut i = self.home(o.id);
-        while self.slots[i].id != 0 {
-            i = (i + 1) & self.mask;
-        }
-        self.slots[i] = o;
-        self.len += 1;
-        true
     }
     #[inline]
     fn remove_at(&mut self, mut i: usize) {
@@ -390,10 +402,22 @@ impl Books {
     /// Add a new order; returns false (counted) when it cannot be.
     #[inline]
     fn add(&mut self, o: Order) -> bool {
-        if self.find(o.id).is_some() {
-            self.stats.duplicate_order += 1;
-            return false;
-        }
+        // One probe finds a live duplicate or the free slot the order goes to.
+        let slot = if o.id == 0 {
+            if self.zero.is_some() {
+                self.stats.duplicate_order += 1;
+                return false;
+            }
+            None
+        } else {
+            match self.table.probe(o.id) {
+                Ok(_) => {
+                    self.stats.duplicate_order += 1;
+                    return false;
+                }
+                Err(free) => Some(free),
+            }
+        };
         if (o.instrument as usize) >= self.cfg.max_instruments {
             self.stats.bad_instrument += 1;
             return false;
@@ -402,11 +426,13 @@ impl Books {
             self.stats.table_full += 1;
             return false;
         }
-        if o.id == 0 {
-            self.zero = Some(o);
-        } else if !self.table.insert(o) {
-            self.stats.table_full += 1;
-            return false;
+        match slot {
+            None => self.zero = Some(o),
+            Some(i) => {
+                // The table holds twice `max_orders` slots, so a free one always exists.
+                self.table.slots[i] = o;
+                self.table.len += 1;
+            }
         }
         let b = self.book_mut(o.instrument).expect("checked above");
         b.add_shares(o.side, o.price, u64::from(o.shares));
