@@ -8,7 +8,6 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use tickplant_core::event::Side;
 use tickplant_core::itch::PRICE4_TO_NANO;
-use tickplant_io::{Format, FrameWriter};
 
 use crate::runcmd::RunConfig;
 use crate::simcmd;
@@ -55,25 +54,7 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         target_live: 0,
     });
     let feed = dir.join("feed.pcap");
-    let mut w = FrameWriter::create(&feed, tickplant_core::LinkType::Ethernet, Format::for_path(&feed))?;
-    let mut err = None;
-    tickplant_sim::itch::packetize(
-        &day.messages,
-        d.seed,
-        8,
-        midnight,
-        &tickplant_wire::build::Flow::default(),
-        |ts, f| {
-            if err.is_none() {
-                err = w.write(ts, f).err();
-            }
-        },
-    );
-    if let Some(e) = err {
-        return Err(e.into());
-    }
-    let packets = w.frames_written();
-    w.finish()?;
+    let packets = simcmd::write_itch_capture(&feed, &day.messages, d.seed, 8, midnight)?;
     eprintln!("demo: 2/4 {packets} MoldUDP64 packets; impairing onto A and B: 1% loss each, 1% reorder, 0.5% duplicates, 0..30 us skew");
     let imp = simcmd::ImpairArgs {
         input: feed,

@@ -46,6 +46,30 @@ pub struct ItchArgs {
     pub date: String,
 }
 
+/// Packetize ITCH messages into MoldUDP64 frames and write them as a capture; returns the
+/// number of packets.
+pub fn write_itch_capture(
+    path: &std::path::Path,
+    messages: &[tickplant_wire::itch50::Message],
+    seed: u64,
+    max_per_packet: u16,
+    midnight_ns: u64,
+) -> Result<u64> {
+    let mut w = FrameWriter::create(path, tickplant_core::LinkType::Ethernet, Format::for_path(path))?;
+    let mut err = None;
+    tickplant_sim::itch::packetize(messages, seed, max_per_packet, midnight_ns, &Default::default(), |ts, f| {
+        if err.is_none() {
+            err = w.write(ts, f).err();
+        }
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    let n = w.frames_written();
+    w.finish()?;
+    Ok(n)
+}
+
 /// Write a generated day; returns (messages, live orders at the end).
 pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
     if a.symbols == 0 || a.symbols > 65_535 {
@@ -66,24 +90,7 @@ pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
     });
     match tickplant_io::itch::ItchInput::for_path(&a.out) {
         tickplant_io::itch::ItchInput::Capture => {
-            let mut w = FrameWriter::create(&a.out, tickplant_core::LinkType::Ethernet, Format::for_path(&a.out))?;
-            let mut err = None;
-            tickplant_sim::itch::packetize(
-                &day.messages,
-                a.seed,
-                a.max_msgs_per_packet,
-                midnight,
-                &tickplant_wire::build::Flow::default(),
-                |ts, f| {
-                    if err.is_none() {
-                        err = w.write(ts, f).err();
-                    }
-                },
-            );
-            if let Some(e) = err {
-                return Err(e.into());
-            }
-            w.finish()?;
+            write_itch_capture(&a.out, &day.messages, a.seed, a.max_msgs_per_packet, midnight)?;
         }
         kind => {
             let bytes = day.to_binary_file();

@@ -401,6 +401,24 @@ impl ArbSink for Sink<'_> {
     }
 }
 
+/// One event as a CSV line (the header's columns) or a JSON line.
+fn write_event(w: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
+    let (action, side, price, t) = (e.action.as_str(), e.side.as_str(), e.price_str(), e.msg_type as char);
+    if json {
+        writeln!(
+            w,
+            "{{\"ts_recv\":{},\"ts_event\":{},\"sequence\":{},\"instrument_id\":{},\"action\":\"{action}\",\"side\":\"{side}\",\"price\":{price},\"size\":{},\"order_id\":{},\"aux\":{},\"flags\":{},\"msg_type\":\"{t}\"}}",
+            e.ts_recv, e.ts_event, e.sequence, e.instrument_id, e.size, e.order_id, e.aux, e.flags
+        )
+    } else {
+        writeln!(
+            w,
+            "{},{},{},{},{action},{side},{price},{},{},{},{},{t}",
+            e.ts_recv, e.ts_event, e.sequence, e.instrument_id, e.size, e.order_id, e.aux, e.flags
+        )
+    }
+}
+
 struct ConsumerResult {
     received: u64,
     by_action: [u64; 16],
@@ -446,44 +464,8 @@ fn consumer_thread(
                             (h)(&r);
                         }
                     }
-                    ConsumerAction::Csv(_) => {
-                        let w = w.as_mut().expect("opened");
-                        writeln!(
-                            w,
-                            "{},{},{},{},{},{},{},{},{},{},{},{}",
-                            e.ts_recv,
-                            e.ts_event,
-                            e.sequence,
-                            e.instrument_id,
-                            e.action.as_str(),
-                            e.side.as_str(),
-                            e.price_str(),
-                            e.size,
-                            e.order_id,
-                            e.aux,
-                            e.flags,
-                            e.msg_type as char
-                        )?;
-                    }
-                    ConsumerAction::Jsonl(_) => {
-                        let w = w.as_mut().expect("opened");
-                        writeln!(
-                            w,
-                            "{{\"ts_recv\":{},\"ts_event\":{},\"sequence\":{},\"instrument_id\":{},\"action\":\"{}\",\"side\":\"{}\",\"price\":{},\"size\":{},\"order_id\":{},\"aux\":{},\"flags\":{},\"msg_type\":\"{}\"}}",
-                            e.ts_recv,
-                            e.ts_event,
-                            e.sequence,
-                            e.instrument_id,
-                            e.action.as_str(),
-                            e.side.as_str(),
-                            e.price_str(),
-                            e.size,
-                            e.order_id,
-                            e.aux,
-                            e.flags,
-                            e.msg_type as char
-                        )?;
-                    }
+                    ConsumerAction::Csv(_) => write_event(w.as_mut().expect("opened"), e, false)?,
+                    ConsumerAction::Jsonl(_) => write_event(w.as_mut().expect("opened"), e, true)?,
                     ConsumerAction::Bbo(_) => {
                         let i = e.instrument_id as usize;
                         if bbo.len() <= i {
