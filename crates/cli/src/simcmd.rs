@@ -55,9 +55,17 @@ pub fn write_itch_capture(
     max_per_packet: u16,
     midnight_ns: u64,
 ) -> Result<u64> {
+    write_capture(path, |emit| {
+        tickplant_sim::itch::packetize(messages, seed, max_per_packet, midnight_ns, &Default::default(), emit)
+    })
+}
+
+/// Write the Ethernet frames a generator emits as a capture (format by extension); returns
+/// how many were written. The first write error stops the writing and is returned.
+fn write_capture(path: &std::path::Path, generate: impl FnOnce(&mut dyn FnMut(u64, &[u8]))) -> Result<u64> {
     let mut w = FrameWriter::create(path, tickplant_core::LinkType::Ethernet, Format::for_path(path))?;
     let mut err = None;
-    tickplant_sim::itch::packetize(messages, seed, max_per_packet, midnight_ns, &Default::default(), |ts, f| {
+    generate(&mut |ts, f| {
         if err.is_none() {
             err = w.write(ts, f).err();
         }
@@ -202,19 +210,7 @@ pub fn moldudp64(a: &MoldArgs) -> Result<u64> {
         spacing_ns: a.spacing_ns,
         ..Default::default()
     };
-    let mut w = FrameWriter::create(&a.out, tickplant_core::LinkType::Ethernet, Format::for_path(&a.out))?;
-    let mut err = None;
-    generate_moldudp64(&cfg, |ts, f| {
-        if err.is_none() {
-            err = w.write(ts, f).err();
-        }
-    });
-    if let Some(e) = err {
-        return Err(e.into());
-    }
-    let n = w.frames_written();
-    w.finish()?;
-    Ok(n)
+    write_capture(&a.out, |emit| generate_moldudp64(&cfg, emit))
 }
 
 pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
