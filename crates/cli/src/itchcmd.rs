@@ -416,9 +416,6 @@ pub fn book(a: &BookArgs) -> Result<()> {
             if !symbols.is_empty() && !symbols.contains(&itch50::stock(&sym)) {
                 continue;
             }
-            if b.is_empty() {
-                continue;
-            }
             line.clear();
             book_json(&sym, b, a.depth, &mut line);
             line.push('\n');

@@ -218,9 +218,6 @@ pub fn run(cfg: &RunConfig, quiet: bool) -> Result<Outcome> {
     if let Some(p) = &cfg.book.final_books {
         let mut s = String::new();
         for (id, b) in out.books.instruments() {
-            if b.is_empty() {
-                continue;
-            }
             let sym = out.symbols.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
             crate::itchcmd::book_json(&sym, b, cfg.book.depth, &mut s);
             s.push('\n');

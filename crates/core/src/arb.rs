@@ -223,6 +223,9 @@ pub struct Released<'a> {
     pub arrival_ns: u64,
     pub release_ns: u64,
     pub trimmed: bool,
+    /// Offset of the UDP payload in `frame` (trimming keeps the headers' length), so that
+    /// a decoder need not parse the headers again.
+    pub payload_offset: u16,
 }
 
 /// Arbitrator configuration.
@@ -1050,6 +1053,7 @@ impl Arbitrator {
             arrival_ns: e.arrival,
             release_ns: self.now,
             trimmed,
+            payload_offset: e.info.payload_offset,
         })
     }
 
@@ -1211,6 +1215,7 @@ impl Arbitrator {
                         arrival_ns: now,
                         release_ns: now,
                         trimmed,
+                        payload_offset: info.payload_offset,
                     });
                 }
             }

@@ -341,9 +341,9 @@ impl Books {
     pub fn book(&self, instrument: u32) -> Option<&Book> {
         self.books.get(instrument as usize)
     }
-    /// Every instrument with a book (empty or not), by id.
+    /// Every instrument whose book holds orders, by id.
     pub fn instruments(&self) -> impl Iterator<Item = (u32, &Book)> {
-        self.books.iter().enumerate().filter(|(_, b)| b.orders > 0 || !b.bids.is_empty()).map(|(i, b)| (i as u32, b))
+        self.books.iter().enumerate().filter(|(_, b)| !b.is_empty()).map(|(i, b)| (i as u32, b))
     }
     /// A gap: every book, and every book created after it, is stale until recovered.
     pub fn mark_all_stale(&mut self) {
@@ -501,61 +501,66 @@ impl Books {
     }
 
     #[inline]
-    fn unknown(&mut self, e: &mut Event) -> bool {
+    fn unknown(&mut self, e: &mut Event) {
         self.stats.unknown_order += 1;
         e.flags |= flags::UNKNOWN_ORDER;
-        false
     }
 
-    fn reduce(&mut self, e: &mut Event) -> bool {
-        let Some(f) = self.find(e.order_id) else { return self.unknown(e) };
+    /// The live order `id` an event names, with the event's side and instrument filled in
+    /// from it; `None` (counted and flagged) when the book does not know it.
+    #[inline]
+    fn resting(&mut self, id: u64, e: &mut Event) -> Option<(Found, Order)> {
+        let Some(f) = self.find(id) else {
+            self.unknown(e);
+            return None;
+        };
         let o = *self.get(&f);
         e.side = o.side;
         e.instrument_id = o.instrument;
+        Some((f, o))
+    }
+
+    /// Take a resting order out of its level and the table.
+    #[inline]
+    fn remove(&mut self, f: Found, o: &Order) {
+        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
+        self.forget(f);
+    }
+
+    fn reduce(&mut self, e: &mut Event) -> bool {
+        let Some((f, o)) = self.resting(e.order_id, e) else { return false };
         if e.price == 0 {
+            // An execution without its own price (ITCH E) happened at the order's.
             e.price = o.price;
         }
-        let take = if e.size > o.shares {
-            self.stats.overfill += 1;
-            o.shares
+        if e.size >= o.shares {
+            if e.size > o.shares {
+                self.stats.overfill += 1;
+            }
+            self.remove(f, &o);
         } else {
-            e.size
-        };
-        let left = o.shares - take;
-        let b = &mut self.books[o.instrument as usize];
-        b.take_shares(o.side, o.price, u64::from(take), left == 0);
-        if left == 0 {
-            self.forget(f);
-        } else {
-            self.get(&f).shares = left;
+            self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(e.size), false);
+            self.get(&f).shares = o.shares - e.size;
         }
         true
     }
 
     fn delete(&mut self, e: &mut Event) -> bool {
-        let Some(f) = self.find(e.order_id) else { return self.unknown(e) };
-        let o = *self.get(&f);
-        e.side = o.side;
+        let Some((f, o)) = self.resting(e.order_id, e) else { return false };
         e.price = o.price;
         e.size = o.shares;
-        e.instrument_id = o.instrument;
-        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
-        self.forget(f);
+        self.remove(f, &o);
         true
     }
 
     fn replace(&mut self, e: &mut Event) -> bool {
-        let Some(f) = self.find(e.aux) else { return self.unknown(e) };
-        let o = *self.get(&f);
-        e.side = o.side;
-        e.instrument_id = o.instrument;
+        let Some((f, o)) = self.resting(e.aux, e) else { return false };
         if e.order_id != e.aux && self.find(e.order_id).is_some() {
             self.stats.duplicate_order += 1;
             e.flags |= flags::REJECTED;
             return false;
         }
-        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
-        self.forget(f);
+        self.remove(f, &o);
         let n = Order { id: e.order_id, price: e.price, shares: e.size, instrument: o.instrument, side: o.side };
         // The old order's slot was just freed, so the table has room.
         let added = self.add(n);

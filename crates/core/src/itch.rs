@@ -24,6 +24,15 @@ fn side(b: u8) -> Side {
     }
 }
 
+#[inline(always)]
+fn add(e: &mut Event, a: &itch50::AddOrder) {
+    e.action = EventAction::Add;
+    e.order_id = a.order_reference_number;
+    e.side = side(a.buy_sell_indicator);
+    e.size = a.shares;
+    e.price = i64::from(a.price) * PRICE4_TO_NANO;
+}
+
 /// Map one ITCH message to an event. `midnight_ns` is the session's midnight in UNIX ns.
 #[inline]
 pub fn normalize(m: &Message, ts_recv: u64, sequence: u64, midnight_ns: u64) -> Event {
@@ -37,20 +46,8 @@ pub fn normalize(m: &Message, ts_recv: u64, sequence: u64, midnight_ns: u64) -> 
         ..Default::default()
     };
     match m {
-        Message::AddOrder(a) => {
-            e.action = EventAction::Add;
-            e.order_id = a.order_reference_number;
-            e.side = side(a.buy_sell_indicator);
-            e.size = a.shares;
-            e.price = i64::from(a.price) * PRICE4_TO_NANO;
-        }
-        Message::AddOrderMpid(a) => {
-            e.action = EventAction::Add;
-            e.order_id = a.order_reference_number;
-            e.side = side(a.buy_sell_indicator);
-            e.size = a.shares;
-            e.price = i64::from(a.price) * PRICE4_TO_NANO;
-        }
+        Message::AddOrder(a) => add(&mut e, a),
+        Message::AddOrderMpid(f) => add(&mut e, &f.add_order()),
         Message::OrderExecuted(x) => {
             e.action = EventAction::Execute;
             e.order_id = x.order_reference_number;

@@ -11,7 +11,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use tickplant_core::{PacketKind, Protocol, Sequencer, SequencerConfig};
-use tickplant_wire::itch50::{frame_at, Framing};
+use tickplant_wire::itch50::{self, frame_at, Framing};
 use tickplant_wire::moldudp64;
 
 use crate::pcap::{FrameReader, PcapError};
@@ -188,23 +188,13 @@ fn read_capture(path: &Path, f: &mut dyn FnMut(&ItchMessage<'_>) -> bool) -> Res
             let (off, bytes) =
                 m.map_err(|e| err(path, Some(frame_no), Some((at + e.offset()) as u64), e.to_string()))?;
             let off = at + off;
-            match frame_at(bytes, Framing::Raw) {
-                Ok(Some((_, len))) if len == bytes.len() => {}
-                Ok(_) => {
-                    return Err(err(
-                        path,
-                        Some(frame_no),
-                        Some(off as u64),
-                        format!(
-                            "MoldUDP64 message {} of the packet is {} bytes; ITCH type {:?} is {} bytes",
-                            k + 1,
-                            bytes.len(),
-                            bytes.first().map(|&t| t as char).unwrap_or(' '),
-                            bytes.first().and_then(|&t| tickplant_wire::itch50::message_len(t)).unwrap_or(0)
-                        ),
-                    ))
-                }
-                Err(e) => return Err(err(path, Some(frame_no), Some((off + e.offset()) as u64), e.to_string())),
+            if let Err(e) = itch50::parse_exact(bytes) {
+                return Err(err(
+                    path,
+                    Some(frame_no),
+                    Some((off + e.offset()) as u64),
+                    format!("message {}: {e}", k + 1),
+                ));
             }
             st.messages += 1;
             st.bytes += bytes.len() as u64;

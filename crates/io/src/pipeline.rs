@@ -26,19 +26,17 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
-use tickplant_core::event::{flags, Event, EventAction, Side};
+use tickplant_core::event::{flags, Event, EventAction};
 use tickplant_core::itch::{normalize, SymbolDirectory};
 use tickplant_core::route::Filter;
 use tickplant_core::{
-    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, PacketKind, Released, Sequencer,
-    SequencerConfig,
+    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
 };
 use tickplant_wire::itch50::{self, Message};
 use tickplant_wire::moldudp64;
@@ -259,8 +257,6 @@ struct Out {
 
 /// The HR side of the pipeline, fed by the arbitrator.
 struct Downstream {
-    seq: Sequencer,
-    link: LinkType,
     midnight_ns: u64,
     books: Books,
     dir: SymbolDirectory,
@@ -292,27 +288,22 @@ impl Downstream {
         }
     }
 
-    fn packet(&mut self, frame: &[u8], ts_recv: u64) {
+    /// Decode, book and deliver one packet the arbitrator released: its sequencer already
+    /// found where the payload starts and which messages the packet holds.
+    fn packet(&mut self, r: &Released<'_>) {
         let t0 = rdtsc();
-        let Ok(info) = self.seq.classify(self.link, frame) else { return };
-        if info.kind != PacketKind::Data {
-            return;
-        }
-        let at = usize::from(info.payload_offset);
-        let payload = &frame[at..at + usize::from(info.payload_len)];
-        let Ok(p) = moldudp64::Packet::new_checked(payload) else {
-            self.messages_in += u64::from(info.count);
-            self.undecodable += u64::from(info.count);
+        let (first_seq, announced, ts_recv) = (r.seq, u64::from(r.count), r.arrival_ns);
+        self.messages_in += announced;
+        let Ok(p) = moldudp64::Packet::new_checked(r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default())
+        else {
+            self.undecodable += announced;
             return;
         };
         self.batch.clear();
         let mut seen = 0u64;
         for (k, m) in p.messages().enumerate() {
             seen += 1;
-            let parsed = m.ok().and_then(|(_, b)| {
-                // A MoldUDP64 block must be exactly the ITCH type's length.
-                (itch50::message_len(*b.first()?) == Some(b.len())).then(|| Message::parse(b).ok()).flatten()
-            });
+            let parsed = m.ok().and_then(|(_, b)| itch50::parse_exact(b).ok());
             let Some(msg) = parsed else {
                 self.undecodable += 1;
                 continue;
@@ -321,12 +312,10 @@ impl Downstream {
                 self.learn(&msg);
             }
             self.by_type[usize::from(msg.message_type())] += 1;
-            self.batch.push(normalize(&msg, ts_recv, info.seq + k as u64, self.midnight_ns));
+            self.batch.push(normalize(&msg, ts_recv, first_seq + k as u64, self.midnight_ns));
         }
         // Blocks the packet announced but did not hold count as undecodable.
-        let announced = u64::from(info.count);
         self.undecodable += announced.saturating_sub(seen);
-        self.messages_in += announced.max(seen);
         self.decoded += self.batch.len() as u64;
         if let Some(last) = self.batch.last_mut() {
             last.flags |= flags::LAST_IN_PACKET;
@@ -391,7 +380,7 @@ struct Sink<'a> {
 impl ArbSink for Sink<'_> {
     fn ll(&mut self, _now: u64, _frame: &[u8]) {}
     fn hr(&mut self, r: &Released<'_>) {
-        self.down.packet(r.frame, r.arrival_ns);
+        self.down.packet(r);
     }
     fn gap(&mut self, g: &GapReport) {
         if g.output == OutputId::Hr {
@@ -544,7 +533,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     arb_cfg.inputs = readers.len();
     arb_cfg.low_latency = false;
     arb_cfg.high_reliability = true;
-    let mut arb = Arbitrator::new(arb_cfg, seq.clone()).map_err(cfg_err)?;
+    let mut arb = Arbitrator::new(arb_cfg, seq).map_err(cfg_err)?;
     for (i, l) in links.iter().enumerate() {
         arb.set_link(i, *l);
     }
@@ -588,8 +577,6 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         );
     }
     let mut down = Downstream {
-        seq,
-        link: links[0],
         midnight_ns: spec.midnight_ns,
         books: Books::new(spec.book),
         dir: SymbolDirectory::new(),
@@ -612,12 +599,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let mut frames = 0u64;
     let mut last_ts = 0;
     let mut next_progress = Instant::now() + Duration::from_secs(1);
-    let stop = AtomicBool::new(false);
     while let Some((input, f)) = merged.next_frame()? {
         frames += 1;
         last_ts = last_ts.max(f.ts_ns);
-        // The link type of a frame's own capture decides how it is parsed.
-        down.link = links[input];
         let (t0, spent0) = (rdtsc(), down.spent);
         arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
         // The arbitrate stage alone: what it released was timed by the later stages.
@@ -632,7 +616,6 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         }
     }
     arb.finish(last_ts, &mut Sink { down: &mut down });
-    stop.store(true, Ordering::Relaxed);
     if let Ok(mut d) = dir_shared.lock() {
         *d = down.dir.clone();
     }
@@ -775,6 +758,5 @@ pub fn summary(r: &Report) -> String {
             l.max
         );
     }
-    let _ = Side::None;
     s
 }

@@ -170,29 +170,20 @@ impl Gen {
         let locate = Self::locate(sym);
         let stock = stock(&symbol_name(sym as u32));
         let side = if buy { b'B' } else { b'S' };
+        let a = AddOrder {
+            stock_locate: locate,
+            tracking_number,
+            timestamp,
+            order_reference_number: id,
+            buy_sell_indicator: side,
+            shares,
+            stock,
+            price,
+        };
         self.out.push(if self.rng.gen_bool(0.04) {
-            Message::AddOrderMpid(AddOrderMpid {
-                stock_locate: locate,
-                tracking_number,
-                timestamp,
-                order_reference_number: id,
-                buy_sell_indicator: side,
-                shares,
-                stock,
-                price,
-                attribution: *b"GSCO",
-            })
+            Message::AddOrderMpid(a.with_attribution(*b"GSCO"))
         } else {
-            Message::AddOrder(AddOrder {
-                stock_locate: locate,
-                tracking_number,
-                timestamp,
-                order_reference_number: id,
-                buy_sell_indicator: side,
-                shares,
-                stock,
-                price,
-            })
+            Message::AddOrder(a)
         });
         self.remember(id, sym as u16, buy, price, shares);
     }

@@ -459,6 +459,76 @@ itch_messages! {
     }
 }
 
+impl AddOrder {
+    /// The same order with an MPID attribution (an F message).
+    pub fn with_attribution(self, attribution: [u8; 4]) -> AddOrderMpid {
+        let AddOrder {
+            stock_locate,
+            tracking_number,
+            timestamp,
+            order_reference_number,
+            buy_sell_indicator,
+            shares,
+            stock,
+            price,
+        } = self;
+        AddOrderMpid {
+            stock_locate,
+            tracking_number,
+            timestamp,
+            order_reference_number,
+            buy_sell_indicator,
+            shares,
+            stock,
+            price,
+            attribution,
+        }
+    }
+}
+
+impl AddOrderMpid {
+    /// The order without its attribution (what an A message carries).
+    #[inline]
+    pub fn add_order(&self) -> AddOrder {
+        let AddOrderMpid {
+            stock_locate,
+            tracking_number,
+            timestamp,
+            order_reference_number,
+            buy_sell_indicator,
+            shares,
+            stock,
+            price,
+            ..
+        } = *self;
+        AddOrder {
+            stock_locate,
+            tracking_number,
+            timestamp,
+            order_reference_number,
+            buy_sell_indicator,
+            shares,
+            stock,
+            price,
+        }
+    }
+}
+
+/// Parse a message whose length is given by its framing (a MoldUDP64 block): the block
+/// must be exactly the type's fixed length.
+#[inline]
+pub fn parse_exact(b: &[u8]) -> Result<Message> {
+    let m = Message::parse(b)?;
+    if m.buffer_len() != b.len() {
+        return Err(Error::Malformed {
+            what: "itch message length (the block disagrees with the message type's fixed length)",
+            offset: 0,
+            value: b.len() as u64,
+        });
+    }
+    Ok(m)
+}
+
 /// The stock field trimmed of its right padding.
 pub fn trim_stock(s: &[u8]) -> &[u8] {
     let n = s.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
@@ -682,6 +752,10 @@ mod tests {
         assert!(matches!(Message::parse(&[]), Err(Error::Truncated { .. })));
         assert!(matches!(Message::parse(b"Z123"), Err(Error::Unsupported { value: 0x5a, .. })));
         assert!(matches!(Message::parse(b"D123"), Err(Error::Truncated { need: 19, have: 4, .. })));
+        let mut d = [0u8; 20];
+        d[0] = b'D';
+        assert!(parse_exact(&d[..19]).is_ok());
+        assert!(matches!(parse_exact(&d), Err(Error::Malformed { value: 20, .. })));
         let mut file = Vec::new();
         push_binary_file(&mut file, &Message::AddOrder(add()));
         push_binary_file(&mut file, &Message::AddOrder(add()));
