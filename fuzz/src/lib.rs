@@ -194,7 +194,7 @@ pub fn itch50(data: &[u8]) {
 pub fn book(data: &[u8]) {
     use tickplant_core::book::{BookConfig, Books};
     use tickplant_core::event::{Event, EventAction, Side};
-    let mut books = Books::new(BookConfig { max_orders: 16, max_instruments: 4 });
+    let mut books = Books::new(BookConfig { max_orders: 16, max_instruments: 4, tick: 2 });
     let mut n = 0u64;
     for c in data.chunks_exact(6) {
         let action = EventAction::ALL[usize::from(c[0]) % EventAction::ALL.len()];

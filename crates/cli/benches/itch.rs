@@ -73,7 +73,11 @@ fn main() {
 
     // Parse + normalize + book.
     let (book, n) = best_of(rounds, || {
-        let mut books = Books::new(BookConfig { max_orders: (live * 2).max(1 << 16), max_instruments: 1 << 16 });
+        let mut books = Books::new(BookConfig {
+            max_orders: (live * 2).max(1 << 16),
+            max_instruments: 1 << 16,
+            ..Default::default()
+        });
         let mut n = 0u64;
         // Decoded in batches (as the pipeline does per packet) so that the book can ask
         // for a batch's orders before it applies them.

@@ -55,6 +55,8 @@ fn default_date() -> String {
 pub struct BookSection {
     pub max_orders: usize,
     pub max_instruments: usize,
+    /// The price grid of the books' ladders, in 1e-9 units (10000000 = one cent).
+    pub tick: i64,
     /// Write the final books here (one JSON line per instrument), `depth` levels a side.
     pub final_books: Option<PathBuf>,
     pub depth: usize,
@@ -63,7 +65,13 @@ pub struct BookSection {
 impl Default for BookSection {
     fn default() -> Self {
         let d = BookConfig::default();
-        BookSection { max_orders: d.max_orders, max_instruments: d.max_instruments, final_books: None, depth: 10 }
+        BookSection {
+            max_orders: d.max_orders,
+            max_instruments: d.max_instruments,
+            tick: d.tick,
+            final_books: None,
+            depth: 10,
+        }
     }
 }
 
@@ -189,12 +197,18 @@ impl RunConfig {
                 core: c.core,
             });
         }
+        let book = BookConfig {
+            max_orders: self.book.max_orders,
+            max_instruments: self.book.max_instruments,
+            tick: self.book.tick,
+        };
+        book.validate().map_err(anyhow::Error::msg)?;
         Ok(PipelineSpec {
             inputs,
             sequencer: arb.sequencer_config()?,
             arb: arb.arb_config()?,
             midnight_ns,
-            book: BookConfig { max_orders: self.book.max_orders, max_instruments: self.book.max_instruments },
+            book,
             consumers,
             producer_core: self.run.producer_core,
             progress,

@@ -31,11 +31,34 @@ pub struct BookConfig {
     pub max_orders: usize,
     /// Highest instrument id + 1 (ITCH stock locates are below 65,536).
     pub max_instruments: usize,
+    /// The price grid (1e-9 units) of the books' price ladders: one cent by default, the
+    /// US equity tick above $1. Prices off the grid are still kept exactly, in a slower
+    /// overflow list; a finer grid covers a narrower window around the first price.
+    pub tick: i64,
+}
+
+impl BookConfig {
+    /// One cent in 1e-9 units.
+    pub const CENT: i64 = 10_000_000;
+
+    /// Check the sizes; the error says which field is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_orders == 0 {
+            return Err("book.max-orders must be at least 1".into());
+        }
+        if self.max_instruments == 0 {
+            return Err("book.max-instruments must be at least 1".into());
+        }
+        if self.tick <= 0 || self.tick > 1_000_000_000_000 {
+            return Err(format!("book.tick must be between 1 and 10^12 (1e-9 units), not {}", self.tick));
+        }
+        Ok(())
+    }
 }
 
 impl Default for BookConfig {
     fn default() -> Self {
-        BookConfig { max_orders: 1 << 20, max_instruments: 1 << 16 }
+        BookConfig { max_orders: 1 << 20, max_instruments: 1 << 16, tick: BookConfig::CENT }
     }
 }
 
@@ -76,29 +99,272 @@ impl BookStats {
     }
 }
 
-/// The book of one instrument. Both sides keep their best level last, so that the busy end
-/// of a side is where inserts and removals move the least.
+/// Ticks a side's ladder spans (a multiple of 64, at most 64 * 64 so that one summary word
+/// covers the occupancy bitmap).
+const LADDER_TICKS: usize = 4096;
+const WORDS: usize = LADDER_TICKS / 64;
+/// `Order::slot` of an order whose level is in the overflow list rather than the ladder.
+const OVERFLOW: u32 = u32::MAX;
+
+/// One side of a book.
+///
+/// Most levels live in a price ladder: a window of `LADDER_TICKS` slots on the configured
+/// tick grid, indexed by distance from the best possible price, with an occupancy bitmap
+/// (and a summary word over it) so that the next best level after the best empties is two
+/// bit scans away. An order remembers its slot, so executes, cancels and deletes reach their
+/// level with no search, and an add finds its level with one division. Written by hand
+/// because no crate offers a bounded, allocation-free ladder with O(1) best-level upkeep.
+///
+/// Prices off the grid or outside the window go to a small sorted overflow list (best last),
+/// so that any price is correct, and a rare one is merely slower. The window is centred on
+/// the first price a side sees and re-centred only when the whole side is empty, so a price
+/// never has a level in both places.
 #[derive(Debug, Clone, Default)]
+struct SideBook {
+    /// `[shares, orders]` per slot; allocated (zeroed, so the OS maps pages as they are
+    /// touched) on the side's first add.
+    slots: Vec<[u64; 2]>,
+    bits: Vec<u64>,
+    /// Bit `w` set when `bits[w] != 0`.
+    summary: u64,
+    /// Price of slot 0 (the worst price of the window).
+    anchor: i64,
+    /// +1 for bids (slot rises with price), -1 for asks (slot rises as price falls).
+    dir: i64,
+    /// Highest occupied slot, -1 when the ladder is empty.
+    best: i32,
+    /// Occupied slots.
+    levels: u32,
+    /// Levels outside the ladder, sorted so that the best is last.
+    over: Vec<Level>,
+}
+
+impl SideBook {
+    fn new(bid: bool) -> Self {
+        SideBook { dir: if bid { 1 } else { -1 }, best: -1, ..Default::default() }
+    }
+    #[inline(always)]
+    fn key(&self, price: i64) -> i64 {
+        price * self.dir
+    }
+    #[inline(always)]
+    fn price_at(&self, pos: u32, tick: i64) -> i64 {
+        self.anchor.wrapping_add(self.dir * i64::from(pos) * tick)
+    }
+    /// The ladder slot of `price`, or `OVERFLOW`.
+    #[inline(always)]
+    fn pos(&self, price: i64, tick: i64) -> u32 {
+        let d = (price.wrapping_sub(self.anchor)).wrapping_mul(self.dir);
+        if self.slots.is_empty() || d < 0 || d >= LADDER_TICKS as i64 * tick {
+            return OVERFLOW;
+        }
+        let q = d / tick;
+        if q * tick == d {
+            q as u32
+        } else {
+            OVERFLOW
+        }
+    }
+    /// Put the window's middle at `price` (rounded down to the grid); the side is empty.
+    #[cold]
+    fn centre(&mut self, price: i64, tick: i64) {
+        debug_assert!(self.levels == 0 && self.over.is_empty());
+        if self.slots.is_empty() {
+            self.slots = vec![[0; 2]; LADDER_TICKS];
+            self.bits = vec![0; WORDS];
+        }
+        let half = (LADDER_TICKS / 2) as i64 * tick;
+        let grid = price.div_euclid(tick) * tick;
+        self.anchor = grid.saturating_sub(self.dir.saturating_mul(half));
+    }
+    /// Highest occupied slot below `pos`, or -1.
+    #[inline]
+    fn below(&self, pos: u32) -> i32 {
+        let w = (pos / 64) as usize;
+        let m = self.bits[w] & ((1u64 << (pos % 64)) - 1);
+        if m != 0 {
+            return (w * 64 + 63 - m.leading_zeros() as usize) as i32;
+        }
+        let s = self.summary & ((1u64 << w) - 1);
+        if s == 0 {
+            return -1;
+        }
+        let w = 63 - s.leading_zeros() as usize;
+        (w * 64 + 63 - self.bits[w].leading_zeros() as usize) as i32
+    }
+    /// Add an order's shares at `price`; returns the slot the order must remember.
+    #[inline]
+    fn add(&mut self, price: i64, shares: u64, tick: i64) -> u32 {
+        let mut pos = self.pos(price, tick);
+        if pos == OVERFLOW && self.levels == 0 && self.over.is_empty() {
+            self.centre(price, tick);
+            pos = self.pos(price, tick);
+        }
+        if pos == OVERFLOW {
+            self.over_add(price, shares);
+            return OVERFLOW;
+        }
+        let s = &mut self.slots[pos as usize];
+        if s[1] == 0 {
+            let w = (pos / 64) as usize;
+            self.bits[w] |= 1 << (pos % 64);
+            self.summary |= 1 << w;
+            self.levels += 1;
+            self.best = self.best.max(pos as i32);
+        }
+        s[0] += shares;
+        s[1] += 1;
+        pos
+    }
+    /// Take `shares` off the level of an order at `slot`/`price`; `remove_order` when the
+    /// order leaves it.
+    #[inline]
+    fn take(&mut self, slot: u32, price: i64, shares: u64, remove_order: bool) {
+        if slot == OVERFLOW {
+            self.over_take(price, shares, remove_order);
+            return;
+        }
+        let s = &mut self.slots[slot as usize];
+        s[0] -= shares.min(s[0]);
+        if remove_order {
+            s[1] -= 1;
+            if s[1] == 0 {
+                s[0] = 0;
+                let w = (slot / 64) as usize;
+                self.bits[w] &= !(1 << (slot % 64));
+                if self.bits[w] == 0 {
+                    self.summary &= !(1 << w);
+                }
+                self.levels -= 1;
+                if slot as i32 == self.best {
+                    self.best = self.below(slot);
+                }
+            }
+        }
+    }
+
+    /// Position of `price` in the overflow list: scan the few levels nearest the top first,
+    /// then binary search.
+    #[inline]
+    fn over_find(&self, price: i64) -> Result<usize, usize> {
+        let k = self.key(price);
+        let levels = &self.over;
+        let n = levels.len();
+        let mut i = n;
+        let stop = n.saturating_sub(4);
+        while i > stop {
+            let lk = self.key(levels[i - 1].price);
+            if lk == k {
+                return Ok(i - 1);
+            }
+            if lk < k {
+                return Err(i);
+            }
+            i -= 1;
+        }
+        levels[..i].binary_search_by(|l| self.key(l.price).cmp(&k))
+    }
+    #[cold]
+    fn over_add(&mut self, price: i64, shares: u64) {
+        match self.over_find(price) {
+            Ok(i) => {
+                self.over[i].shares += shares;
+                self.over[i].orders += 1;
+            }
+            Err(i) => self.over.insert(i, Level { price, shares, orders: 1 }),
+        }
+    }
+    #[cold]
+    fn over_take(&mut self, price: i64, shares: u64, remove_order: bool) {
+        if let Ok(i) = self.over_find(price) {
+            let l = &mut self.over[i];
+            l.shares -= shares.min(l.shares);
+            if remove_order {
+                l.orders -= 1;
+                if l.orders == 0 {
+                    self.over.remove(i);
+                }
+            }
+        } else {
+            debug_assert!(false, "an order's level is missing");
+        }
+    }
+
+    fn ladder_level(&self, pos: i32, tick: i64) -> Option<Level> {
+        (pos >= 0).then(|| {
+            let s = self.slots[pos as usize];
+            Level { price: self.price_at(pos as u32, tick), shares: s[0], orders: s[1] as u32 }
+        })
+    }
+    fn best(&self, tick: i64) -> Option<Level> {
+        self.depth(tick).next()
+    }
+    fn depth(&self, tick: i64) -> Depth<'_> {
+        Depth { side: self, tick, pos: self.best, over: self.over.len() }
+    }
+    fn len(&self) -> usize {
+        self.levels as usize + self.over.len()
+    }
+}
+
+/// The levels of one side, best first: the ladder and the overflow list merged.
+#[derive(Debug, Clone)]
+pub struct Depth<'a> {
+    side: &'a SideBook,
+    tick: i64,
+    /// Next ladder slot (-1: none left).
+    pos: i32,
+    /// Overflow levels not yet given (the next is `over - 1`).
+    over: usize,
+}
+
+impl Iterator for Depth<'_> {
+    type Item = Level;
+    fn next(&mut self) -> Option<Level> {
+        let s = self.side;
+        let l = s.ladder_level(self.pos, self.tick);
+        let o = self.over.checked_sub(1).map(|i| s.over[i]);
+        let take_ladder = match (l, o) {
+            (Some(l), Some(o)) => s.key(l.price) > s.key(o.price),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        if take_ladder {
+            self.pos = if self.pos > 0 { s.below(self.pos as u32) } else { -1 };
+            l
+        } else {
+            self.over -= 1;
+            o
+        }
+    }
+}
+
+/// The book of one instrument.
+#[derive(Debug, Clone)]
 pub struct Book {
-    /// Ascending by price: best bid last.
-    bids: Vec<Level>,
-    /// Descending by price: best ask last.
-    asks: Vec<Level>,
+    bids: SideBook,
+    asks: SideBook,
+    /// The price grid of the ladders (from [`BookConfig::tick`]).
+    tick: i64,
     stale: bool,
     orders: u32,
 }
 
 impl Book {
+    fn new(tick: i64, stale: bool) -> Self {
+        Book { bids: SideBook::new(true), asks: SideBook::new(false), tick, stale, orders: 0 }
+    }
     pub fn best_bid(&self) -> Option<Level> {
-        self.bids.last().copied()
+        self.bids.best(self.tick)
     }
     pub fn best_ask(&self) -> Option<Level> {
-        self.asks.last().copied()
+        self.asks.best(self.tick)
     }
     /// Up to `n` levels of a side, best first.
-    pub fn depth(&self, side: Side, n: usize) -> impl Iterator<Item = &Level> {
-        let levels = if side == Side::Ask { &self.asks } else { &self.bids };
-        levels.iter().rev().take(if side == Side::None { 0 } else { n })
+    pub fn depth(&self, side: Side, n: usize) -> std::iter::Take<Depth<'_>> {
+        let d = if side == Side::Ask { self.asks.depth(self.tick) } else { self.bids.depth(self.tick) };
+        d.take(if side == Side::None { 0 } else { n })
     }
     pub fn levels(&self, side: Side) -> usize {
         match side {
@@ -118,72 +384,28 @@ impl Book {
         self.orders == 0
     }
 
-    #[inline]
-    fn side_mut(&mut self, side: Side) -> &mut Vec<Level> {
+    #[inline(always)]
+    fn side_mut(&mut self, side: Side) -> &mut SideBook {
         if side == Side::Bid {
             &mut self.bids
         } else {
             &mut self.asks
         }
     }
-
-    /// Position of `price` on a side whose best is last: scan the few levels nearest the
-    /// top first (where nearly all activity is), then binary search.
+    /// Returns the slot the order must remember.
     #[inline]
-    fn find(levels: &[Level], price: i64, bid: bool) -> Result<usize, usize> {
-        // Key ascending along the vector: price for bids, -price for asks.
-        let key = |l: &Level| if bid { l.price } else { -l.price };
-        let k = if bid { price } else { -price };
-        let n = levels.len();
-        let mut i = n;
-        let stop = n.saturating_sub(4);
-        while i > stop {
-            let lk = key(&levels[i - 1]);
-            if lk == k {
-                return Ok(i - 1);
-            }
-            if lk < k {
-                return Err(i);
-            }
-            i -= 1;
-        }
-        levels[..i].binary_search_by(|l| key(l).cmp(&k))
-    }
-
-    #[inline]
-    fn add_shares(&mut self, side: Side, price: i64, shares: u64) {
-        let bid = side == Side::Bid;
-        let levels = self.side_mut(side);
-        match Self::find(levels, price, bid) {
-            Ok(i) => {
-                levels[i].shares += shares;
-                levels[i].orders += 1;
-            }
-            Err(i) => levels.insert(i, Level { price, shares, orders: 1 }),
-        }
+    fn add_shares(&mut self, side: Side, price: i64, shares: u64) -> u32 {
         self.orders += 1;
+        let tick = self.tick;
+        self.side_mut(side).add(price, shares, tick)
     }
-
-    /// Take `shares` off the level; `remove_order` when the order leaves it.
+    /// Take `shares` off the order's level; `remove_order` when the order leaves it.
     #[inline]
-    fn take_shares(&mut self, side: Side, price: i64, shares: u64, remove_order: bool) {
-        let bid = side == Side::Bid;
-        let levels = self.side_mut(side);
-        if let Ok(i) = Self::find(levels, price, bid) {
-            let l = &mut levels[i];
-            l.shares -= shares.min(l.shares);
-            if remove_order {
-                l.orders -= 1;
-                if l.orders == 0 {
-                    levels.remove(i);
-                }
-            }
-        } else {
-            debug_assert!(false, "an order's level is missing");
-        }
+    fn take_shares(&mut self, o: &Order, shares: u64, remove_order: bool) {
         if remove_order {
             self.orders -= 1;
         }
+        self.side_mut(o.side).take(o.slot, o.price, shares, remove_order);
     }
 }
 
@@ -194,6 +416,8 @@ struct Order {
     price: i64,
     shares: u32,
     instrument: u32,
+    /// The ladder slot of the order's level, or `OVERFLOW`.
+    slot: u32,
     side: Side,
 }
 
@@ -394,7 +618,8 @@ impl Books {
                 return None;
             }
             let stale = self.all_stale;
-            self.books.resize_with(i + 1, || Book { stale, ..Default::default() });
+            let tick = self.cfg.tick;
+            self.books.resize_with(i + 1, || Book::new(tick, stale));
         }
         Some(&mut self.books[i])
     }
@@ -426,6 +651,8 @@ impl Books {
             self.stats.table_full += 1;
             return false;
         }
+        let b = self.book_mut(o.instrument).expect("checked above");
+        let o = Order { slot: b.add_shares(o.side, o.price, u64::from(o.shares)), ..o };
         match slot {
             None => self.zero = Some(o),
             Some(i) => {
@@ -434,8 +661,6 @@ impl Books {
                 self.table.len += 1;
             }
         }
-        let b = self.book_mut(o.instrument).expect("checked above");
-        b.add_shares(o.side, o.price, u64::from(o.shares));
         true
     }
 
@@ -471,8 +696,14 @@ impl Books {
     pub fn apply(&mut self, e: &mut Event) -> bool {
         let changed = match e.action {
             EventAction::Add => {
-                let o =
-                    Order { id: e.order_id, price: e.price, shares: e.size, instrument: e.instrument_id, side: e.side };
+                let o = Order {
+                    id: e.order_id,
+                    price: e.price,
+                    shares: e.size,
+                    instrument: e.instrument_id,
+                    slot: OVERFLOW,
+                    side: e.side,
+                };
                 if o.side == Side::None {
                     self.stats.ignored += 1;
                     false
@@ -523,7 +754,7 @@ impl Books {
     /// Take a resting order out of its level and the table.
     #[inline]
     fn remove(&mut self, f: Found, o: &Order) {
-        self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(o.shares), true);
+        self.books[o.instrument as usize].take_shares(o, u64::from(o.shares), true);
         self.forget(f);
     }
 
@@ -539,7 +770,7 @@ impl Books {
             }
             self.remove(f, &o);
         } else {
-            self.books[o.instrument as usize].take_shares(o.side, o.price, u64::from(e.size), false);
+            self.books[o.instrument as usize].take_shares(&o, u64::from(e.size), false);
             self.get(&f).shares = o.shares - e.size;
         }
         true
@@ -561,7 +792,14 @@ impl Books {
             return false;
         }
         self.remove(f, &o);
-        let n = Order { id: e.order_id, price: e.price, shares: e.size, instrument: o.instrument, side: o.side };
+        let n = Order {
+            id: e.order_id,
+            price: e.price,
+            shares: e.size,
+            instrument: o.instrument,
+            slot: OVERFLOW,
+            side: o.side,
+        };
         // The old order's slot was just freed, so the table has room.
         let added = self.add(n);
         debug_assert!(added);
@@ -576,6 +814,13 @@ impl Books {
         let mut n = 0;
         for o in live {
             n += 1;
+            if o.slot != OVERFLOW {
+                let b = self.books.get(o.instrument as usize).ok_or("an order's book is missing")?;
+                let side = if o.side == Side::Bid { &b.bids } else { &b.asks };
+                if side.price_at(o.slot, b.tick) != o.price {
+                    return Err(format!("order {} at {} remembers slot {} of another price", o.id, o.price, o.slot));
+                }
+            }
             let w = want.entry((o.instrument, o.side as u8, o.price)).or_default();
             w.0 += u64::from(o.shares);
             w.1 += 1;
@@ -585,14 +830,22 @@ impl Books {
         }
         let mut levels = 0;
         for (i, b) in self.books.iter().enumerate() {
-            for (side, lv) in [(Side::Bid, &b.bids), (Side::Ask, &b.asks)] {
+            for side in [Side::Bid, Side::Ask] {
+                let lv: Vec<Level> = b.depth(side, usize::MAX).collect();
+                if lv.len() != b.levels(side) {
+                    return Err(format!(
+                        "instrument {i} {side:?}: {} levels listed, {} counted",
+                        lv.len(),
+                        b.levels(side)
+                    ));
+                }
                 for w in lv.windows(2) {
-                    let ok = if side == Side::Bid { w[0].price < w[1].price } else { w[0].price > w[1].price };
+                    let ok = if side == Side::Bid { w[0].price > w[1].price } else { w[0].price < w[1].price };
                     if !ok {
                         return Err(format!("instrument {i} {side:?} levels out of order"));
                     }
                 }
-                for l in lv {
+                for l in &lv {
                     levels += 1;
                     let got = want.get(&(i as u32, side as u8, l.price)).copied().unwrap_or_default();
                     if got != (l.shares, l.orders) {
@@ -621,7 +874,7 @@ mod tests {
 
     #[test]
     fn adds_executes_cancels_deletes_replaces() {
-        let mut b = Books::new(BookConfig { max_orders: 8, max_instruments: 4 });
+        let mut b = Books::new(BookConfig { max_orders: 8, max_instruments: 4, tick: 2 });
         assert!(b.apply(&mut ev(EventAction::Add, 1, Side::Bid, 100, 10)));
         assert!(b.apply(&mut ev(EventAction::Add, 2, Side::Bid, 101, 5)));
         assert!(b.apply(&mut ev(EventAction::Add, 3, Side::Ask, 103, 7)));
@@ -642,10 +895,7 @@ mod tests {
         assert!(b.apply(&mut u));
         assert_eq!(u.side, Side::Bid);
         let bk = b.book(1).unwrap();
-        assert_eq!(
-            bk.depth(Side::Bid, 5).copied().collect::<Vec<_>>(),
-            vec![Level { price: 99, shares: 4, orders: 1 }]
-        );
+        assert_eq!(bk.depth(Side::Bid, 5).collect::<Vec<_>>(), vec![Level { price: 99, shares: 4, orders: 1 }]);
         assert_eq!(bk.orders(), 2);
         b.check_consistency().unwrap();
         // Trades do not touch the book.
@@ -655,7 +905,7 @@ mod tests {
 
     #[test]
     fn bad_events_are_counted_not_applied() {
-        let mut b = Books::new(BookConfig { max_orders: 3, max_instruments: 4 });
+        let mut b = Books::new(BookConfig { max_orders: 3, max_instruments: 4, tick: 2 });
         let mut x = ev(EventAction::Delete, 42, Side::None, 0, 0);
         assert!(!b.apply(&mut x));
         assert_ne!(x.flags & flags::UNKNOWN_ORDER, 0);

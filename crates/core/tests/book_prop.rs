@@ -19,16 +19,26 @@ enum Op {
     Trade,
 }
 
+/// A price on the books' 100-unit grid near the first, off the grid, or outside the ladder's
+/// window (both of which live in the overflow list).
+fn px() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => (1i64..12).prop_map(|p| p * 100),
+        1 => (1i64..12).prop_map(|p| p * 100 + 50),
+        1 => (1i64..4).prop_map(|p| 10_000_000 + p * 100),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     // Few ids and prices, so that ops often hit live orders, shared levels, and collisions.
     let id = 0u64..40;
     prop_oneof![
-        4 => (id.clone(), any::<bool>(), 1i64..12, 1u32..500, 0u32..3)
-            .prop_map(|(id, bid, px, sz, inst)| Op::Add { id, bid, px: px * 100, sz, inst }),
+        4 => (id.clone(), any::<bool>(), px(), 1u32..500, 0u32..3)
+            .prop_map(|(id, bid, px, sz, inst)| Op::Add { id, bid, px, sz, inst }),
         2 => (id.clone(), 1u32..600).prop_map(|(id, sz)| Op::Exec { id, sz }),
         1 => (id.clone(), 1u32..600).prop_map(|(id, sz)| Op::Cancel { id, sz }),
         2 => id.clone().prop_map(|id| Op::Delete { id }),
-        2 => (id.clone(), id, 1i64..12, 1u32..500).prop_map(|(old, new, px, sz)| Op::Replace { old, new, px: px * 100, sz }),
+        2 => (id.clone(), id, px(), 1u32..500).prop_map(|(old, new, px, sz)| Op::Replace { old, new, px, sz }),
         1 => Just(Op::Trade),
     ]
 }
@@ -59,7 +69,7 @@ proptest! {
 
     #[test]
     fn books_match_a_naive_reference(ops in proptest::collection::vec(op(), 1..300), batch in 1usize..8) {
-        let mut books = Books::new(BookConfig { max_orders: 25, max_instruments: 3 });
+        let mut books = Books::new(BookConfig { max_orders: 25, max_instruments: 3, tick: 100 });
         let mut model: HashMap<u64, O> = HashMap::new();
         let mut events = Vec::new();
         for op in &ops {

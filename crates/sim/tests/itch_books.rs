@@ -12,7 +12,7 @@ fn books_equal_the_simulators_truth() {
     for seed in [1, 2] {
         let day = generate_itch(&ItchGenConfig { seed, symbols: 50, messages: 200_000, target_live: 0 });
         let file = day.to_binary_file();
-        let mut books = Books::new(BookConfig { max_orders: 100_000, max_instruments: 1 << 16 });
+        let mut books = Books::new(BookConfig { max_orders: 100_000, max_instruments: 1 << 16, ..Default::default() });
         let mut n = 0u64;
         for r in Stream::new(&file, Framing::LengthPrefixed) {
             let (_, bytes) = r.unwrap();
