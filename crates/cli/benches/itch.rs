@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use tickplant_core::book::{BookConfig, Books};
-use tickplant_core::itch::normalize;
+use tickplant_core::itch;
 use tickplant_sim::{generate_itch, ItchGenConfig};
 use tickplant_wire::itch50::{Framing, Message, Stream};
 
@@ -71,7 +71,9 @@ fn main() {
         if ratio >= 5.0 { "meets" } else { "MISSES" }
     );
 
-    // Parse + normalize + book.
+    // Parse + normalize + book, as the pipeline does it: per batch of messages (a packet
+    // there), first ask for every order they name, then decode and apply each message in one
+    // dispatch on its type.
     let (book, n) = best_of(rounds, || {
         let mut books = Books::new(BookConfig {
             max_orders: (live * 2).max(1 << 16),
@@ -79,21 +81,28 @@ fn main() {
             ..Default::default()
         });
         let mut n = 0u64;
-        // Decoded in batches (as the pipeline does per packet) so that the book can ask
-        // for a batch's orders before it applies them.
-        let mut batch = Vec::with_capacity(BATCH);
-        for r in Stream::new(&file, Framing::LengthPrefixed) {
-            let (_, b) = r.expect("valid");
-            let m = Message::parse(b).expect("valid");
-            batch.push(normalize(&m, 0, n, 0));
-            n += 1;
-            if batch.len() == BATCH {
-                books.apply_all(&mut batch);
-                black_box(&batch);
-                batch.clear();
+        let mut msgs: Vec<&[u8]> = Vec::with_capacity(BATCH);
+        let mut events = Vec::with_capacity(BATCH);
+        let mut stream = Stream::new(&file, Framing::LengthPrefixed);
+        loop {
+            msgs.clear();
+            msgs.extend(stream.by_ref().take(BATCH).map(|r| r.expect("valid").1));
+            if msgs.is_empty() {
+                break;
             }
+            for m in &msgs {
+                books.prefetch_order(itch::order_hint(m));
+            }
+            events.clear();
+            for m in &msgs {
+                let e = itch::decode_with(m, 0, n, 0, |e| {
+                    books.apply(e);
+                });
+                events.push(e.expect("valid"));
+                n += 1;
+            }
+            black_box(&events);
         }
-        books.apply_all(&mut batch);
         assert_eq!(books.live_orders(), live);
         n
     });

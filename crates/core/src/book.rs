@@ -409,6 +409,22 @@ impl Book {
     }
 }
 
+/// Ask the CPU to start loading the cache line of `x`.
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    let p: *const T = x;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults, reads nothing into the program, and the
+    // address is that of a live reference anyway. SSE is part of the x86_64 baseline, so the
+    // instruction exists on every x86_64 CPU.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Order {
     /// 0 marks a free slot; id 0 itself lives in `Books::zero`.
@@ -477,17 +493,7 @@ impl OrderTable {
     /// Ask the CPU to start loading the slot `id` hashes to.
     #[inline(always)]
     fn prefetch(&self, id: u64) {
-        let slot: *const Order = &self.slots[self.home(id)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint: it never faults, reads nothing into the program, and
-        // the address is that of a live element of `slots` anyway. SSE is part of the
-        // x86_64 baseline, so the instruction exists on every x86_64 CPU.
-        #[allow(unsafe_code)]
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(slot.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        prefetch(&self.slots[self.home(id)]);
     }
     /// Insert an id that is not live (tests; `Books::add` probes and writes itself).
     #[cfg(test)]
@@ -664,6 +670,12 @@ impl Books {
         true
     }
 
+    /// Start loading the table slot of order `id` (a hint only: it changes nothing).
+    #[inline(always)]
+    pub fn prefetch_order(&self, id: u64) {
+        self.table.prefetch(id);
+    }
+
     /// Start loading the order an event names, so that a later [`Books::apply`] of it does
     /// not wait for memory. A hint only: it changes nothing. [`Books::apply_all`] uses it.
     #[inline]
@@ -692,7 +704,7 @@ impl Books {
     /// Apply an event to the books. Fills in what the feed left out (side and price of
     /// executes, cancels, deletes and replaces; the size a delete removed) and sets the
     /// event's flags. Returns true when a book changed.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&mut self, e: &mut Event) -> bool {
         let changed = match e.action {
             EventAction::Add => {

@@ -24,6 +24,8 @@ fn side(b: u8) -> Side {
     }
 }
 
+// One fill per message type that maps onto more than the header, shared by `normalize`
+// (from a parsed `Message`) and `decode_with` (straight from the bytes).
 #[inline(always)]
 fn add(e: &mut Event, a: &itch50::AddOrder) {
     e.action = EventAction::Add;
@@ -31,6 +33,71 @@ fn add(e: &mut Event, a: &itch50::AddOrder) {
     e.side = side(a.buy_sell_indicator);
     e.size = a.shares;
     e.price = i64::from(a.price) * PRICE4_TO_NANO;
+}
+#[inline(always)]
+fn add_mpid(e: &mut Event, f: &itch50::AddOrderMpid) {
+    add(e, &f.add_order());
+}
+#[inline(always)]
+fn executed(e: &mut Event, x: &itch50::OrderExecuted) {
+    e.action = EventAction::Execute;
+    e.order_id = x.order_reference_number;
+    e.size = x.executed_shares;
+    e.aux = x.match_number;
+}
+#[inline(always)]
+fn executed_with_price(e: &mut Event, x: &itch50::OrderExecutedWithPrice) {
+    e.action = EventAction::Execute;
+    e.order_id = x.order_reference_number;
+    e.size = x.executed_shares;
+    e.aux = x.match_number;
+    e.price = i64::from(x.execution_price) * PRICE4_TO_NANO;
+    if x.printable == b'N' {
+        e.flags |= flags::NON_PRINTABLE;
+    }
+}
+#[inline(always)]
+fn cancel(e: &mut Event, x: &itch50::OrderCancel) {
+    e.action = EventAction::Cancel;
+    e.order_id = x.order_reference_number;
+    e.size = x.cancelled_shares;
+}
+#[inline(always)]
+fn delete(e: &mut Event, x: &itch50::OrderDelete) {
+    e.action = EventAction::Delete;
+    e.order_id = x.order_reference_number;
+}
+#[inline(always)]
+fn replace(e: &mut Event, x: &itch50::OrderReplace) {
+    e.action = EventAction::Modify;
+    e.order_id = x.new_order_reference_number;
+    e.aux = x.original_order_reference_number;
+    e.size = x.shares;
+    e.price = i64::from(x.price) * PRICE4_TO_NANO;
+}
+#[inline(always)]
+fn trade(e: &mut Event, t: &itch50::Trade) {
+    e.action = EventAction::Trade;
+    e.order_id = t.order_reference_number;
+    e.side = side(t.buy_sell_indicator);
+    e.size = t.shares;
+    e.price = i64::from(t.price) * PRICE4_TO_NANO;
+    e.aux = t.match_number;
+}
+#[inline(always)]
+fn cross_trade(e: &mut Event, t: &itch50::CrossTrade) {
+    e.action = EventAction::Trade;
+    e.size = u32::try_from(t.shares).unwrap_or(u32::MAX);
+    e.price = i64::from(t.cross_price) * PRICE4_TO_NANO;
+    e.aux = t.match_number;
+}
+#[inline(always)]
+fn broken_trade(e: &mut Event, b: &itch50::BrokenTrade) {
+    e.aux = b.match_number;
+}
+#[inline(always)]
+fn imbalance<T>(e: &mut Event, _: &T) {
+    e.action = EventAction::Imbalance;
 }
 
 /// Map one ITCH message to an event. `midnight_ns` is the session's midnight in UNIX ns.
@@ -46,70 +113,108 @@ pub fn normalize(m: &Message, ts_recv: u64, sequence: u64, midnight_ns: u64) -> 
         ..Default::default()
     };
     match m {
-        Message::AddOrder(a) => add(&mut e, a),
-        Message::AddOrderMpid(f) => add(&mut e, &f.add_order()),
-        Message::OrderExecuted(x) => {
-            e.action = EventAction::Execute;
-            e.order_id = x.order_reference_number;
-            e.size = x.executed_shares;
-            e.aux = x.match_number;
-        }
-        Message::OrderExecutedWithPrice(x) => {
-            e.action = EventAction::Execute;
-            e.order_id = x.order_reference_number;
-            e.size = x.executed_shares;
-            e.aux = x.match_number;
-            e.price = i64::from(x.execution_price) * PRICE4_TO_NANO;
-            if x.printable == b'N' {
-                e.flags |= flags::NON_PRINTABLE;
-            }
-        }
-        Message::OrderCancel(x) => {
-            e.action = EventAction::Cancel;
-            e.order_id = x.order_reference_number;
-            e.size = x.cancelled_shares;
-        }
-        Message::OrderDelete(x) => {
-            e.action = EventAction::Delete;
-            e.order_id = x.order_reference_number;
-        }
-        Message::OrderReplace(x) => {
-            e.action = EventAction::Modify;
-            e.order_id = x.new_order_reference_number;
-            e.aux = x.original_order_reference_number;
-            e.size = x.shares;
-            e.price = i64::from(x.price) * PRICE4_TO_NANO;
-        }
-        Message::Trade(t) => {
-            e.action = EventAction::Trade;
-            e.order_id = t.order_reference_number;
-            e.side = side(t.buy_sell_indicator);
-            e.size = t.shares;
-            e.price = i64::from(t.price) * PRICE4_TO_NANO;
-            e.aux = t.match_number;
-        }
-        Message::CrossTrade(t) => {
-            e.action = EventAction::Trade;
-            e.size = u32::try_from(t.shares).unwrap_or(u32::MAX);
-            e.price = i64::from(t.cross_price) * PRICE4_TO_NANO;
-            e.aux = t.match_number;
-        }
-        Message::BrokenTrade(b) => {
-            e.aux = b.match_number;
-        }
-        Message::Noii(_) | Message::DirectListingCapitalRaise(_) => e.action = EventAction::Imbalance,
+        Message::AddOrder(x) => add(&mut e, x),
+        Message::AddOrderMpid(x) => add_mpid(&mut e, x),
+        Message::OrderExecuted(x) => executed(&mut e, x),
+        Message::OrderExecutedWithPrice(x) => executed_with_price(&mut e, x),
+        Message::OrderCancel(x) => cancel(&mut e, x),
+        Message::OrderDelete(x) => delete(&mut e, x),
+        Message::OrderReplace(x) => replace(&mut e, x),
+        Message::Trade(x) => trade(&mut e, x),
+        Message::CrossTrade(x) => cross_trade(&mut e, x),
+        Message::BrokenTrade(x) => broken_trade(&mut e, x),
+        Message::Noii(x) => imbalance(&mut e, x),
+        Message::DirectListingCapitalRaise(x) => imbalance(&mut e, x),
         _ => {}
     }
     e
 }
 
+/// The fast path of `normalize(&parse_exact(b)?, ..)`: decode one message straight from its
+/// bytes (which must be exactly the type's length, as a MoldUDP64 block or a framed file
+/// record gives them) and hand the event to `then` before returning it, all in one
+/// dispatch on the type byte. Passing [`Books::apply`](crate::book::Books::apply) as `then`
+/// lets the compiler fold the book's own dispatch on the action into that one (each arm
+/// knows its action), so a message costs one hard-to-predict branch instead of three.
+/// `None` for an unknown type or a length that disagrees with the type.
+#[inline(always)]
+pub fn decode_with(
+    b: &[u8],
+    ts_recv: u64,
+    sequence: u64,
+    midnight_ns: u64,
+    then: impl FnOnce(&mut Event),
+) -> Option<Event> {
+    let t = *b.first()?;
+    if itch50::message_len(t) != Some(b.len()) {
+        return None;
+    }
+    // Every message starts with the same header; the shortest type is 12 bytes long.
+    let h = itch50::SystemEvent::parse(b).ok()?;
+    let mut e = Event {
+        ts_recv,
+        ts_event: midnight_ns + h.timestamp,
+        sequence,
+        instrument_id: u32::from(h.stock_locate),
+        msg_type: t,
+        ..Default::default()
+    };
+    macro_rules! arm {
+        ($ty:ident, $fill:ident) => {{
+            let x = itch50::$ty::parse(b).ok()?;
+            $fill(&mut e, &x);
+            then(&mut e);
+        }};
+    }
+    match t {
+        itch50::AddOrder::TYPE => arm!(AddOrder, add),
+        itch50::AddOrderMpid::TYPE => arm!(AddOrderMpid, add_mpid),
+        itch50::OrderExecuted::TYPE => arm!(OrderExecuted, executed),
+        itch50::OrderExecutedWithPrice::TYPE => arm!(OrderExecutedWithPrice, executed_with_price),
+        itch50::OrderCancel::TYPE => arm!(OrderCancel, cancel),
+        itch50::OrderDelete::TYPE => arm!(OrderDelete, delete),
+        itch50::OrderReplace::TYPE => arm!(OrderReplace, replace),
+        itch50::Trade::TYPE => arm!(Trade, trade),
+        itch50::CrossTrade::TYPE => arm!(CrossTrade, cross_trade),
+        itch50::BrokenTrade::TYPE => arm!(BrokenTrade, broken_trade),
+        itch50::Noii::TYPE => arm!(Noii, imbalance),
+        itch50::DirectListingCapitalRaise::TYPE => arm!(DirectListingCapitalRaise, imbalance),
+        _ => then(&mut e),
+    }
+    Some(e)
+}
+
+/// [`decode_with`] doing nothing more.
+#[inline]
+pub fn decode(b: &[u8], ts_recv: u64, sequence: u64, midnight_ns: u64) -> Option<Event> {
+    decode_with(b, ts_recv, sequence, midnight_ns, |_| {})
+}
+
+/// The order id a message probably names, read without looking at its type (offset 11 holds
+/// the order reference of A, F, E, C, X, D and the original one of U), for
+/// [`Books::prefetch_order`](crate::book::Books::prefetch_order) ahead of
+/// [`decode_with`]: a branch-free guess whose misses only cost a wasted prefetch.
+#[inline(always)]
+pub fn order_hint(b: &[u8]) -> u64 {
+    match b.get(11..19) {
+        Some(x) => u64::from_be_bytes(x.try_into().unwrap_or_default()),
+        None => 0,
+    }
+}
+
 /// Stock locate <-> symbol, from Stock Directory (R) messages (and the stock field of adds
 /// and trades for a locate the directory has not named).
+///
+/// Ids below 65,536 (every ITCH stock locate) are kept in a dense table, so that checking
+/// an add's stock against what is known costs one load and one compare per message.
 #[derive(Debug, Default, Clone)]
 pub struct SymbolDirectory {
-    by_id: HashMap<u32, [u8; 8]>,
+    dense: Vec<Option<[u8; 8]>>,
+    sparse: HashMap<u32, [u8; 8]>,
     by_symbol: HashMap<[u8; 8], u32>,
 }
+
+const DENSE_IDS: u32 = 1 << 16;
 
 impl SymbolDirectory {
     pub fn new() -> Self {
@@ -126,33 +231,83 @@ impl SymbolDirectory {
         };
         self.insert(u32::from(locate), stock)
     }
+    /// [`SymbolDirectory::learn`] from a message's bytes (exactly its type's length), without
+    /// parsing the other types.
+    #[inline]
+    pub fn learn_bytes(&mut self, b: &[u8]) -> bool {
+        let (locate, stock) = match b.first() {
+            Some(&itch50::StockDirectory::TYPE) => match itch50::StockDirectory::parse(b) {
+                Ok(r) => (r.stock_locate, r.stock),
+                Err(_) => return false,
+            },
+            Some(&itch50::AddOrder::TYPE) => match itch50::AddOrder::parse(b) {
+                Ok(a) => (a.stock_locate, a.stock),
+                Err(_) => return false,
+            },
+            Some(&itch50::AddOrderMpid::TYPE) => match itch50::AddOrderMpid::parse(b) {
+                Ok(a) => (a.stock_locate, a.stock),
+                Err(_) => return false,
+            },
+            Some(&itch50::Trade::TYPE) => match itch50::Trade::parse(b) {
+                Ok(t) => (t.stock_locate, t.stock),
+                Err(_) => return false,
+            },
+            _ => return false,
+        };
+        self.insert(u32::from(locate), stock)
+    }
+    #[inline]
+    fn get(&self, id: u32) -> Option<&[u8; 8]> {
+        if id < DENSE_IDS {
+            self.dense.get(id as usize).and_then(Option::as_ref)
+        } else {
+            self.sparse.get(&id)
+        }
+    }
     /// Name instrument `id`; returns true when it was new.
+    #[inline]
     pub fn insert(&mut self, id: u32, stock: [u8; 8]) -> bool {
-        if self.by_id.get(&id) == Some(&stock) {
+        if self.get(id) == Some(&stock) {
             return false;
         }
-        if let Some(old) = self.by_id.insert(id, stock) {
+        self.rename(id, stock);
+        true
+    }
+    #[cold]
+    fn rename(&mut self, id: u32, stock: [u8; 8]) {
+        let old = if id < DENSE_IDS {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            self.dense[i].replace(stock)
+        } else {
+            self.sparse.insert(id, stock)
+        };
+        if let Some(old) = old {
             self.by_symbol.remove(&old);
         }
         self.by_symbol.insert(stock, id);
-        true
     }
     /// The symbol of an instrument, padding trimmed.
     pub fn symbol(&self, id: u32) -> Option<&str> {
-        self.by_id.get(&id).and_then(|s| std::str::from_utf8(itch50::trim_stock(s)).ok())
+        self.get(id).and_then(|s| std::str::from_utf8(itch50::trim_stock(s)).ok())
     }
     pub fn id(&self, symbol: &str) -> Option<u32> {
         self.by_symbol.get(&itch50::stock(symbol)).copied()
     }
     pub fn len(&self) -> usize {
-        self.by_id.len()
+        self.dense.iter().flatten().count() + self.sparse.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.by_id.is_empty()
+        self.len() == 0
     }
     /// Every (id, symbol), by id.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
-        let mut v: Vec<_> = self.by_id.keys().copied().collect();
+        let mut v: Vec<u32> = (0..self.dense.len() as u32)
+            .filter(|&i| self.dense[i as usize].is_some())
+            .chain(self.sparse.keys().copied())
+            .collect();
         v.sort_unstable();
         v.into_iter().filter_map(|id| self.symbol(id).map(|s| (id, s)))
     }

@@ -33,12 +33,12 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
 use tickplant_core::event::{flags, Event, EventAction};
-use tickplant_core::itch::{normalize, SymbolDirectory};
+use tickplant_core::itch::{self, SymbolDirectory};
 use tickplant_core::route::Filter;
 use tickplant_core::{
     ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
 };
-use tickplant_wire::itch50::{self, Message};
+use tickplant_wire::itch50;
 use tickplant_wire::moldudp64;
 
 use crate::clock::{rdtsc, TscClock};
@@ -267,23 +267,29 @@ struct Downstream {
     undecodable: u64,
     by_type: [u64; 256],
     gaps: Vec<GapReport>,
-    h_decode: Histogram<u64>,
-    h_book: Histogram<u64>,
+    /// Decode and book are one stage: each message is decoded and applied in one dispatch.
+    h_decode_book: Histogram<u64>,
     h_deliver: Histogram<u64>,
     /// Ticks spent downstream of the arbitrator (so the arbitrate stage can leave them out).
     spent: u64,
 }
 
 impl Downstream {
-    fn learn(&mut self, m: &Message) {
-        if self.dir.learn(m) {
-            let id = u32::from(m.header().0);
-            let Some(sym) = self.dir.symbol(id) else { return };
-            let key = itch50::stock(sym);
-            for o in &mut self.outs {
-                if o.symbols.contains(&key) {
-                    o.filter = std::mem::take(&mut o.filter).instruments([id]);
-                }
+    /// Learn symbols from directory messages and adds (`b` is one whole message).
+    #[inline]
+    fn learn(&mut self, b: &[u8]) {
+        if self.dir.learn_bytes(b) {
+            self.named(u32::from(u16::from_be_bytes([b[1], b[2]])));
+        }
+    }
+    /// A new instrument was named: subscriptions by symbol may now take it.
+    #[cold]
+    fn named(&mut self, id: u32) {
+        let Some(sym) = self.dir.symbol(id) else { return };
+        let key = itch50::stock(sym);
+        for o in &mut self.outs {
+            if o.symbols.contains(&key) {
+                o.filter = std::mem::take(&mut o.filter).instruments([id]);
             }
         }
     }
@@ -300,19 +306,30 @@ impl Downstream {
             return;
         };
         self.batch.clear();
+        // Ask for every order (table slot) the packet's messages name, so that the cache
+        // misses overlap, then decode and apply each message in one dispatch on its type.
+        for (_, b) in p.messages().flatten() {
+            self.books.prefetch_order(itch::order_hint(b));
+        }
         let mut seen = 0u64;
         for (k, m) in p.messages().enumerate() {
             seen += 1;
-            let parsed = m.ok().and_then(|(_, b)| itch50::parse_exact(b).ok());
-            let Some(msg) = parsed else {
+            let Ok((_, b)) = m else {
                 self.undecodable += 1;
                 continue;
             };
-            if matches!(msg, Message::StockDirectory(_) | Message::AddOrder(_) | Message::AddOrderMpid(_)) {
-                self.learn(&msg);
+            let books = &mut self.books;
+            let Some(e) = itch::decode_with(b, ts_recv, first_seq + k as u64, self.midnight_ns, |e| {
+                books.apply(e);
+            }) else {
+                self.undecodable += 1;
+                continue;
+            };
+            if matches!(e.msg_type, b'R' | b'A' | b'F' | b'P') {
+                self.learn(b);
             }
-            self.by_type[usize::from(msg.message_type())] += 1;
-            self.batch.push(normalize(&msg, ts_recv, first_seq + k as u64, self.midnight_ns));
+            self.by_type[usize::from(e.msg_type)] += 1;
+            self.batch.push(e);
         }
         // Blocks the packet announced but did not hold count as undecodable.
         self.undecodable += announced.saturating_sub(seen);
@@ -320,8 +337,6 @@ impl Downstream {
         if let Some(last) = self.batch.last_mut() {
             last.flags |= flags::LAST_IN_PACKET;
         }
-        let t1 = rdtsc();
-        self.books.apply_all(&mut self.batch);
         let t2 = rdtsc();
         for e in &self.batch {
             // The BBO is looked up only for an event some consumer takes.
@@ -367,8 +382,7 @@ impl Downstream {
         }
         let t3 = rdtsc();
         self.spent += t3 - t0;
-        let _ = self.h_decode.record((t1 - t0).max(1));
-        let _ = self.h_book.record((t2 - t1).max(1));
+        let _ = self.h_decode_book.record((t2 - t0).max(1));
         let _ = self.h_deliver.record((t3 - t2).max(1));
     }
 }
@@ -587,8 +601,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         undecodable: 0,
         by_type: [0; 256],
         gaps: Vec::new(),
-        h_decode: hist(),
-        h_book: hist(),
+        h_decode_book: hist(),
         h_deliver: hist(),
         spent: 0,
     };
@@ -648,9 +661,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb, &clock));
-    latency_ns.insert("2 decode (per packet)".to_string(), latency(&down.h_decode, &clock));
-    latency_ns.insert("3 book (per packet)".to_string(), latency(&down.h_book, &clock));
-    latency_ns.insert("4 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
+    latency_ns.insert("2 decode + book (per packet)".to_string(), latency(&down.h_decode_book, &clock));
+    latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
     let stats = arb.stats();
     let books = down.books;
     let report = Report {
@@ -736,11 +748,11 @@ pub fn summary(r: &Report) -> String {
         }
     );
     let _ = writeln!(s, "  throughput: {:.2} M messages/s ({:.3} s wall)", r.messages_per_s / 1e6, r.wall_s);
-    let _ = writeln!(s, "  latency (ns)              count        p50      p90      p99    p99.9        max");
+    let _ = writeln!(s, "  latency (ns)                    count        p50      p90      p99    p99.9        max");
     for (name, l) in &r.latency_ns {
         let _ = writeln!(
             s,
-            "    {:<22} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
+            "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
             name, l.count, l.p50, l.p90, l.p99, l.p999, l.max
         );
     }
@@ -748,8 +760,8 @@ pub fn summary(r: &Report) -> String {
         let l = &c.ring_latency_ns;
         let _ = writeln!(
             s,
-            "    {:<22} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
-            format!("5 ring -> {}", c.name),
+            "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
+            format!("4 ring -> {}", c.name),
             l.count,
             l.p50,
             l.p90,
