@@ -1,0 +1,662 @@
+//! Strategy matching: which of many strategies (conjunctions of predicates) does a market
+//! event satisfy?
+//!
+//! Promises:
+//! * Exact: [`Matcher::match_event`] gives exactly the strategies that brute force
+//!   ([`Strategy::matches`] on each) gives, in ascending id order.
+//! * Dynamic: [`Matcher::insert`] and [`Matcher::remove`] change the index in place, between
+//!   any two events; nothing is ever rebuilt whole (an attribute's buckets are re-cut, for
+//!   that attribute of that cluster only, when its members have doubled).
+//! * [`Matcher::explain`] says which predicates of a strategy held on an event and which
+//!   failed first; [`Matcher::memory_bytes`] what the index holds.
+//!
+//! The design (see `docs/matching.md` for the measurements behind it):
+//! 1. **Clusters by access predicate.** A strategy with an equality (`attr = v`, or `attr in
+//!    (...)`, one copy per value) is filed under that (attribute, value), choosing the
+//!    attribute with the most distinct values among the clusters (the most selective);
+//!    an event visits only the clusters its own values name, plus one cluster of
+//!    strategies without an equality.
+//! 2. **Bucketed bitsets inside a cluster.** Every other `attr op value` becomes an interval
+//!    on its attribute (numbers are exact integers, so `< c` is `<= c - 1e-9`). Per
+//!    attribute, the value axis is cut into up to 64 buckets at quantiles of the members'
+//!    interval ends; per bucket a bitset marks the members that fail for any value in it,
+//!    and a short list holds the members whose interval ends inside it, checked exactly.
+//!    An event ORs one bitset per attribute and checks one short list per attribute.
+//! 3. **Residuals.** `!=`, `attr op attr` and non-access `in` predicates are checked, as
+//!    written, only on the members that survive step 2.
+
+pub mod lang;
+
+use std::collections::HashMap;
+
+pub use lang::{
+    format_num, parse_num, AttrId, MatchEvent, Op, ParseError, Pred, Rhs, Schema, Strategy, SymId, Type, Value, SCALE,
+};
+
+/// Buckets per attribute at most.
+const BUCKETS: usize = 64;
+/// An attribute is bucketed once it has this many members, and re-cut when they double.
+const BUCKET_FROM: u32 = 32;
+/// An `in` list longer than this is not used as an access predicate (one copy per value).
+const MAX_IN_COPIES: usize = 16;
+
+type ClusterId = u32;
+
+/// The value of an event's string that no strategy names: equal to no literal.
+pub const UNKNOWN_SYM: SymId = SymId::MAX;
+
+#[inline]
+fn key(v: Value) -> i128 {
+    match v {
+        Value::Num(n) => n,
+        Value::Sym(s) => i128::from(s),
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    #[inline]
+    fn set(&mut self, i: u32) {
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+    }
+    #[inline]
+    fn clear(&mut self, i: u32) {
+        self.0[(i / 64) as usize] &= !(1 << (i % 64));
+    }
+    fn grow(&mut self, words: usize) {
+        self.0.resize(words, 0);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    id: u64,
+    /// (attribute, lo, hi): closed intervals on value keys, one per attribute.
+    intervals: Vec<(AttrId, i128, i128)>,
+    residual: Vec<Pred>,
+}
+
+#[derive(Debug, Clone)]
+struct AttrIndex {
+    attr: AttrId,
+    /// Bucket k holds keys in [edges[k-1], edges[k] - 1] (open ends at the extremes).
+    edges: Vec<i128>,
+    fail: Vec<Bits>,
+    /// Members whose interval ends inside the bucket: (slot, lo, hi).
+    boundary: Vec<Vec<(u32, i128, i128)>>,
+    /// Members with an interval on this attribute (they fail when the event lacks it).
+    constrained: Bits,
+    members: u32,
+    cut_at: u32,
+}
+
+impl AttrIndex {
+    fn new(attr: AttrId, words: usize) -> Self {
+        AttrIndex {
+            attr,
+            edges: Vec::new(),
+            fail: vec![Bits(vec![0; words])],
+            boundary: vec![Vec::new()],
+            constrained: Bits(vec![0; words]),
+            members: 0,
+            cut_at: 0,
+        }
+    }
+    #[inline]
+    fn bucket(&self, v: i128) -> usize {
+        self.edges.partition_point(|&e| e <= v)
+    }
+    fn range(&self, k: usize) -> (i128, i128) {
+        let lo = if k == 0 { i128::MIN } else { self.edges[k - 1] };
+        let hi = if k == self.edges.len() { i128::MAX } else { self.edges[k] - 1 };
+        (lo, hi)
+    }
+    /// File member `slot` with interval [lo, hi] in every bucket.
+    fn place(&mut self, slot: u32, lo: i128, hi: i128) {
+        for k in 0..self.fail.len() {
+            let (bl, bh) = self.range(k);
+            if hi < bl || lo > bh {
+                self.fail[k].set(slot);
+            } else if !(lo <= bl && hi >= bh) {
+                self.boundary[k].push((slot, lo, hi));
+            }
+        }
+    }
+    fn unplace(&mut self, slot: u32, lo: i128, hi: i128) {
+        for f in &mut self.fail {
+            f.clear(slot);
+        }
+        // A member is a boundary only of the buckets holding its ends.
+        for k in [self.bucket(lo), self.bucket(hi)] {
+            self.boundary[k].retain(|b| b.0 != slot);
+        }
+    }
+    fn memory(&self) -> usize {
+        self.edges.capacity() * 16
+            + self.fail.iter().map(|b| b.0.capacity() * 8).sum::<usize>()
+            + self.boundary.iter().map(|b| b.capacity() * std::mem::size_of::<(u32, i128, i128)>()).sum::<usize>()
+            + self.constrained.0.capacity() * 8
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Cluster {
+    members: Vec<Option<Member>>,
+    free: Vec<u32>,
+    /// Slots that never match: free ones and members whose intervals are empty.
+    never: Bits,
+    attrs: Vec<AttrIndex>,
+    live: usize,
+}
+
+impl Cluster {
+    fn words(&self) -> usize {
+        self.members.len().div_ceil(64)
+    }
+    fn insert(&mut self, m: Member) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.members.len() as u32;
+                self.members.push(None);
+                let w = self.words();
+                if w != self.never.0.len() {
+                    self.never.grow(w);
+                    for a in &mut self.attrs {
+                        a.fail.iter_mut().for_each(|b| b.grow(w));
+                        a.constrained.grow(w);
+                    }
+                }
+                s
+            }
+        };
+        self.never.clear(slot);
+        if m.intervals.iter().any(|&(_, lo, hi)| lo > hi) {
+            self.never.set(slot);
+        }
+        for &(attr, lo, hi) in &m.intervals {
+            let i = match self.attrs.iter().position(|a| a.attr == attr) {
+                Some(i) => i,
+                None => {
+                    self.attrs.push(AttrIndex::new(attr, self.words()));
+                    self.attrs.len() - 1
+                }
+            };
+            let a = &mut self.attrs[i];
+            a.constrained.set(slot);
+            a.place(slot, lo, hi);
+            a.members += 1;
+        }
+        self.members[slot as usize] = Some(m);
+        self.live += 1;
+        for i in 0..self.attrs.len() {
+            let a = &self.attrs[i];
+            if a.members >= BUCKET_FROM && a.members >= 2 * a.cut_at {
+                self.recut(i);
+            }
+        }
+        slot
+    }
+    fn remove(&mut self, slot: u32) {
+        let Some(m) = self.members[slot as usize].take() else { return };
+        for &(attr, lo, hi) in &m.intervals {
+            if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
+                a.constrained.clear(slot);
+                a.unplace(slot, lo, hi);
+                a.members -= 1;
+            }
+        }
+        self.attrs.retain(|a| a.members > 0);
+        self.never.set(slot);
+        self.free.push(slot);
+        self.live -= 1;
+    }
+    /// Cut attribute `i`'s value axis at quantiles of its members' interval ends and refile
+    /// its members (this attribute of this cluster only).
+    fn recut(&mut self, i: usize) {
+        let attr = self.attrs[i].attr;
+        let mut ends: Vec<i128> = Vec::new();
+        let mut list: Vec<(u32, i128, i128)> = Vec::new();
+        for (slot, m) in self.members.iter().enumerate() {
+            if let Some(m) = m {
+                for &(a, lo, hi) in &m.intervals {
+                    if a == attr {
+                        list.push((slot as u32, lo, hi));
+                        // Bucket starts that separate members: just past a `hi`, at a `lo`.
+                        if lo != i128::MIN {
+                            ends.push(lo);
+                        }
+                        if hi != i128::MAX {
+                            ends.push(hi + 1);
+                        }
+                    }
+                }
+            }
+        }
+        ends.sort_unstable();
+        let mut edges: Vec<i128> = (1..BUCKETS).filter_map(|q| ends.get(q * ends.len() / BUCKETS).copied()).collect();
+        edges.dedup();
+        let words = self.words();
+        let a = &mut self.attrs[i];
+        a.edges = edges;
+        a.fail = vec![Bits(vec![0; words]); a.edges.len() + 1];
+        a.boundary = vec![Vec::new(); a.edges.len() + 1];
+        for (slot, lo, hi) in list {
+            a.place(slot, lo, hi);
+        }
+        a.cut_at = a.members;
+    }
+    /// Append the ids of the members that `e` satisfies.
+    fn matches(&self, e: &MatchEvent, acc: &mut Vec<u64>, out: &mut Vec<u64>) {
+        if self.live == 0 {
+            return;
+        }
+        acc.clear();
+        acc.extend_from_slice(&self.never.0);
+        for a in &self.attrs {
+            match e.get(a.attr) {
+                None => acc.iter_mut().zip(&a.constrained.0).for_each(|(x, y)| *x |= y),
+                Some(v) => {
+                    let v = key(v);
+                    let k = a.bucket(v);
+                    acc.iter_mut().zip(&a.fail[k].0).for_each(|(x, y)| *x |= y);
+                    for &(slot, lo, hi) in &a.boundary[k] {
+                        let failed = u64::from(v < lo || v > hi);
+                        acc[(slot / 64) as usize] |= failed << (slot % 64);
+                    }
+                }
+            }
+        }
+        let n = self.members.len();
+        for (w, &word) in acc.iter().enumerate() {
+            let mut live = !word;
+            if (w + 1) * 64 > n {
+                live &= (1u64 << (n - w * 64)) - 1;
+            }
+            while live != 0 {
+                let slot = w * 64 + live.trailing_zeros() as usize;
+                live &= live - 1;
+                if let Some(m) = &self.members[slot] {
+                    if m.residual.iter().all(|p| p.holds(e)) {
+                        out.push(m.id);
+                    }
+                }
+            }
+        }
+    }
+    fn memory(&self) -> usize {
+        let members: usize = self
+            .members
+            .iter()
+            .flatten()
+            .map(|m| {
+                m.intervals.capacity() * std::mem::size_of::<(AttrId, i128, i128)>()
+                    + m.residual.iter().map(pred_bytes).sum::<usize>()
+            })
+            .sum();
+        self.members.capacity() * std::mem::size_of::<Option<Member>>()
+            + members
+            + self.free.capacity() * 4
+            + self.never.0.capacity() * 8
+            + self.attrs.iter().map(AttrIndex::memory).sum::<usize>()
+    }
+}
+
+fn pred_bytes(p: &Pred) -> usize {
+    std::mem::size_of::<Pred>()
+        + match &p.rhs {
+            Rhs::In(v) => v.capacity() * std::mem::size_of::<Value>(),
+            _ => 0,
+        }
+}
+
+/// Where a strategy was filed: (cluster, slot) per copy.
+#[derive(Debug, Clone)]
+struct Entry {
+    strategy: Strategy,
+    placed: Vec<(ClusterId, u32)>,
+}
+
+/// What [`Matcher::explain`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explain {
+    /// Each predicate as written, and whether it held.
+    pub preds: Vec<(String, bool)>,
+    /// The index of the first predicate that failed (`None`: the strategy matches).
+    pub first_failed: Option<usize>,
+}
+
+/// The strategy index.
+#[derive(Debug, Default)]
+pub struct Matcher {
+    schema: Schema,
+    entries: HashMap<u64, Entry>,
+    /// Cluster 0 holds the strategies without an equality predicate.
+    clusters: Vec<Cluster>,
+    free_clusters: Vec<ClusterId>,
+    keyed: HashMap<(AttrId, i128), ClusterId>,
+    /// Attributes that key clusters, with how many clusters each keys.
+    access: Vec<(AttrId, usize)>,
+    acc: Vec<u64>,
+    hits: Vec<ClusterId>,
+}
+
+/// Why an insert was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertError {
+    DuplicateId(u64),
+}
+
+impl std::fmt::Display for InsertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InsertError::DuplicateId(id) => write!(f, "strategy id {id} is already in the index"),
+        }
+    }
+}
+
+impl std::error::Error for InsertError {}
+
+impl Matcher {
+    pub fn new() -> Self {
+        Matcher { clusters: vec![Cluster::default()], ..Default::default() }
+    }
+    /// A matcher over strategies parsed with `schema`.
+    pub fn with_schema(schema: Schema) -> Self {
+        Matcher { schema, ..Self::new() }
+    }
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+    pub fn schema_mut(&mut self) -> &mut Schema {
+        &mut self.schema
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn strategy(&self, id: u64) -> Option<&Strategy> {
+        self.entries.get(&id).map(|e| &e.strategy)
+    }
+
+    /// Parse `text` (one strategy) with the matcher's schema and insert it.
+    pub fn insert_text(&mut self, text: &str) -> Result<u64, String> {
+        let s = self.schema.parse_strategy(text, 1).map_err(|e| e.to_string())?;
+        let id = s.id;
+        self.insert(s).map_err(|e| e.to_string())?;
+        Ok(id)
+    }
+
+    /// Add a strategy (parsed with this matcher's schema).
+    pub fn insert(&mut self, s: Strategy) -> Result<(), InsertError> {
+        if self.entries.contains_key(&s.id) {
+            return Err(InsertError::DuplicateId(s.id));
+        }
+        // The access predicate: an equality on the attribute keying the most clusters.
+        let access = s
+            .preds
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let copies = match &p.rhs {
+                    Rhs::Value(_) if p.op == Op::Eq => 1,
+                    Rhs::In(v) if !v.is_empty() && v.len() <= MAX_IN_COPIES => v.len(),
+                    _ => return None,
+                };
+                let distinct = self.access.iter().find(|a| a.0 == p.attr).map_or(0, |a| a.1);
+                Some((i, copies, distinct))
+            })
+            .max_by_key(|&(i, copies, distinct)| (copies == 1, distinct, usize::MAX - i));
+        let mut intervals: Vec<(AttrId, i128, i128)> = Vec::new();
+        let mut residual = Vec::new();
+        for (i, p) in s.preds.iter().enumerate() {
+            if access.is_some_and(|a| a.0 == i) {
+                continue;
+            }
+            let iv = match (&p.rhs, p.op) {
+                (Rhs::Value(v), op) if op != Op::Ne => {
+                    let k = key(*v);
+                    Some(match op {
+                        Op::Eq => (k, k),
+                        Op::Lt => (i128::MIN, k - 1),
+                        Op::Le => (i128::MIN, k),
+                        Op::Gt => (k + 1, i128::MAX),
+                        _ => (k, i128::MAX),
+                    })
+                }
+                _ => None,
+            };
+            match iv {
+                Some((lo, hi)) => match intervals.iter_mut().find(|x| x.0 == p.attr) {
+                    Some(x) => {
+                        x.1 = x.1.max(lo);
+                        x.2 = x.2.min(hi);
+                    }
+                    None => intervals.push((p.attr, lo, hi)),
+                },
+                None => residual.push(p.clone()),
+            }
+        }
+        let member = Member { id: s.id, intervals, residual };
+        let mut placed = Vec::new();
+        match access {
+            None => placed.push((0, self.clusters[0].insert(member))),
+            Some((i, _, _)) => {
+                let p = &s.preds[i];
+                let values: Vec<Value> = match &p.rhs {
+                    Rhs::Value(v) => vec![*v],
+                    Rhs::In(v) => v.clone(),
+                    Rhs::Attr(_) => unreachable!("attr-vs-attr is never an access predicate"),
+                };
+                for v in values {
+                    let c = self.cluster_for(p.attr, key(v));
+                    placed.push((c, self.clusters[c as usize].insert(member.clone())));
+                }
+            }
+        }
+        self.entries.insert(s.id, Entry { strategy: s, placed });
+        Ok(())
+    }
+
+    fn cluster_for(&mut self, attr: AttrId, k: i128) -> ClusterId {
+        if let Some(&c) = self.keyed.get(&(attr, k)) {
+            return c;
+        }
+        let c = match self.free_clusters.pop() {
+            Some(c) => c,
+            None => {
+                self.clusters.push(Cluster::default());
+                (self.clusters.len() - 1) as ClusterId
+            }
+        };
+        self.keyed.insert((attr, k), c);
+        match self.access.iter_mut().find(|a| a.0 == attr) {
+            Some(a) => a.1 += 1,
+            None => self.access.push((attr, 1)),
+        }
+        c
+    }
+
+    /// Remove a strategy; returns it, or `None` when no strategy has that id.
+    pub fn remove(&mut self, id: u64) -> Option<Strategy> {
+        let e = self.entries.remove(&id)?;
+        for &(c, slot) in &e.placed {
+            let cl = &mut self.clusters[c as usize];
+            cl.remove(slot);
+            if c != 0 && cl.live == 0 {
+                // Forget the empty cluster so that events stop visiting it.
+                let k = self.keyed.iter().find(|(_, &v)| v == c).map(|(k, _)| *k);
+                if let Some(k) = k {
+                    self.keyed.remove(&k);
+                    if let Some(a) = self.access.iter_mut().find(|a| a.0 == k.0) {
+                        a.1 -= 1;
+                    }
+                    self.access.retain(|a| a.1 > 0);
+                }
+                self.clusters[c as usize] = Cluster::default();
+                self.free_clusters.push(c);
+            }
+        }
+        Some(e.strategy)
+    }
+
+    /// The ids of the strategies `e` satisfies, ascending, into `out` (cleared first).
+    pub fn match_event(&mut self, e: &MatchEvent, out: &mut Vec<u64>) {
+        out.clear();
+        self.hits.clear();
+        self.hits.push(0);
+        for &(attr, _) in &self.access {
+            if let Some(v) = e.get(attr) {
+                if let Some(&c) = self.keyed.get(&(attr, key(v))) {
+                    self.hits.push(c);
+                }
+            }
+        }
+        for &c in &self.hits {
+            self.clusters[c as usize].matches(e, &mut self.acc, out);
+        }
+        out.sort_unstable();
+    }
+
+    /// Brute force: every strategy evaluated one by one (the oracle), ascending ids.
+    pub fn match_brute_force(&self, e: &MatchEvent, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(self.entries.values().filter(|x| x.strategy.matches(e)).map(|x| x.strategy.id));
+        out.sort_unstable();
+    }
+
+    /// Which predicates of strategy `id` held on `e`, and the first that failed.
+    pub fn explain(&self, id: u64, e: &MatchEvent) -> Option<Explain> {
+        let s = &self.entries.get(&id)?.strategy;
+        let preds: Vec<(String, bool)> = s.preds.iter().map(|p| (self.schema.show_pred(p), p.holds(e))).collect();
+        let first_failed = preds.iter().position(|p| !p.1);
+        Some(Explain { preds, first_failed })
+    }
+
+    /// Bytes the index holds (its structures, the strategies as written, and the maps).
+    pub fn memory_bytes(&self) -> usize {
+        let clusters: usize = self.clusters.iter().map(Cluster::memory).sum::<usize>()
+            + self.clusters.capacity() * std::mem::size_of::<Cluster>();
+        let entries: usize = self
+            .entries
+            .values()
+            .map(|e| {
+                std::mem::size_of::<(u64, Entry)>()
+                    + e.strategy.preds.iter().map(pred_bytes).sum::<usize>()
+                    + e.placed.capacity() * 8
+            })
+            .sum();
+        let keyed = self.keyed.capacity() * (std::mem::size_of::<((AttrId, i128), ClusterId)>() + 1);
+        clusters + entries + keyed + self.acc.capacity() * 8
+    }
+
+    /// An event from (attribute name, value as text) pairs: numbers as plain decimals,
+    /// strings as they are. Attributes no strategy names are ignored; a value of the wrong
+    /// type for its attribute is an error.
+    pub fn event_from_pairs<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = (&'a str, EventValue<'a>)>,
+        e: &mut MatchEvent,
+    ) -> Result<(), String> {
+        e.values.clear();
+        e.values.resize(self.schema.attrs(), None);
+        for (name, v) in pairs {
+            let Some(a) = self.schema.attr_id(name) else { continue };
+            let want = self.schema.attr_type(a);
+            let value = match v {
+                EventValue::Num(text) => {
+                    if want == Some(Type::Str) {
+                        return Err(format!("{name} is a string attribute, the event gives the number {text}"));
+                    }
+                    Value::Num(parse_num(text).map_err(|err| format!("{name}: {err}"))?)
+                }
+                EventValue::Str(s) => match want {
+                    Some(Type::Num) => Value::Num(
+                        parse_num(s).map_err(|_| format!("{name} is a number attribute, the event gives {s:?}"))?,
+                    ),
+                    // A string no strategy names equals none of them.
+                    _ => Value::Sym(self.schema.sym_id(s).unwrap_or(UNKNOWN_SYM)),
+                },
+            };
+            e.set(a, value);
+        }
+        Ok(())
+    }
+}
+
+/// A value of an event as given (JSON number text or JSON string).
+#[derive(Debug, Clone, Copy)]
+pub enum EventValue<'a> {
+    Num(&'a str),
+    Str(&'a str),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(m: &Matcher, pairs: &[(&str, &str)]) -> MatchEvent {
+        let mut e = MatchEvent::default();
+        m.event_from_pairs(
+            pairs.iter().map(|&(k, v)| {
+                (
+                    k,
+                    if v.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+                        EventValue::Num(v)
+                    } else {
+                        EventValue::Str(v)
+                    },
+                )
+            }),
+            &mut e,
+        )
+        .unwrap();
+        e
+    }
+
+    #[test]
+    fn matches_explains_and_removes() {
+        let mut m = Matcher::new();
+        for s in [
+            "7: symbol = \"ABX\" and tsx_ask < nyse_bid and tsx_ask <= 40.04",
+            "8: symbol in (\"AAPL\", \"MSFT\") and spread < 0.01 and last > 190",
+            "9: last > 100 and last != 150",
+            "10: spread <= 0.02 and spread > 0.03",
+        ] {
+            m.insert_text(s).unwrap();
+        }
+        let e = event(&m, &[("symbol", "ABX"), ("tsx_ask", "40.01"), ("nyse_bid", "40.02"), ("last", "150")]);
+        let mut out = Vec::new();
+        m.match_event(&e, &mut out);
+        assert_eq!(out, vec![7]);
+        let e2 = event(&m, &[("symbol", "MSFT"), ("spread", "0.009"), ("last", "190.5")]);
+        m.match_event(&e2, &mut out);
+        assert_eq!(out, vec![8, 9]);
+        let x = m.explain(8, &e).unwrap();
+        assert_eq!(x.first_failed, Some(0));
+        assert_eq!(x.preds[0].0, "symbol in (\"AAPL\", \"MSFT\")");
+        assert_eq!(m.explain(7, &e).unwrap().first_failed, None);
+        assert!(m.remove(8).is_some());
+        assert!(m.remove(8).is_none());
+        m.match_event(&e2, &mut out);
+        assert_eq!(out, vec![9]);
+        assert_eq!(m.insert_text("9: x = 1").unwrap_err(), "strategy id 9 is already in the index");
+        assert!(m.memory_bytes() > 0);
+    }
+
+    #[test]
+    fn event_types_are_checked() {
+        let mut m = Matcher::new();
+        m.insert_text("1: symbol = \"A\" and px > 1").unwrap();
+        let mut e = MatchEvent::default();
+        let err = m.event_from_pairs([("symbol", EventValue::Num("5"))], &mut e).unwrap_err();
+        assert!(err.contains("string attribute"), "{err}");
+        let err = m.event_from_pairs([("px", EventValue::Str("abc"))], &mut e).unwrap_err();
+        assert!(err.contains("number attribute"), "{err}");
+        m.event_from_pairs([("px", EventValue::Str("2.5")), ("other", EventValue::Num("1"))], &mut e).unwrap();
+    }
+}

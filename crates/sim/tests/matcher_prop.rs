@@ -1,0 +1,141 @@
+//! Property tests: the strategy index equals brute force on random strategies and events of
+//! all three workloads and on a random mix of every predicate form, including after random
+//! inserts and deletes between events.
+
+use proptest::prelude::*;
+use tickplant_core::matcher::{EventValue, MatchEvent, Matcher};
+use tickplant_sim::{generate_matching, GenValue, MatchGenConfig, Workload};
+
+fn to_event(m: &Matcher, pairs: &[(String, GenValue)]) -> MatchEvent {
+    let mut e = MatchEvent::default();
+    m.event_from_pairs(
+        pairs.iter().map(|(k, v)| {
+            (
+                k.as_str(),
+                match v {
+                    GenValue::Num(n) => EventValue::Num(n),
+                    GenValue::Str(s) => EventValue::Str(s),
+                },
+            )
+        }),
+        &mut e,
+    )
+    .expect("a valid event");
+    e
+}
+
+fn check(m: &mut Matcher, e: &MatchEvent) -> Result<usize, TestCaseError> {
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    m.match_event(e, &mut got);
+    m.match_brute_force(e, &mut want);
+    prop_assert_eq!(&got, &want);
+    Ok(got.len())
+}
+
+/// One strategy of a random mix: every operator, `in`, strings, attr-vs-attr, duplicates
+/// of an attribute, empty intervals; few attributes and values so that matches happen.
+fn mixed(id: u64) -> impl Strategy<Value = String> {
+    let num_pred = (0usize..4, 0usize..6, 0i64..6, 0u8..3).prop_map(|(a, op, v, frac)| {
+        let op = ["=", "!=", "<", "<=", ">", ">="][op];
+        let v = if frac == 0 { format!("{v}.5") } else { v.to_string() };
+        format!("n{a} {op} {v}")
+    });
+    let str_pred = (0usize..3, any::<bool>(), proptest::collection::vec(0usize..4, 1..3), 0u8..3).prop_map(
+        |(a, ne, vals, form)| match form {
+            0 => format!("s{a} in ({})", vals.iter().map(|v| format!("\"v{v}\"")).collect::<Vec<_>>().join(", ")),
+            _ => format!("s{a} {} \"v{}\"", if ne { "!=" } else { "=" }, vals[0]),
+        },
+    );
+    let attr_pred = (0usize..4, 0usize..6, 0usize..4)
+        .prop_map(|(a, op, b)| format!("n{a} {} n{b}", ["=", "!=", "<", "<=", ">", ">="][op]));
+    let in_num = proptest::collection::vec(0i64..6, 1..4)
+        .prop_map(|v| format!("n3 in ({})", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")));
+    let pred = prop_oneof![4 => num_pred, 3 => str_pred, 1 => attr_pred, 1 => in_num];
+    proptest::collection::vec(pred, 1..5).prop_map(move |p| format!("{id}: {}", p.join(" and ")))
+}
+
+fn mixed_event() -> impl Strategy<Value = Vec<(String, GenValue)>> {
+    (
+        proptest::collection::vec(proptest::option::weighted(0.9, 0i64..12), 4),
+        proptest::collection::vec(proptest::option::weighted(0.9, 0usize..5), 3),
+    )
+        .prop_map(|(nums, strs)| {
+            let mut e = Vec::new();
+            for (i, n) in nums.iter().enumerate() {
+                if let Some(n) = n {
+                    e.push((format!("n{i}"), GenValue::Num(format!("{}.{}", n / 2, if n % 2 == 1 { 5 } else { 0 }))));
+                }
+            }
+            for (i, s) in strs.iter().enumerate() {
+                if let Some(s) = s {
+                    e.push((format!("s{i}"), GenValue::Str(format!("v{s}"))));
+                }
+            }
+            e
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn workloads_match_brute_force(w in 0usize..3, n in 1usize..400, seed in any::<u64>(), deletes in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
+        let workload = [Workload::A, Workload::B, Workload::C][w];
+        // Few symbols so that workloads b and c match often.
+        let cfg = MatchGenConfig { symbols: 4, ..MatchGenConfig::new(workload, n, 12, seed) };
+        let g = generate_matching(&cfg);
+        let mut m = Matcher::new();
+        for s in &g.strategies {
+            m.insert_text(s).unwrap();
+        }
+        let events: Vec<MatchEvent> = g.events.iter().map(|e| to_event(&m, e)).collect();
+        for e in &events {
+            check(&mut m, e)?;
+        }
+        // Delete some, re-insert half of those, match again after every change.
+        let mut removed = Vec::new();
+        for (k, d) in deletes.iter().enumerate() {
+            let id = (d.index(n) + 1) as u64;
+            if let Some(s) = m.remove(id) {
+                removed.push(s);
+            }
+            if k % 2 == 1 {
+                if let Some(s) = removed.pop() {
+                    m.insert(s).unwrap();
+                }
+            }
+            check(&mut m, &events[k % events.len()])?;
+        }
+    }
+
+    #[test]
+    fn mixed_predicates_match_brute_force(
+        strategies in proptest::collection::vec(mixed(0), 1..120),
+        events in proptest::collection::vec(mixed_event(), 1..20),
+        removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..40),
+    ) {
+        let mut m = Matcher::new();
+        let mut ids = Vec::new();
+        for (i, s) in strategies.iter().enumerate() {
+            // Renumber: the generator writes id 0.
+            let text = format!("{}{}", i + 1, &s[1..]);
+            if m.insert_text(&text).is_ok() {
+                ids.push(i as u64 + 1);
+            }
+        }
+        let evs: Vec<MatchEvent> = events.iter().map(|e| to_event(&m, e)).collect();
+        let mut matched = 0;
+        for e in &evs {
+            matched += check(&mut m, e)?;
+        }
+        for (k, r) in removals.iter().enumerate() {
+            if ids.is_empty() {
+                break;
+            }
+            let id = ids.swap_remove(r.index(ids.len()));
+            m.remove(id);
+            check(&mut m, &evs[k % evs.len()])?;
+        }
+        let _ = matched;
+    }
+}
