@@ -4,6 +4,7 @@ mod arbcmd;
 mod bench;
 mod democmd;
 mod itchcmd;
+mod matchcmd;
 mod runcmd;
 mod simcmd;
 
@@ -39,6 +40,9 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Match strategies (conjunctions of predicates) against events, one JSON line out per
+    /// event: {"event": i, "matches": [ids ascending]}. See docs/matching.md.
+    Match(matchcmd::MatchArgs),
     /// Generate an ITCH day, impair it onto A and B, run the whole pipeline on it, and
     /// check the result against the simulator's ground truth.
     Demo(democmd::DemoArgs),
@@ -61,6 +65,9 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// Strategy matching: us/event, events/s, insert ns and bytes per strategy of the index,
+    /// next to brute force on the same events.
+    Match(matchcmd::BenchMatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -106,6 +113,8 @@ fn run(cli: Cli) -> Result<()> {
             runcmd::run(&cfg, quiet)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Match(a) => matchcmd::run(&a)?,
+        Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {
             bench::decision_cost(packets, rounds.max(1), |l| println!("{l}"));
             let dir = tempdir("bench")?;

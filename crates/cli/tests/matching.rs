@@ -1,0 +1,53 @@
+//! End to end: `tickplant match` on the cross-venue example of docs/matching.md, and its
+//! errors.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+#[test]
+fn match_writes_one_line_per_event_and_errors_say_where() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(
+        p.join("strategies.txt"),
+        "# buy ABX in Toronto when it is cheaper there than in New York\n\
+         7: symbol = \"ABX\" and tsx_ask < nyse_bid and tsx_ask <= 40.04\n\
+         8: symbol in (\"AAPL\", \"MSFT\") and spread < 0.01 and last > 190\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("events.jsonl"),
+        "{\"symbol\": \"ABX\", \"tsx_ask\": 40.01, \"nyse_bid\": \"40.02\"}\n\
+         {\"symbol\": \"ABX\", \"tsx_ask\": 40.03, \"nyse_bid\": 40.02}\n\
+         {\"symbol\": \"MSFT\", \"spread\": 0.005, \"last\": 190.01}\n",
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["match", "--strategies", "strategies.txt", "--events", "events.jsonl"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "{\"event\": 0, \"matches\": [7]}\n{\"event\": 1, \"matches\": []}\n{\"event\": 2, \"matches\": [8]}\n"
+    );
+    std::fs::write(p.join("bad.txt"), "1: x = 1\n2: x < \"a\"\n").unwrap();
+    let o = Command::new(BIN)
+        .args(["match", "--strategies", "bad.txt", "--events", "events.jsonl"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("bad.txt: line 2, column 8: strings are compared with = and != only"), "{err}");
+    std::fs::write(p.join("bad.jsonl"), "{\"symbol\": \"ABX\"}\n{\"symbol\": 5}\n").unwrap();
+    let o = Command::new(BIN)
+        .args(["match", "--strategies", "strategies.txt", "--events", "bad.jsonl"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.jsonl line 2: symbol is a string attribute"), "{err}");
+}
