@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::value::RawValue;
 use tickplant_core::matcher::{EventValue, MatchEvent, Matcher, Schema};
-use tickplant_sim::{generate_matching, GenValue, MatchGenConfig, Workload};
+use tickplant_sim::{generate_matching, match_event, MatchGenConfig, Workload};
 
 #[derive(Debug, clap::Args)]
 pub struct MatchArgs {
@@ -104,22 +104,6 @@ pub struct BenchMatchArgs {
     pub brute_force_events: usize,
 }
 
-fn to_event(m: &Matcher, pairs: &[(String, GenValue)], e: &mut MatchEvent) {
-    m.event_from_pairs(
-        pairs.iter().map(|(k, v)| {
-            (
-                k.as_str(),
-                match v {
-                    GenValue::Num(n) => EventValue::Num(n),
-                    GenValue::Str(s) => EventValue::Str(s),
-                },
-            )
-        }),
-        e,
-    )
-    .expect("generated events are valid");
-}
-
 pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
     let w = generate_matching(&MatchGenConfig::new(a.workload, a.strategies, a.events.max(1), a.seed));
     let mut schema = Schema::new();
@@ -131,15 +115,8 @@ pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
         m.insert(s)?;
     }
     let insert_ns = t.elapsed().as_secs_f64() * 1e9 / a.strategies.max(1) as f64;
-    let events: Vec<MatchEvent> = w
-        .events
-        .iter()
-        .map(|p| {
-            let mut e = MatchEvent::default();
-            to_event(&m, p, &mut e);
-            e
-        })
-        .collect();
+    let events: Vec<MatchEvent> =
+        w.events.iter().map(|p| match_event(&m, p).expect("generated events are valid")).collect();
     let mut ids = Vec::new();
     let mut total = 0usize;
     let t = Instant::now();

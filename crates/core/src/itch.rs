@@ -39,18 +39,19 @@ fn add_mpid(e: &mut Event, f: &itch50::AddOrderMpid) {
     add(e, &f.add_order());
 }
 #[inline(always)]
-fn executed(e: &mut Event, x: &itch50::OrderExecuted) {
+fn execution(e: &mut Event, order: u64, shares: u32, match_number: u64) {
     e.action = EventAction::Execute;
-    e.order_id = x.order_reference_number;
-    e.size = x.executed_shares;
-    e.aux = x.match_number;
+    e.order_id = order;
+    e.size = shares;
+    e.aux = match_number;
+}
+#[inline(always)]
+fn executed(e: &mut Event, x: &itch50::OrderExecuted) {
+    execution(e, x.order_reference_number, x.executed_shares, x.match_number);
 }
 #[inline(always)]
 fn executed_with_price(e: &mut Event, x: &itch50::OrderExecutedWithPrice) {
-    e.action = EventAction::Execute;
-    e.order_id = x.order_reference_number;
-    e.size = x.executed_shares;
-    e.aux = x.match_number;
+    execution(e, x.order_reference_number, x.executed_shares, x.match_number);
     e.price = i64::from(x.execution_price) * PRICE4_TO_NANO;
     if x.printable == b'N' {
         e.flags |= flags::NON_PRINTABLE;

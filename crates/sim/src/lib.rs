@@ -10,5 +10,5 @@ pub mod moldudp64;
 
 pub use impair::{impair, ImpairConfig, Impaired, TruthRow};
 pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
-pub use matching::{generate_matching, GenValue, MatchGenConfig, MatchWorkload, Workload};
+pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};

@@ -13,6 +13,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use tickplant_core::matcher::{EventValue, MatchEvent, Matcher};
 
 /// Which workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +64,23 @@ pub enum GenValue {
 pub struct MatchWorkload {
     pub strategies: Vec<String>,
     pub events: Vec<Vec<(String, GenValue)>>,
+}
+
+/// A generated event as the matcher's event (through [`Matcher::event_from_pairs`], the
+/// same path `tickplant match` takes).
+pub fn match_event(m: &Matcher, pairs: &[(String, GenValue)]) -> Result<MatchEvent, String> {
+    let mut e = MatchEvent::default();
+    m.event_from_pairs(
+        pairs.iter().map(|(k, v)| {
+            let v = match v {
+                GenValue::Num(n) => EventValue::Num(n),
+                GenValue::Str(s) => EventValue::Str(s),
+            };
+            (k.as_str(), v)
+        }),
+        &mut e,
+    )?;
+    Ok(e)
 }
 
 impl MatchWorkload {

@@ -143,6 +143,8 @@ impl AttrIndex {
 
 #[derive(Debug, Clone, Default)]
 struct Cluster {
+    /// The (attribute, value) the cluster is filed under; `None` for cluster 0.
+    key: Option<(AttrId, i128)>,
     members: Vec<Option<Member>>,
     free: Vec<u32>,
     /// Slots that never match: free ones and members whose intervals are empty.
@@ -474,6 +476,7 @@ impl Matcher {
             }
         };
         self.keyed.insert((attr, k), c);
+        self.clusters[c as usize].key = Some((attr, k));
         match self.access.iter_mut().find(|a| a.0 == attr) {
             Some(a) => a.1 += 1,
             None => self.access.push((attr, 1)),
@@ -489,8 +492,7 @@ impl Matcher {
             cl.remove(slot);
             if c != 0 && cl.live == 0 {
                 // Forget the empty cluster so that events stop visiting it.
-                let k = self.keyed.iter().find(|(_, &v)| v == c).map(|(k, _)| *k);
-                if let Some(k) = k {
+                if let Some(k) = cl.key {
                     self.keyed.remove(&k);
                     if let Some(a) = self.access.iter_mut().find(|a| a.0 == k.0) {
                         a.1 -= 1;
