@@ -3,7 +3,7 @@
 //! inserts and deletes between events.
 
 use proptest::prelude::*;
-use tickplant_core::matcher::{MatchEvent, Matcher};
+use tickplant_core::matcher::{MatchEvent, Matcher, Schema};
 use tickplant_sim::{generate_matching, match_event, GenValue, MatchGenConfig, Workload};
 
 fn to_event(m: &Matcher, pairs: &[(String, GenValue)]) -> MatchEvent {
@@ -65,16 +65,24 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn workloads_match_brute_force(w in 0usize..3, n in 1usize..400, seed in any::<u64>(), deletes in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
+    fn workloads_match_brute_force(w in 0usize..3, n in 1usize..400, symbols in 1usize..5, seed in any::<u64>(), deletes in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
         let workload = [Workload::A, Workload::B, Workload::C][w];
-        // Few symbols so that workloads b and c match often.
-        let cfg = MatchGenConfig { symbols: 4, ..MatchGenConfig::new(workload, n, 12, seed) };
+        // Few symbols so that workloads b and c match often, and their clusters grow big
+        // enough to be bucketed and re-cut.
+        let cfg = MatchGenConfig { symbols, ..MatchGenConfig::new(workload, n, 12, seed) };
         let g = generate_matching(&cfg);
-        let mut m = Matcher::new();
-        for s in &g.strategies {
-            m.insert_text(s).unwrap();
-        }
+        // Parse first so that the events can be built before the inserts, then match while
+        // inserting: members still pending (not yet filed in the buckets) must match too.
+        let mut schema = Schema::new();
+        let parsed = schema.parse_strategies(&g.strategies.join("\n")).unwrap();
+        let mut m = Matcher::with_schema(schema);
         let events: Vec<MatchEvent> = g.events.iter().map(|e| to_event(&m, e)).collect();
+        for (i, s) in parsed.into_iter().enumerate() {
+            m.insert(s).unwrap();
+            if i % 29 == 28 {
+                check(&mut m, &events[i % events.len()])?;
+            }
+        }
         for e in &events {
             check(&mut m, e)?;
         }

@@ -6,7 +6,8 @@
 //!   ([`Strategy::matches`] on each) gives, in ascending id order.
 //! * Dynamic: [`Matcher::insert`] and [`Matcher::remove`] change the index in place, between
 //!   any two events; nothing is ever rebuilt whole (an attribute's buckets are re-cut, for
-//!   that attribute of that cluster only, when its members have doubled).
+//!   that attribute of that cluster only, when its members have grown fourfold). New members
+//!   wait in a short per-cluster list, checked exactly, and are filed 32 at a time.
 //! * [`Matcher::explain`] says which predicates of a strategy held on an event and which
 //!   failed first; [`Matcher::memory_bytes`] what the index holds.
 //!
@@ -35,12 +36,60 @@ pub use lang::{
 
 /// Buckets per attribute at most.
 const BUCKETS: usize = 64;
-/// An attribute is bucketed once it has this many members, and re-cut when they double.
+/// An attribute is bucketed once it has this many members, and re-cut when they have grown
+/// fourfold (`RECUT_GROWTH`): a re-cut refiles every member, so it must be rare, and boundary
+/// lists four times longer than right after a cut still cost an event little.
 const BUCKET_FROM: u32 = 32;
+const RECUT_GROWTH: u32 = 4;
 /// An `in` list longer than this is not used as an access predicate (one copy per value).
 const MAX_IN_COPIES: usize = 16;
+/// New members wait in a short list, checked exactly, until this many are filed into the
+/// buckets at once: filing one member touches every bucket's bitset (up to 64 cache lines
+/// per attribute), filing a batch touches each bitset once for all of them.
+const PENDING: usize = 32;
 
 type ClusterId = u32;
+
+/// Strategy ids and cluster keys are hashed with one multiply (the FxHash scheme) instead of
+/// SipHash: the keys come from the user's own strategies, not from an adversary, and the
+/// id map is touched on every insert and remove. Written here rather than taking a crate for
+/// a dozen lines.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    #[inline]
+    fn write_u128(&mut self, n: u128) {
+        self.write_u64(n as u64);
+        self.write_u64((n >> 64) as u64);
+    }
+    #[inline]
+    fn write_i128(&mut self, n: i128) {
+        self.write_u128(n as u128);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// The value of an event's string that no strategy names: equal to no literal.
 pub const UNKNOWN_SYM: SymId = SymId::MAX;
@@ -70,6 +119,50 @@ impl Bits {
     }
 }
 
+/// One bitset per bucket, all in one allocation: row `k` is `data[k * stride..][..stride]`.
+/// The stride grows by doubling, so adding members re-lays the rows out rarely.
+#[derive(Debug, Clone, Default)]
+struct BitRows {
+    data: Vec<u64>,
+    stride: usize,
+}
+
+impl BitRows {
+    fn new(rows: usize, words: usize) -> Self {
+        let stride = words.max(1);
+        BitRows { data: vec![0; rows * stride], stride }
+    }
+    fn rows(&self) -> usize {
+        self.data.len() / self.stride
+    }
+    #[inline]
+    fn row(&self, k: usize) -> &[u64] {
+        &self.data[k * self.stride..(k + 1) * self.stride]
+    }
+    #[inline]
+    fn set(&mut self, k: usize, i: u32) {
+        self.data[k * self.stride + (i / 64) as usize] |= 1 << (i % 64);
+    }
+    fn clear_everywhere(&mut self, i: u32) {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        for k in 0..self.rows() {
+            self.data[k * self.stride + w] &= !(1 << b);
+        }
+    }
+    /// Room for `words` words per row.
+    fn grow(&mut self, words: usize) {
+        if words <= self.stride {
+            return;
+        }
+        let stride = words.max(2 * self.stride);
+        let mut data = vec![0; self.rows() * stride];
+        for (k, row) in self.data.chunks_exact(self.stride).enumerate() {
+            data[k * stride..][..self.stride].copy_from_slice(row);
+        }
+        *self = BitRows { data, stride };
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Member {
     id: u64,
@@ -83,7 +176,7 @@ struct AttrIndex {
     attr: AttrId,
     /// Bucket k holds keys in [edges[k-1], edges[k] - 1] (open ends at the extremes).
     edges: Vec<i128>,
-    fail: Vec<Bits>,
+    fail: BitRows,
     /// Members whose interval ends inside the bucket: (slot, lo, hi).
     boundary: Vec<Vec<(u32, i128, i128)>>,
     /// Members with an interval on this attribute (they fail when the event lacks it).
@@ -97,7 +190,7 @@ impl AttrIndex {
         AttrIndex {
             attr,
             edges: Vec::new(),
-            fail: vec![Bits(vec![0; words])],
+            fail: BitRows::new(1, words),
             boundary: vec![Vec::new()],
             constrained: Bits(vec![0; words]),
             members: 0,
@@ -113,21 +206,28 @@ impl AttrIndex {
         let hi = if k == self.edges.len() { i128::MAX } else { self.edges[k] - 1 };
         (lo, hi)
     }
-    /// File member `slot` with interval [lo, hi] in every bucket.
-    fn place(&mut self, slot: u32, lo: i128, hi: i128) {
-        for k in 0..self.fail.len() {
-            let (bl, bh) = self.range(k);
-            if hi < bl || lo > bh {
-                self.fail[k].set(slot);
-            } else if !(lo <= bl && hi >= bh) {
-                self.boundary[k].push((slot, lo, hi));
+    /// File members `(slot, lo, hi)` in the buckets: a member fails in every bucket wholly
+    /// below `lo` or above `hi`, and is a boundary of the (at most two) buckets holding its
+    /// ends unless it covers them whole.
+    fn place(&mut self, list: &[(u32, i128, i128)]) {
+        let n = self.fail.rows();
+        for &(slot, lo, hi) in list {
+            if lo > hi {
+                (0..n).for_each(|k| self.fail.set(k, slot));
+                continue;
+            }
+            let (kl, kh) = (self.bucket(lo), self.bucket(hi));
+            (0..kl).chain(kh + 1..n).for_each(|k| self.fail.set(k, slot));
+            for k in [kl, kh].into_iter().take(if kl == kh { 1 } else { 2 }) {
+                let (bl, bh) = self.range(k);
+                if !(lo <= bl && hi >= bh) {
+                    self.boundary[k].push((slot, lo, hi));
+                }
             }
         }
     }
     fn unplace(&mut self, slot: u32, lo: i128, hi: i128) {
-        for f in &mut self.fail {
-            f.clear(slot);
-        }
+        self.fail.clear_everywhere(slot);
         // A member is a boundary only of the buckets holding its ends.
         for k in [self.bucket(lo), self.bucket(hi)] {
             self.boundary[k].retain(|b| b.0 != slot);
@@ -135,7 +235,7 @@ impl AttrIndex {
     }
     fn memory(&self) -> usize {
         self.edges.capacity() * 16
-            + self.fail.iter().map(|b| b.0.capacity() * 8).sum::<usize>()
+            + self.fail.data.capacity() * 8
             + self.boundary.iter().map(|b| b.capacity() * std::mem::size_of::<(u32, i128, i128)>()).sum::<usize>()
             + self.constrained.0.capacity() * 8
     }
@@ -147,8 +247,10 @@ struct Cluster {
     key: Option<(AttrId, i128)>,
     members: Vec<Option<Member>>,
     free: Vec<u32>,
-    /// Slots that never match: free ones and members whose intervals are empty.
+    /// Slots the bitsets skip: free ones, members whose intervals are empty, and pending ones.
     never: Bits,
+    /// Members not yet filed in the buckets (their `never` bit is set): checked exactly.
+    pending: Vec<u32>,
     attrs: Vec<AttrIndex>,
     live: usize,
 }
@@ -167,18 +269,17 @@ impl Cluster {
                 if w != self.never.0.len() {
                     self.never.grow(w);
                     for a in &mut self.attrs {
-                        a.fail.iter_mut().for_each(|b| b.grow(w));
+                        a.fail.grow(w);
                         a.constrained.grow(w);
                     }
                 }
                 s
             }
         };
-        self.never.clear(slot);
-        if m.intervals.iter().any(|&(_, lo, hi)| lo > hi) {
-            self.never.set(slot);
-        }
-        for &(attr, lo, hi) in &m.intervals {
+        // Pending until the next flush, or for ever when an interval is empty.
+        self.never.set(slot);
+        let empty = m.intervals.iter().any(|&(_, lo, hi)| lo > hi);
+        for &(attr, _, _) in &m.intervals {
             let i = match self.attrs.iter().position(|a| a.attr == attr) {
                 Some(i) => i,
                 None => {
@@ -188,18 +289,42 @@ impl Cluster {
             };
             let a = &mut self.attrs[i];
             a.constrained.set(slot);
-            a.place(slot, lo, hi);
             a.members += 1;
         }
         self.members[slot as usize] = Some(m);
         self.live += 1;
-        for i in 0..self.attrs.len() {
-            let a = &self.attrs[i];
-            if a.members >= BUCKET_FROM && a.members >= 2 * a.cut_at {
-                self.recut(i);
+        if !empty {
+            self.pending.push(slot);
+            if self.pending.len() >= PENDING {
+                self.flush();
             }
         }
         slot
+    }
+    /// File the pending members in the buckets (re-cutting an attribute whose members have
+    /// grown fourfold since its last cut, which files them all).
+    fn flush(&mut self) {
+        let mut list = Vec::with_capacity(self.pending.len());
+        for i in 0..self.attrs.len() {
+            let a = &self.attrs[i];
+            if a.members >= BUCKET_FROM && a.members >= RECUT_GROWTH * a.cut_at {
+                self.recut(i);
+                continue;
+            }
+            list.clear();
+            for &slot in &self.pending {
+                if let Some(m) = &self.members[slot as usize] {
+                    if let Some(&(_, lo, hi)) = m.intervals.iter().find(|x| x.0 == a.attr) {
+                        list.push((slot, lo, hi));
+                    }
+                }
+            }
+            self.attrs[i].place(&list);
+        }
+        for &slot in &self.pending {
+            self.never.clear(slot);
+        }
+        self.pending.clear();
     }
     fn remove(&mut self, slot: u32) {
         let Some(m) = self.members[slot as usize].take() else { return };
@@ -211,6 +336,7 @@ impl Cluster {
             }
         }
         self.attrs.retain(|a| a.members > 0);
+        self.pending.retain(|&p| p != slot);
         self.never.set(slot);
         self.free.push(slot);
         self.live -= 1;
@@ -243,11 +369,9 @@ impl Cluster {
         let words = self.words();
         let a = &mut self.attrs[i];
         a.edges = edges;
-        a.fail = vec![Bits(vec![0; words]); a.edges.len() + 1];
+        a.fail = BitRows::new(a.edges.len() + 1, words);
         a.boundary = vec![Vec::new(); a.edges.len() + 1];
-        for (slot, lo, hi) in list {
-            a.place(slot, lo, hi);
-        }
+        a.place(&list);
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
@@ -263,7 +387,7 @@ impl Cluster {
                 Some(v) => {
                     let v = key(v);
                     let k = a.bucket(v);
-                    acc.iter_mut().zip(&a.fail[k].0).for_each(|(x, y)| *x |= y);
+                    acc.iter_mut().zip(a.fail.row(k)).for_each(|(x, y)| *x |= y);
                     for &(slot, lo, hi) in &a.boundary[k] {
                         let failed = u64::from(v < lo || v > hi);
                         acc[(slot / 64) as usize] |= failed << (slot % 64);
@@ -287,6 +411,15 @@ impl Cluster {
                 }
             }
         }
+        for &slot in &self.pending {
+            if let Some(m) = &self.members[slot as usize] {
+                let inside =
+                    m.intervals.iter().all(|&(a, lo, hi)| e.get(a).is_some_and(|v| (lo..=hi).contains(&key(v))));
+                if inside && m.residual.iter().all(|p| p.holds(e)) {
+                    out.push(m.id);
+                }
+            }
+        }
     }
     fn memory(&self) -> usize {
         let members: usize = self
@@ -300,7 +433,7 @@ impl Cluster {
             .sum();
         self.members.capacity() * std::mem::size_of::<Option<Member>>()
             + members
-            + self.free.capacity() * 4
+            + (self.free.capacity() + self.pending.capacity()) * 4
             + self.never.0.capacity() * 8
             + self.attrs.iter().map(AttrIndex::memory).sum::<usize>()
     }
@@ -334,11 +467,11 @@ pub struct Explain {
 #[derive(Debug, Default)]
 pub struct Matcher {
     schema: Schema,
-    entries: HashMap<u64, Entry>,
+    entries: FxMap<u64, Entry>,
     /// Cluster 0 holds the strategies without an equality predicate.
     clusters: Vec<Cluster>,
     free_clusters: Vec<ClusterId>,
-    keyed: HashMap<(AttrId, i128), ClusterId>,
+    keyed: FxMap<(AttrId, i128), ClusterId>,
     /// Attributes that key clusters, with how many clusters each keys.
     access: Vec<(AttrId, usize)>,
     acc: Vec<u64>,
@@ -444,20 +577,24 @@ impl Matcher {
             }
         }
         let member = Member { id: s.id, intervals, residual };
-        let mut placed = Vec::new();
+        let mut placed = Vec::with_capacity(1);
         match access {
             None => placed.push((0, self.clusters[0].insert(member))),
             Some((i, _, _)) => {
                 let p = &s.preds[i];
-                let values: Vec<Value> = match &p.rhs {
-                    Rhs::Value(v) => vec![*v],
-                    Rhs::In(v) => v.clone(),
+                let values = match &p.rhs {
+                    Rhs::Value(v) => std::slice::from_ref(v),
+                    Rhs::In(v) => &v[..],
                     Rhs::Attr(_) => unreachable!("attr-vs-attr is never an access predicate"),
                 };
-                for v in values {
-                    let c = self.cluster_for(p.attr, key(v));
+                placed.reserve_exact(values.len());
+                let (last, rest) = values.split_last().expect("access values are never empty");
+                for v in rest {
+                    let c = self.cluster_for(p.attr, key(*v));
                     placed.push((c, self.clusters[c as usize].insert(member.clone())));
                 }
+                let c = self.cluster_for(p.attr, key(*last));
+                placed.push((c, self.clusters[c as usize].insert(member)));
             }
         }
         self.entries.insert(s.id, Entry { strategy: s, placed });
