@@ -14,6 +14,8 @@ use crate::simcmd;
 
 /// The pipeline the demo runs (also `examples/demo.toml`).
 pub const DEMO_TOML: &str = include_str!("../../../examples/demo.toml");
+/// The strategies its matching consumer uses (also `examples/strategies.txt`).
+pub const DEMO_STRATEGIES: &str = include_str!("../../../examples/strategies.txt");
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -45,6 +47,8 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     };
     let mut cfg = RunConfig::parse(DEMO_TOML).context("examples/demo.toml")?;
     cfg.relative_to(&dir);
+    std::fs::write(dir.join("strategies.txt"), DEMO_STRATEGIES)
+        .with_context(|| format!("{}: cannot write strategies.txt", dir.display()))?;
     let midnight = tickplant_core::itch::midnight_eastern_ns(&cfg.source.date).map_err(anyhow::Error::msg)?;
     eprintln!("demo: 1/4 generating an ITCH 5.0 day: {} messages over {} symbols", d.messages, d.symbols);
     let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
@@ -70,7 +74,7 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         protocol: tickplant_core::Protocol::Moldudp64,
     };
     simcmd::impair_cmd(&imp)?;
-    eprintln!("demo: 3/4 running the pipeline (examples/demo.toml): arbitrate, decode, books, 3 consumers");
+    eprintln!("demo: 3/4 running the pipeline (examples/demo.toml): arbitrate, decode, books, 4 consumers");
     let out = crate::runcmd::run(&cfg, d.quiet)?;
     let r = &out.report;
 
@@ -129,7 +133,7 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     println!("demo: {:.1} s in all; pipeline {:.2} M messages/s", t0.elapsed().as_secs_f64(), r.messages_per_s / 1e6);
     if temp {
         let _ = std::fs::remove_dir_all(&dir);
-        println!("demo: (temporary folder removed; pass --dir to keep the captures, report.json, books.jsonl, bbo.jsonl, trades.csv)");
+        println!("demo: (temporary folder removed; pass --dir to keep the captures, report.json, books.jsonl, bbo.jsonl, trades.csv, matches.jsonl)");
     } else {
         println!("demo: files in {}", dir.display());
     }

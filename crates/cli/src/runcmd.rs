@@ -8,7 +8,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use tickplant_core::book::BookConfig;
 use tickplant_core::event::EventAction;
-use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, Outcome, PipelineSpec, SlowPolicy};
+use tickplant_core::matcher::{MarketEvents, Schema};
+use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, MatchSpec, Outcome, PipelineSpec, SlowPolicy};
 
 use crate::arbcmd::ArbArgs;
 
@@ -88,11 +89,16 @@ pub struct RunSection {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConsumerSection {
     pub name: String,
-    /// count | csv | jsonl | bbo
+    /// count | csv | jsonl | bbo | match
     #[serde(default = "default_action")]
     pub action: String,
-    /// Output file for csv and jsonl (required), and bbo (optional).
+    /// Output file for csv and jsonl (required), and bbo and match (optional).
     pub path: Option<PathBuf>,
+    /// match: the strategies file (the language of `tickplant match`).
+    pub strategies: Option<PathBuf>,
+    /// match: the feed's venue name, for attributes such as `nasdaq_bid`.
+    #[serde(default = "default_venue")]
+    pub venue: String,
     #[serde(default)]
     pub symbols: Vec<String>,
     /// add, cancel, delete, modify, execute, trade, clear, status, imbalance.
@@ -111,6 +117,9 @@ pub struct ConsumerSection {
 
 fn default_action() -> String {
     "count".into()
+}
+fn default_venue() -> String {
+    "nasdaq".into()
 }
 fn default_ring() -> usize {
     1 << 16
@@ -141,6 +150,7 @@ impl RunConfig {
         fix(&mut self.run.report);
         for c in &mut self.consumers {
             fix(&mut c.path);
+            fix(&mut c.strategies);
         }
     }
 
@@ -168,9 +178,15 @@ impl RunConfig {
                 ("csv", Some(p)) => ConsumerAction::Csv(p.clone()),
                 ("jsonl", Some(p)) => ConsumerAction::Jsonl(p.clone()),
                 ("bbo", p) => ConsumerAction::Bbo(p.clone()),
+                ("match", p) => ConsumerAction::Match(Box::new(match_spec(c, p.clone())?)),
                 ("csv" | "jsonl", None) => bail!("consumer {:?}: action {:?} needs a path", c.name, c.action),
-                (other, _) => bail!("consumer {:?}: action {other:?} is not one of count, csv, jsonl, bbo", c.name),
+                (other, _) => {
+                    bail!("consumer {:?}: action {other:?} is not one of count, csv, jsonl, bbo, match", c.name)
+                }
             };
+            if c.action != "match" && c.strategies.is_some() {
+                bail!("consumer {:?}: `strategies` is for action \"match\"", c.name);
+            }
             let actions = c
                 .actions
                 .iter()
@@ -214,6 +230,19 @@ impl RunConfig {
             progress,
         })
     }
+}
+
+/// A matching consumer: its strategies parsed and checked against the market attributes.
+fn match_spec(c: &ConsumerSection, path: Option<PathBuf>) -> Result<MatchSpec> {
+    let Some(file) = &c.strategies else {
+        bail!("consumer {:?}: action \"match\" needs `strategies` (a strategies file)", c.name)
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("consumer {:?}: {}: cannot read the strategies", c.name, file.display()))?;
+    let mut schema = Schema::new();
+    let strategies = schema.parse_strategies(&text).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    MarketEvents::new(&schema, &[c.venue.as_str()]).map_err(|e| anyhow!("consumer {:?}: {e}", c.name))?;
+    Ok(MatchSpec { schema, strategies, venue: c.venue.clone(), path, handler: None })
 }
 
 /// Run a loaded config; prints the report to stderr (and JSON where asked).

@@ -223,6 +223,8 @@ fn demo_runs_small_and_checks_itself() {
     let (out, _) = ok(d.path(), &["demo", "--messages", "150000", "--symbols", "40", "--quiet", "--dir", "w"]);
     assert!(out.contains("demo: verified"), "{out}");
     assert!(d.path().join("w/books.jsonl").exists() && d.path().join("w/bbo.jsonl").exists());
+    // The matching consumer found matches and wrote them.
+    assert!(std::fs::metadata(d.path().join("w/matches.jsonl")).unwrap().len() > 0);
 }
 
 #[test]
@@ -237,6 +239,26 @@ fn bad_config_says_what_and_where() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("\"print\"") && err.contains("count, csv, jsonl, bbo"), "{err}");
+    assert!(err.contains("\"print\"") && err.contains("bbo, match"), "{err}");
+    // A matching consumer: its strategies file is required, parsed and type-checked at load.
+    let matching = |extra: &str| {
+        std::fs::write(
+            d.path().join("m.toml"),
+            format!("[source]\na = \"x.pcap\"\n[[consumer]]\nname = \"s\"\naction = \"match\"\n{extra}"),
+        )
+        .unwrap();
+        String::from_utf8_lossy(&tp(d.path(), &["run", "m.toml"]).stderr).to_string()
+    };
+    let err = matching("");
+    assert!(err.contains("consumer \"s\": action \"match\" needs `strategies`"), "{err}");
+    std::fs::write(d.path().join("s.txt"), "1: spread < 0.01\n2: bid = \"x\"\n").unwrap();
+    let err = matching("strategies = \"s.txt\"\n");
+    assert!(err.contains("the strategies use bid as a string, but market events give it as a number"), "{err}");
+    std::fs::write(d.path().join("s.txt"), "1: spread < 0.01\n2: bid <\n").unwrap();
+    let err = matching("strategies = \"s.txt\"\n");
+    assert!(err.contains("s.txt: line 2, column"), "{err}");
+    let err = matching("strategies = \"none.txt\"\n");
+    assert!(err.contains("none.txt: cannot read the strategies"), "{err}");
     std::fs::write(d.path().join("typo.toml"), "[source]\na = \"x.pcap\"\nbogus = 1\n").unwrap();
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
     assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");

@@ -141,6 +141,15 @@ pub struct Event {
 
 const _: () = assert!(std::mem::size_of::<Event>() == 64);
 
+/// Best bid and offer of an instrument (price 0 and size 0 on an empty side).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bbo {
+    pub bid_price: i64,
+    pub ask_price: i64,
+    pub bid_size: u64,
+    pub ask_size: u64,
+}
+
 impl Event {
     /// The price as a decimal string with up to 9 places, trailing zeros trimmed.
     pub fn price_str(&self) -> String {

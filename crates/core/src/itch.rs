@@ -258,7 +258,8 @@ impl SymbolDirectory {
         self.insert(u32::from(locate), stock)
     }
     #[inline]
-    fn get(&self, id: u32) -> Option<&[u8; 8]> {
+    /// The instrument's stock field as sent (8 bytes, space padded).
+    pub fn get(&self, id: u32) -> Option<&[u8; 8]> {
         if id < DENSE_IDS {
             self.dense.get(id as usize).and_then(Option::as_ref)
         } else {

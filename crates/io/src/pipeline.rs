@@ -17,6 +17,10 @@
 //! outcomes (applied, ignored, unknown order, rejected); per consumer, matched = delivered +
 //! dropped, and what the consumer received = delivered. [`Report::check`] asserts it.
 //!
+//! A matching consumer ([`ConsumerAction::Match`]) keeps each symbol's market state from
+//! the records it receives, builds a strategy-matching event from every record and
+//! delivers (record, strategy ids) to its output: every record it receives is matched.
+//!
 //! Stage latencies are measured per packet with the time-stamp counter: `arbitrate` (a
 //! frame through the arbitrator), `decode` (a released packet to events), `book` (the
 //! packet's events applied), `deliver` (filtered and pushed to the rings), and per record
@@ -34,6 +38,7 @@ use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
 use tickplant_core::event::{flags, Event, EventAction};
 use tickplant_core::itch::{self, SymbolDirectory};
+use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
 use tickplant_core::route::Filter;
 use tickplant_core::{
     ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
@@ -44,22 +49,25 @@ use tickplant_wire::moldudp64;
 use crate::clock::{rdtsc, TscClock};
 use crate::pcap::{FrameReader, MergedReader, PcapError};
 
-/// Best bid and offer of an instrument after an event (0 / 0 when a side is empty).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Bbo {
-    pub bid_price: i64,
-    pub ask_price: i64,
-    pub bid_size: u64,
-    pub ask_size: u64,
-}
+pub use tickplant_core::event::Bbo;
 
-/// What travels through a consumer's ring: the event, its instrument's BBO after it, and
-/// the time-stamp counter at publication.
+/// What travels through a consumer's ring: the event, its instrument's BBO after it, its
+/// symbol, and the time-stamp counter at publication.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Record {
     pub event: Event,
     pub bbo: Bbo,
+    /// The instrument's symbol as the feed sends it (ITCH: 8 bytes, space padded; zeros
+    /// when the directory has not named it).
+    pub symbol: [u8; 8],
     pub published_tsc: u64,
+}
+
+impl Record {
+    /// The symbol without its padding.
+    pub fn symbol(&self) -> &str {
+        std::str::from_utf8(itch50::trim_stock(&self.symbol)).unwrap_or("")
+    }
 }
 
 /// A full ring: drop the record (counted) or wait for room.
@@ -89,6 +97,39 @@ impl std::fmt::Debug for Handler {
     }
 }
 
+/// Your own code, called on a matching consumer's thread for every record that matched at
+/// least one strategy, with the ids of the strategies (ascending).
+#[derive(Clone)]
+pub struct MatchHandler(Arc<std::sync::Mutex<MatchHandlerFn>>);
+
+type MatchHandlerFn = Box<dyn FnMut(&Record, &[u64]) + Send>;
+
+impl MatchHandler {
+    pub fn new(f: impl FnMut(&Record, &[u64]) + Send + 'static) -> Self {
+        MatchHandler(Arc::new(std::sync::Mutex::new(Box::new(f))))
+    }
+}
+
+impl std::fmt::Debug for MatchHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MatchHandler(..)")
+    }
+}
+
+/// A consumer that matches strategies against the market: each record it receives updates
+/// its symbol's state (see [`tickplant_core::matcher::market`]) and the resulting event is
+/// matched against every strategy.
+#[derive(Debug, Clone)]
+pub struct MatchSpec {
+    /// The schema the strategies were parsed with.
+    pub schema: Schema,
+    pub strategies: Vec<Strategy>,
+    /// The feed's venue name (strategies name its fields `VENUE_bid` and so on).
+    pub venue: String,
+    /// Write one JSON line per record with matches.
+    pub path: Option<PathBuf>,
+    pub handler: Option<MatchHandler>,
+}
 /// What a consumer thread does with its records.
 #[derive(Debug, Clone)]
 pub enum ConsumerAction {
@@ -103,6 +144,8 @@ pub enum ConsumerAction {
     Bbo(Option<PathBuf>),
     /// Call a handler (the Rust consumer API).
     Handler(Handler),
+    /// Match strategies (boxed: the strategies are large next to the other actions).
+    Match(Box<MatchSpec>),
 }
 
 /// One consumer: its subscription, action, ring and policy.
@@ -169,6 +212,23 @@ pub struct ConsumerReport {
     /// Instruments with a BBO (action `bbo`).
     pub bbo_instruments: u64,
     pub ring_latency_ns: Latency,
+    /// What a matching consumer found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matching: Option<MatchReport>,
+}
+
+/// What a matching consumer did: every record it received was matched.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MatchReport {
+    pub strategies: u64,
+    /// Events matched (= records received).
+    pub events: u64,
+    /// Events that matched at least one strategy.
+    pub events_with_matches: u64,
+    /// (event, strategy) pairs.
+    pub matches: u64,
+    /// Building the event from the market state and matching it, per event.
+    pub latency_ns: Latency,
 }
 
 /// The end-of-run report.
@@ -219,6 +279,14 @@ impl Report {
                     "consumer {}: matched {} delivered {} dropped {} received {}",
                     c.name, c.matched, c.delivered, c.dropped, c.received
                 ));
+            }
+            if let Some(m) = &c.matching {
+                if m.events != c.received {
+                    return Err(format!(
+                        "consumer {}: received {} records, matched {} events",
+                        c.name, c.received, m.events
+                    ));
+                }
             }
         }
         Ok(())
@@ -356,7 +424,8 @@ impl Downstream {
                             ask_size: ask.map_or(0, |l| l.shares),
                         }
                     });
-                    Record { event: *e, bbo, published_tsc: 0 }
+                    let symbol = self.dir.get(e.instrument_id).copied().unwrap_or_default();
+                    Record { event: *e, bbo, symbol, published_tsc: 0 }
                 });
                 r.published_tsc = rdtsc();
                 match o.ring.push(*r) {
@@ -427,6 +496,92 @@ struct ConsumerResult {
     by_action: [u64; 16],
     bbo_instruments: u64,
     ring: Histogram<u64>,
+    matching: Option<(MatchReport, Histogram<u64>)>,
+}
+
+/// A matching consumer's state.
+struct MatchState {
+    matcher: Matcher,
+    market: MarketEvents,
+    /// Per instrument id, its symbol's key in `market`.
+    keys: Vec<Option<SymbolKey>>,
+    ids: Vec<u64>,
+    out: Option<BufWriter<File>>,
+    handler: Option<MatchHandler>,
+    report: MatchReport,
+    hist: Histogram<u64>,
+}
+
+impl MatchState {
+    fn new(spec: &MatchSpec) -> std::io::Result<Self> {
+        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+        let mut matcher = Matcher::with_schema(spec.schema.clone());
+        for s in &spec.strategies {
+            matcher.insert(s.clone()).map_err(|e| invalid(e.to_string()))?;
+        }
+        let market = MarketEvents::new(matcher.schema(), &[spec.venue.as_str()]).map_err(invalid)?;
+        let out = match &spec.path {
+            Some(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
+            None => None,
+        };
+        Ok(MatchState {
+            report: MatchReport { strategies: matcher.len() as u64, ..Default::default() },
+            matcher,
+            market,
+            keys: Vec::new(),
+            ids: Vec::new(),
+            out,
+            handler: spec.handler.clone(),
+            hist: hist(),
+        })
+    }
+
+    fn record(&mut self, i: u64, r: &Record) -> std::io::Result<()> {
+        let t0 = rdtsc();
+        let id = r.event.instrument_id as usize;
+        if self.keys.len() <= id {
+            self.keys.resize(id + 1, None);
+        }
+        let key = match self.keys[id] {
+            Some(k) => k,
+            None => {
+                let k = self.market.symbol(self.matcher.schema(), r.symbol());
+                // An instrument the directory has not named yet is looked up again later.
+                if r.symbol != [0; 8] {
+                    self.keys[id] = Some(k);
+                }
+                k
+            }
+        };
+        let e = self.market.update(key, 0, &r.event, r.bbo);
+        self.matcher.match_event(e, &mut self.ids);
+        let _ = self.hist.record((rdtsc() - t0).max(1));
+        self.report.events += 1;
+        if self.ids.is_empty() {
+            return Ok(());
+        }
+        self.report.events_with_matches += 1;
+        self.report.matches += self.ids.len() as u64;
+        if let Some(h) = &self.handler {
+            (h.0.lock().unwrap_or_else(|p| p.into_inner()))(r, &self.ids);
+        }
+        if let Some(w) = self.out.as_mut() {
+            let e = &r.event;
+            write!(
+                w,
+                "{{\"event\":{i},\"sequence\":{},\"ts_event\":{},\"symbol\":\"{}\",\"action\":\"{}\",\"matches\":[",
+                e.sequence,
+                e.ts_event,
+                r.symbol(),
+                e.action.as_str()
+            )?;
+            for (k, id) in self.ids.iter().enumerate() {
+                write!(w, "{}{id}", if k == 0 { "" } else { "," })?;
+            }
+            writeln!(w, "]}}")?;
+        }
+        Ok(())
+    }
 }
 
 fn consumer_thread(
@@ -434,7 +589,11 @@ fn consumer_thread(
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
 ) -> std::io::Result<ConsumerResult> {
-    let mut res = ConsumerResult { received: 0, by_action: [0; 16], bbo_instruments: 0, ring: hist() };
+    let mut res = ConsumerResult { received: 0, by_action: [0; 16], bbo_instruments: 0, ring: hist(), matching: None };
+    let mut matching = match &action {
+        ConsumerAction::Match(m) => Some(MatchState::new(m)?),
+        _ => None,
+    };
     let mut w: Option<BufWriter<File>> = match &action {
         ConsumerAction::Csv(p) | ConsumerAction::Jsonl(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
         _ => None,
@@ -476,6 +635,11 @@ fn consumer_thread(
                         }
                         bbo[i] = Some(r.bbo);
                     }
+                    ConsumerAction::Match(_) => {
+                        if let Some(m) = matching.as_mut() {
+                            m.record(res.received - 1, &r)?;
+                        }
+                    }
                 }
             }
             Err(_) => {
@@ -498,6 +662,12 @@ fn consumer_thread(
     }
     if let Some(mut w) = w {
         w.flush()?;
+    }
+    if let Some(mut m) = matching {
+        if let Some(w) = m.out.as_mut() {
+            w.flush()?;
+        }
+        res.matching = Some((m.report, m.hist));
     }
     res.bbo_instruments = bbo.iter().filter(|b| b.is_some()).count() as u64;
     if let ConsumerAction::Bbo(Some(p)) = &action {
@@ -652,6 +822,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         c.received = r.received;
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency(&r.ring, &clock);
+        c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency(h, &clock), ..m.clone() });
         for a in EventAction::ALL {
             let n = r.by_action[a.index()];
             if n > 0 {
@@ -738,6 +909,13 @@ pub fn summary(r: &Report) -> String {
             "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  ring p50 {} ns p99 {} ns",
             c.name, c.matched, c.delivered, c.dropped, c.received, c.ring_latency_ns.p50, c.ring_latency_ns.p99
         );
+        if let Some(m) = &c.matching {
+            let _ = writeln!(
+                s,
+                "    strategies: {} strategies, {} events matched, {} with matches, {} matches",
+                m.strategies, m.events, m.events_with_matches, m.matches
+            );
+        }
     }
     let _ = writeln!(
         s,
@@ -769,6 +947,22 @@ pub fn summary(r: &Report) -> String {
             l.p999,
             l.max
         );
+    }
+    for c in &r.consumers {
+        if let Some(m) = &c.matching {
+            let l = &m.latency_ns;
+            let _ = writeln!(
+                s,
+                "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
+                format!("5 match -> {}", c.name),
+                l.count,
+                l.p50,
+                l.p90,
+                l.p99,
+                l.p999,
+                l.max
+            );
+        }
     }
     s
 }

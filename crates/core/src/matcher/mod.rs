@@ -27,12 +27,14 @@
 //!    written, only on the members that survive step 2.
 
 pub mod lang;
+pub mod market;
 
 use std::collections::HashMap;
 
 pub use lang::{
     format_num, parse_num, AttrId, MatchEvent, Op, ParseError, Pred, Rhs, Schema, Strategy, SymId, Type, Value, SCALE,
 };
+pub use market::{MarketEvents, Quote, SymbolKey};
 
 /// Buckets per attribute at most.
 const BUCKETS: usize = 64;
