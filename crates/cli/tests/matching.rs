@@ -1,5 +1,5 @@
-//! End to end: `tickplant match` on the cross-venue example of docs/matching.md, and its
-//! errors.
+//! End to end: `tickplant match` on the language example and the worked cross-venue example
+//! of docs/matching.md, and its errors.
 
 use std::process::Command;
 
@@ -50,4 +50,31 @@ fn match_writes_one_line_per_event_and_errors_say_where() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.jsonl line 2: symbol is a string attribute"), "{err}");
+}
+
+/// The worked example of docs/matching.md, as written there: its files, its command, and
+/// the output it shows.
+#[test]
+fn matching_doc_worked_example_runs_as_shown() {
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/matching.md"))
+        .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut blocks = doc.split("```").skip(1).step_by(2);
+    let (mut files, mut commands, mut shown) = (0, Vec::new(), None);
+    for b in blocks.by_ref() {
+        let (info, body) = b.split_once('\n').unwrap();
+        if let Some(name) = info.strip_prefix("text file=") {
+            std::fs::write(d.path().join(name), body).unwrap();
+            files += 1;
+        } else if info == "sh" {
+            commands.extend(body.lines().filter(|l| l.starts_with("tickplant ")).map(str::to_owned));
+        } else if info == "text output" {
+            shown = Some(body.to_string());
+        }
+    }
+    assert_eq!((files, commands.len()), (2, 1));
+    let args: Vec<&str> = commands[0].split_whitespace().skip(1).collect();
+    let o = Command::new(BIN).args(&args).current_dir(d.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), shown.expect("the output block"));
 }

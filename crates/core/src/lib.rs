@@ -23,3 +23,8 @@ pub use seq::{
     CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer,
     SequencerConfig,
 };
+
+// The matching guide's Rust examples run as doctests of this crate.
+#[doc = include_str!("../../../docs/matching.md")]
+#[cfg(doctest)]
+pub struct MatchingGuide;

@@ -49,6 +49,7 @@ const MAX_IN_COPIES: usize = 16;
 /// buckets at once: filing one member touches every bucket's bitset (up to 64 cache lines
 /// per attribute), filing a batch touches each bitset once for all of them.
 const PENDING: usize = 32;
+const _: () = assert!(PENDING <= 64, "pending members are tracked in one u64");
 
 type ClusterId = u32;
 
@@ -253,7 +254,12 @@ struct Cluster {
     never: Bits,
     /// Members not yet filed in the buckets (their `never` bit is set): checked exactly.
     pending: Vec<u32>,
+    /// The pending members' intervals, (index in `pending`, attribute, lo, hi): an event
+    /// checks them here, next to each other, and looks at a member only when all held.
+    pending_iv: Vec<(u32, AttrId, i128, i128)>,
     attrs: Vec<AttrIndex>,
+    /// `attrs[i].attr`, kept apart so that finding an attribute reads one cache line.
+    attr_ids: Vec<AttrId>,
     live: usize,
 }
 
@@ -281,17 +287,22 @@ impl Cluster {
         // Pending until the next flush, or for ever when an interval is empty.
         self.never.set(slot);
         let empty = m.intervals.iter().any(|&(_, lo, hi)| lo > hi);
-        for &(attr, _, _) in &m.intervals {
-            let i = match self.attrs.iter().position(|a| a.attr == attr) {
+        let p = self.pending.len() as u32;
+        for &(attr, lo, hi) in &m.intervals {
+            let i = match self.attr_ids.iter().position(|&a| a == attr) {
                 Some(i) => i,
                 None => {
                     self.attrs.push(AttrIndex::new(attr, self.words()));
+                    self.attr_ids.push(attr);
                     self.attrs.len() - 1
                 }
             };
             let a = &mut self.attrs[i];
             a.constrained.set(slot);
             a.members += 1;
+            if !empty {
+                self.pending_iv.push((p, attr, lo, hi));
+            }
         }
         self.members[slot as usize] = Some(m);
         self.live += 1;
@@ -314,19 +325,19 @@ impl Cluster {
                 continue;
             }
             list.clear();
-            for &slot in &self.pending {
-                if let Some(m) = &self.members[slot as usize] {
-                    if let Some(&(_, lo, hi)) = m.intervals.iter().find(|x| x.0 == a.attr) {
-                        list.push((slot, lo, hi));
-                    }
-                }
-            }
+            list.extend(
+                self.pending_iv
+                    .iter()
+                    .filter(|x| x.1 == a.attr)
+                    .map(|&(p, _, lo, hi)| (self.pending[p as usize], lo, hi)),
+            );
             self.attrs[i].place(&list);
         }
         for &slot in &self.pending {
             self.never.clear(slot);
         }
         self.pending.clear();
+        self.pending_iv.clear();
     }
     fn remove(&mut self, slot: u32) {
         let Some(m) = self.members[slot as usize].take() else { return };
@@ -338,7 +349,15 @@ impl Cluster {
             }
         }
         self.attrs.retain(|a| a.members > 0);
-        self.pending.retain(|&p| p != slot);
+        self.attr_ids.clear();
+        self.attr_ids.extend(self.attrs.iter().map(|a| a.attr));
+        if let Some(p) = self.pending.iter().position(|&x| x == slot) {
+            // The last pending member takes its place.
+            let (p, last) = (p as u32, (self.pending.len() - 1) as u32);
+            self.pending.swap_remove(p as usize);
+            self.pending_iv.retain(|x| x.0 != p);
+            self.pending_iv.iter_mut().filter(|x| x.0 == last).for_each(|x| x.0 = p);
+        }
         self.never.set(slot);
         self.free.push(slot);
         self.live -= 1;
@@ -413,12 +432,18 @@ impl Cluster {
                 }
             }
         }
-        for &slot in &self.pending {
-            if let Some(m) = &self.members[slot as usize] {
-                let inside =
-                    m.intervals.iter().all(|&(a, lo, hi)| e.get(a).is_some_and(|v| (lo..=hi).contains(&key(v))));
-                if inside && m.residual.iter().all(|p| p.holds(e)) {
-                    out.push(m.id);
+        // Pending members (at most PENDING <= 64): knock out those an interval fails.
+        let mut failed = 0u64;
+        for &(p, a, lo, hi) in &self.pending_iv {
+            let inside = e.get(a).is_some_and(|v| (lo..=hi).contains(&key(v)));
+            failed |= u64::from(!inside) << p;
+        }
+        for (p, &slot) in self.pending.iter().enumerate() {
+            if failed >> p & 1 == 0 {
+                if let Some(m) = &self.members[slot as usize] {
+                    if m.residual.iter().all(|r| r.holds(e)) {
+                        out.push(m.id);
+                    }
                 }
             }
         }
@@ -435,7 +460,8 @@ impl Cluster {
             .sum();
         self.members.capacity() * std::mem::size_of::<Option<Member>>()
             + members
-            + (self.free.capacity() + self.pending.capacity()) * 4
+            + (self.free.capacity() + self.pending.capacity() + self.attr_ids.capacity()) * 4
+            + self.pending_iv.capacity() * std::mem::size_of::<(u32, AttrId, i128, i128)>()
             + self.never.0.capacity() * 8
             + self.attrs.iter().map(AttrIndex::memory).sum::<usize>()
     }
@@ -449,11 +475,27 @@ fn pred_bytes(p: &Pred) -> usize {
         }
 }
 
-/// Where a strategy was filed: (cluster, slot) per copy.
+/// Where a strategy was filed: (cluster, slot) per copy. Most strategies have one copy,
+/// kept inline (no allocation per insert).
+#[derive(Debug, Clone)]
+enum Placed {
+    One([(ClusterId, u32); 1]),
+    Many(Vec<(ClusterId, u32)>),
+}
+
+impl Placed {
+    fn as_slice(&self) -> &[(ClusterId, u32)] {
+        match self {
+            Placed::One(x) => x,
+            Placed::Many(v) => v,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
     strategy: Strategy,
-    placed: Vec<(ClusterId, u32)>,
+    placed: Placed,
 }
 
 /// What [`Matcher::explain`] found.
@@ -579,9 +621,8 @@ impl Matcher {
             }
         }
         let member = Member { id: s.id, intervals, residual };
-        let mut placed = Vec::with_capacity(1);
-        match access {
-            None => placed.push((0, self.clusters[0].insert(member))),
+        let placed = match access {
+            None => Placed::One([(0, self.clusters[0].insert(member))]),
             Some((i, _, _)) => {
                 let p = &s.preds[i];
                 let values = match &p.rhs {
@@ -589,16 +630,22 @@ impl Matcher {
                     Rhs::In(v) => &v[..],
                     Rhs::Attr(_) => unreachable!("attr-vs-attr is never an access predicate"),
                 };
-                placed.reserve_exact(values.len());
                 let (last, rest) = values.split_last().expect("access values are never empty");
+                let mut many = Vec::with_capacity(rest.len());
                 for v in rest {
                     let c = self.cluster_for(p.attr, key(*v));
-                    placed.push((c, self.clusters[c as usize].insert(member.clone())));
+                    many.push((c, self.clusters[c as usize].insert(member.clone())));
                 }
                 let c = self.cluster_for(p.attr, key(*last));
-                placed.push((c, self.clusters[c as usize].insert(member)));
+                let one = (c, self.clusters[c as usize].insert(member));
+                if many.is_empty() {
+                    Placed::One([one])
+                } else {
+                    many.push(one);
+                    Placed::Many(many)
+                }
             }
-        }
+        };
         self.entries.insert(s.id, Entry { strategy: s, placed });
         Ok(())
     }
@@ -626,7 +673,7 @@ impl Matcher {
     /// Remove a strategy; returns it, or `None` when no strategy has that id.
     pub fn remove(&mut self, id: u64) -> Option<Strategy> {
         let e = self.entries.remove(&id)?;
-        for &(c, slot) in &e.placed {
+        for &(c, slot) in e.placed.as_slice() {
             let cl = &mut self.clusters[c as usize];
             cl.remove(slot);
             if c != 0 && cl.live == 0 {
@@ -688,7 +735,10 @@ impl Matcher {
             .map(|e| {
                 std::mem::size_of::<(u64, Entry)>()
                     + e.strategy.preds.iter().map(pred_bytes).sum::<usize>()
-                    + e.placed.capacity() * 8
+                    + match &e.placed {
+                        Placed::One(_) => 0,
+                        Placed::Many(v) => v.capacity() * 8,
+                    }
             })
             .sum();
         let keyed = self.keyed.capacity() * (std::mem::size_of::<((AttrId, i128), ClusterId)>() + 1);
