@@ -105,16 +105,31 @@ pub struct BenchMatchArgs {
 }
 
 pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
-    let w = generate_matching(&MatchGenConfig::new(a.workload, a.strategies, a.events.max(1), a.seed));
+    // A tenth more strategies (at most 10,000) are inserted into the built index and removed
+    // again, for the cost of a change to a full index.
+    let extra = (a.strategies / 10).min(10_000);
+    let w = generate_matching(&MatchGenConfig::new(a.workload, a.strategies + extra, a.events.max(1), a.seed));
     let mut schema = Schema::new();
     let text = w.strategies.join("\n");
-    let strategies = schema.parse_strategies(&text).map_err(|e| anyhow::anyhow!("generated strategies: {e}"))?;
+    let mut strategies = schema.parse_strategies(&text).map_err(|e| anyhow::anyhow!("generated strategies: {e}"))?;
+    let later = strategies.split_off(a.strategies);
     let mut m = Matcher::with_schema(schema);
     let t = Instant::now();
     for s in strategies {
         m.insert(s)?;
     }
     let insert_ns = t.elapsed().as_secs_f64() * 1e9 / a.strategies.max(1) as f64;
+    let later_ids: Vec<u64> = later.iter().map(|s| s.id).collect();
+    let t = Instant::now();
+    for s in later {
+        m.insert(s)?;
+    }
+    let insert_full_ns = t.elapsed().as_secs_f64() * 1e9 / extra.max(1) as f64;
+    let t = Instant::now();
+    for id in &later_ids {
+        m.remove(*id).context("a strategy just inserted")?;
+    }
+    let remove_ns = t.elapsed().as_secs_f64() * 1e9 / extra.max(1) as f64;
     let events: Vec<MatchEvent> =
         w.events.iter().map(|p| match_event(&m, p).expect("generated events are valid")).collect();
     let mut ids = Vec::new();
@@ -152,6 +167,10 @@ pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
     say(format!(
         "  index:       {us:>10.2} us/event ({:>10.0} events/s) | insert {insert_ns:.0} ns/strategy | {bytes:.0} bytes/strategy",
         1e6 / us
+    ));
+    say(format!(
+        "  changes:     build {insert_ns:.0} ns/strategy (all {} from empty); into the full index: insert {insert_full_ns:.0} ns, remove {remove_ns:.0} ns/strategy ({extra} strategies)",
+        a.strategies
     ));
     say(format!(
         "  brute force: {us_bf:>10.2} us/event ({:>10.0} events/s, {nb} events; results equal) | index speed-up {:.1}x",

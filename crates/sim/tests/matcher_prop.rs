@@ -100,6 +100,22 @@ proptest! {
             }
             check(&mut m, &events[k % events.len()])?;
         }
+        // Churn: remove most strategies, then insert different ones (new ids, new intervals)
+        // into the slots they leave, and match every event again.
+        for id in 1..=n as u64 {
+            if id % 4 != 0 {
+                m.remove(id);
+            }
+        }
+        let fresh = generate_matching(&MatchGenConfig { symbols, ..MatchGenConfig::new(workload, n, 1, seed ^ 0x5eed) });
+        for line in &fresh.strategies {
+            let (id, rest) = line.split_once(':').unwrap();
+            let id: u64 = id.parse().unwrap();
+            m.insert_text(&format!("{}:{rest}", id + n as u64)).unwrap();
+        }
+        for e in &events {
+            check(&mut m, e)?;
+        }
     }
 
     #[test]

@@ -142,14 +142,26 @@ impl BitRows {
     fn row(&self, k: usize) -> &[u64] {
         &self.data[k * self.stride..(k + 1) * self.stride]
     }
+    /// Set bit `i` in rows `rows` (a strided walk: no index arithmetic per row).
     #[inline]
-    fn set(&mut self, k: usize, i: u32) {
-        self.data[k * self.stride + (i / 64) as usize] |= 1 << (i % 64);
+    fn set_rows(&mut self, rows: std::ops::Range<usize>, i: u32) {
+        let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        let start = rows.start * self.stride + w;
+        if rows.is_empty() || start >= self.data.len() {
+            return;
+        }
+        let mut j = start;
+        for _ in rows {
+            self.data[j] |= bit;
+            j += self.stride;
+        }
     }
-    fn clear_everywhere(&mut self, i: u32) {
-        let (w, b) = ((i / 64) as usize, i % 64);
-        for k in 0..self.rows() {
-            self.data[k * self.stride + w] &= !(1 << b);
+    /// Clear bits `slots` in every row (row by row: each row is walked once).
+    fn clear_rows(&mut self, slots: &[u32]) {
+        for row in self.data.chunks_exact_mut(self.stride) {
+            for &i in slots {
+                row[(i / 64) as usize] &= !(1u64 << (i % 64));
+            }
         }
     }
     /// Room for `words` words per row.
@@ -170,7 +182,7 @@ impl BitRows {
 struct Member {
     id: u64,
     /// (attribute, lo, hi): closed intervals on value keys, one per attribute.
-    intervals: Vec<(AttrId, i128, i128)>,
+    intervals: Box<[(AttrId, i128, i128)]>,
     residual: Vec<Pred>,
 }
 
@@ -216,24 +228,18 @@ impl AttrIndex {
         let n = self.fail.rows();
         for &(slot, lo, hi) in list {
             if lo > hi {
-                (0..n).for_each(|k| self.fail.set(k, slot));
+                self.fail.set_rows(0..n, slot);
                 continue;
             }
             let (kl, kh) = (self.bucket(lo), self.bucket(hi));
-            (0..kl).chain(kh + 1..n).for_each(|k| self.fail.set(k, slot));
+            self.fail.set_rows(0..kl, slot);
+            self.fail.set_rows(kh + 1..n, slot);
             for k in [kl, kh].into_iter().take(if kl == kh { 1 } else { 2 }) {
                 let (bl, bh) = self.range(k);
                 if !(lo <= bl && hi >= bh) {
                     self.boundary[k].push((slot, lo, hi));
                 }
             }
-        }
-    }
-    fn unplace(&mut self, slot: u32, lo: i128, hi: i128) {
-        self.fail.clear_everywhere(slot);
-        // A member is a boundary only of the buckets holding its ends.
-        for k in [self.bucket(lo), self.bucket(hi)] {
-            self.boundary[k].retain(|b| b.0 != slot);
         }
     }
     fn memory(&self) -> usize {
@@ -250,6 +256,12 @@ struct Cluster {
     key: Option<(AttrId, i128)>,
     members: Vec<Option<Member>>,
     free: Vec<u32>,
+    /// Removed members whose bits and boundary entries are still in the buckets: their
+    /// `never` bit hides them, and a sweep clears them (all at once, when there are enough)
+    /// before their slots are used again. Clearing one member's bit from every bucket
+    /// would touch a cache line per bucket.
+    dead: Vec<u32>,
+    dead_mask: Bits,
     /// Slots the bitsets skip: free ones, members whose intervals are empty, and pending ones.
     never: Bits,
     /// Members not yet filed in the buckets (their `never` bit is set): checked exactly.
@@ -276,6 +288,7 @@ impl Cluster {
                 let w = self.words();
                 if w != self.never.0.len() {
                     self.never.grow(w);
+                    self.dead_mask.grow(w);
                     for a in &mut self.attrs {
                         a.fail.grow(w);
                         a.constrained.grow(w);
@@ -341,10 +354,9 @@ impl Cluster {
     }
     fn remove(&mut self, slot: u32) {
         let Some(m) = self.members[slot as usize].take() else { return };
-        for &(attr, lo, hi) in &m.intervals {
+        for &(attr, _, _) in &m.intervals {
             if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
                 a.constrained.clear(slot);
-                a.unplace(slot, lo, hi);
                 a.members -= 1;
             }
         }
@@ -359,8 +371,26 @@ impl Cluster {
             self.pending_iv.iter_mut().filter(|x| x.0 == last).for_each(|x| x.0 = p);
         }
         self.never.set(slot);
-        self.free.push(slot);
+        self.dead.push(slot);
+        self.dead_mask.set(slot);
         self.live -= 1;
+        if self.dead.len() >= (self.members.len() / 8).max(32) {
+            self.sweep();
+        }
+    }
+    /// Clear the removed members from every bucket and free their slots.
+    fn sweep(&mut self) {
+        let dead = &self.dead_mask;
+        for a in &mut self.attrs {
+            for b in &mut a.boundary {
+                b.retain(|x| dead.0[(x.0 / 64) as usize] >> (x.0 % 64) & 1 == 0);
+            }
+            a.fail.clear_rows(&self.dead);
+        }
+        for &slot in &self.dead {
+            self.dead_mask.clear(slot);
+        }
+        self.free.append(&mut self.dead);
     }
     /// Cut attribute `i`'s value axis at quantiles of its members' interval ends and refile
     /// its members (this attribute of this cluster only).
@@ -390,9 +420,13 @@ impl Cluster {
         let words = self.words();
         let a = &mut self.attrs[i];
         a.edges = edges;
-        a.fail = BitRows::new(a.edges.len() + 1, words);
+        // Room for the growth until the next cut: the members may double twice more.
+        a.fail = BitRows::new(a.edges.len() + 1, words * 2);
         a.boundary = vec![Vec::new(); a.edges.len() + 1];
         a.place(&list);
+        for b in &mut a.boundary {
+            b.reserve(b.len());
+        }
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
@@ -454,13 +488,14 @@ impl Cluster {
             .iter()
             .flatten()
             .map(|m| {
-                m.intervals.capacity() * std::mem::size_of::<(AttrId, i128, i128)>()
+                m.intervals.len() * std::mem::size_of::<(AttrId, i128, i128)>()
                     + m.residual.iter().map(pred_bytes).sum::<usize>()
             })
             .sum();
         self.members.capacity() * std::mem::size_of::<Option<Member>>()
             + members
-            + (self.free.capacity() + self.pending.capacity() + self.attr_ids.capacity()) * 4
+            + (self.free.capacity() + self.dead.capacity() + self.pending.capacity() + self.attr_ids.capacity()) * 4
+            + self.dead_mask.0.capacity() * 8
             + self.pending_iv.capacity() * std::mem::size_of::<(u32, AttrId, i128, i128)>()
             + self.never.0.capacity() * 8
             + self.attrs.iter().map(AttrIndex::memory).sum::<usize>()
@@ -590,7 +625,7 @@ impl Matcher {
                 Some((i, copies, distinct))
             })
             .max_by_key(|&(i, copies, distinct)| (copies == 1, distinct, usize::MAX - i));
-        let mut intervals: Vec<(AttrId, i128, i128)> = Vec::new();
+        let mut intervals: Vec<(AttrId, i128, i128)> = Vec::with_capacity(s.preds.len());
         let mut residual = Vec::new();
         for (i, p) in s.preds.iter().enumerate() {
             if access.is_some_and(|a| a.0 == i) {
@@ -620,7 +655,8 @@ impl Matcher {
                 None => residual.push(p.clone()),
             }
         }
-        let member = Member { id: s.id, intervals, residual };
+        // Exactly as long as needed: a million members' slack would be tens of megabytes.
+        let member = Member { id: s.id, intervals: intervals.into_boxed_slice(), residual };
         let placed = match access {
             None => Placed::One([(0, self.clusters[0].insert(member))]),
             Some((i, _, _)) => {
