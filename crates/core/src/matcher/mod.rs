@@ -297,39 +297,47 @@ impl Cluster {
                 s
             }
         };
-        // Pending until the next flush, or for ever when an interval is empty.
+        // Pending until the next flush, or for ever when an interval is empty. A pending
+        // member touches no attribute index yet: the flush does that for the whole batch,
+        // while their cache lines are warm.
         self.never.set(slot);
-        let empty = m.intervals.iter().any(|&(_, lo, hi)| lo > hi);
-        let p = self.pending.len() as u32;
-        for &(attr, lo, hi) in &m.intervals {
-            let i = match self.attr_ids.iter().position(|&a| a == attr) {
-                Some(i) => i,
-                None => {
-                    self.attrs.push(AttrIndex::new(attr, self.words()));
-                    self.attr_ids.push(attr);
-                    self.attrs.len() - 1
-                }
-            };
-            let a = &mut self.attrs[i];
-            a.constrained.set(slot);
-            a.members += 1;
-            if !empty {
-                self.pending_iv.push((p, attr, lo, hi));
+        if m.intervals.iter().any(|&(_, lo, hi)| lo > hi) {
+            for &(attr, _, _) in &m.intervals {
+                self.count_in(attr, slot);
             }
+        } else {
+            let p = self.pending.len() as u32;
+            self.pending_iv.extend(m.intervals.iter().map(|&(attr, lo, hi)| (p, attr, lo, hi)));
+            self.pending.push(slot);
         }
         self.members[slot as usize] = Some(m);
         self.live += 1;
-        if !empty {
-            self.pending.push(slot);
-            if self.pending.len() >= PENDING {
-                self.flush();
-            }
+        if self.pending.len() >= PENDING {
+            self.flush();
         }
         slot
+    }
+    /// Member `slot` has an interval on `attr`: count it in the attribute's index.
+    fn count_in(&mut self, attr: AttrId, slot: u32) {
+        let i = match self.attr_ids.iter().position(|&a| a == attr) {
+            Some(i) => i,
+            None => {
+                self.attrs.push(AttrIndex::new(attr, self.words()));
+                self.attr_ids.push(attr);
+                self.attrs.len() - 1
+            }
+        };
+        let a = &mut self.attrs[i];
+        a.constrained.set(slot);
+        a.members += 1;
     }
     /// File the pending members in the buckets (re-cutting an attribute whose members have
     /// grown fourfold since its last cut, which files them all).
     fn flush(&mut self) {
+        for k in 0..self.pending_iv.len() {
+            let (p, attr, _, _) = self.pending_iv[k];
+            self.count_in(attr, self.pending[p as usize]);
+        }
         let mut list = Vec::with_capacity(self.pending.len());
         for i in 0..self.attrs.len() {
             let a = &self.attrs[i];
@@ -354,21 +362,24 @@ impl Cluster {
     }
     fn remove(&mut self, slot: u32) {
         let Some(m) = self.members[slot as usize].take() else { return };
-        for &(attr, _, _) in &m.intervals {
-            if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
-                a.constrained.clear(slot);
-                a.members -= 1;
-            }
-        }
-        self.attrs.retain(|a| a.members > 0);
-        self.attr_ids.clear();
-        self.attr_ids.extend(self.attrs.iter().map(|a| a.attr));
         if let Some(p) = self.pending.iter().position(|&x| x == slot) {
-            // The last pending member takes its place.
+            // Never counted in an attribute index. The last pending member takes its place.
             let (p, last) = (p as u32, (self.pending.len() - 1) as u32);
             self.pending.swap_remove(p as usize);
             self.pending_iv.retain(|x| x.0 != p);
             self.pending_iv.iter_mut().filter(|x| x.0 == last).for_each(|x| x.0 = p);
+        } else {
+            for &(attr, _, _) in &m.intervals {
+                if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
+                    a.constrained.clear(slot);
+                    a.members -= 1;
+                }
+            }
+            if self.attrs.iter().any(|a| a.members == 0) {
+                self.attrs.retain(|a| a.members > 0);
+                self.attr_ids.clear();
+                self.attr_ids.extend(self.attrs.iter().map(|a| a.attr));
+            }
         }
         self.never.set(slot);
         self.dead.push(slot);
