@@ -14,6 +14,7 @@
 pub mod build;
 mod error;
 pub mod ethernet;
+pub mod fix;
 pub mod ipv4;
 pub mod itch50;
 pub mod moldudp64;

@@ -1,0 +1,1031 @@
+//! FIX tag=value (FIX 4.2 and 4.4): a zero-copy reader, a writer, and pre-built order
+//! templates patched in place.
+//!
+//! # The message
+//! `8=BeginString|9=BodyLength|35=MsgType|...|10=CheckSum|` with `|` the SOH byte (0x01).
+//! BodyLength counts the bytes from the one after the `9=` field's SOH up to and including
+//! the SOH before `10=`; CheckSum is the sum of every byte before `10=`, modulo 256, as three
+//! digits.
+//!
+//! # Reading
+//! [`Message::new_checked`] validates the framing once (BeginString first, BodyLength
+//! second, MsgType third, the trailer where BodyLength says, the CheckSum). After that
+//! [`Message::fields`] walks the body without allocating, and [`FieldIndex`] keeps the
+//! fields of one message in a reused vector, for lookups by tag and repeating groups.
+//! [`frame_len`] finds where a message ends in a TCP byte stream. Data fields whose length
+//! is given by the field before them (RawData 96 after RawDataLength 95, and the other
+//! length/data pairs of the specification) may hold SOH bytes and are read by length.
+//!
+//! Errors say what was wrong and at which byte, relative to the start of the buffer
+//! handed in. No input makes the reader panic, loop, or allocate (except the reused
+//! vector of a [`FieldIndex`], which grows to the largest message seen).
+//!
+//! # Writing
+//! [`Writer`] builds a message field by field and fills in BodyLength and CheckSum.
+//! [`OrderTemplate`] is a NewOrderSingle serialized once, whose variable fields (MsgSeqNum,
+//! SendingTime, ClOrdID, Side, OrderQty, Price, and Symbol when its length is unchanged) are
+//! fixed-width slots patched in place, with the CheckSum updated from the bytes that
+//! changed: the order is ready before the decision to send it is made. Fixed width uses
+//! leading zeros, which the FIX 4.2 and 4.4 specifications allow in int, Qty, Price and
+//! SeqNum values.
+
+use crate::{Error, Result};
+
+pub const SOH: u8 = 0x01;
+
+/// Tags this module reads itself.
+pub mod tag {
+    pub const BEGIN_STRING: u32 = 8;
+    pub const BODY_LENGTH: u32 = 9;
+    pub const CHECK_SUM: u32 = 10;
+    pub const CL_ORD_ID: u32 = 11;
+    pub const MSG_SEQ_NUM: u32 = 34;
+    pub const MSG_TYPE: u32 = 35;
+    pub const ORDER_QTY: u32 = 38;
+    pub const ORD_TYPE: u32 = 40;
+    pub const PRICE: u32 = 44;
+    pub const SENDER_COMP_ID: u32 = 49;
+    pub const SENDING_TIME: u32 = 52;
+    pub const SIDE: u32 = 54;
+    pub const SYMBOL: u32 = 55;
+    pub const TARGET_COMP_ID: u32 = 56;
+    pub const TRANSACT_TIME: u32 = 60;
+    pub const NO_MD_ENTRIES: u32 = 268;
+    pub const MD_ENTRY_TYPE: u32 = 269;
+    pub const MD_ENTRY_PX: u32 = 270;
+    pub const MD_UPDATE_ACTION: u32 = 279;
+}
+
+/// Length field -> the data field it gives the length of (FIX 4.4 data types).
+const DATA_FIELDS: [(u32, u32); 16] = [
+    (90, 91),
+    (93, 89),
+    (95, 96),
+    (212, 213),
+    (348, 349),
+    (350, 351),
+    (352, 353),
+    (354, 355),
+    (356, 357),
+    (358, 359),
+    (360, 361),
+    (362, 363),
+    (364, 365),
+    (445, 446),
+    (618, 619),
+    (621, 622),
+];
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The index of the first SOH in `b` from `from`, eight bytes at a time (a word with a zero
+/// byte after XOR with SOH in every lane; the lowest flagged lane is exact). Written here
+/// rather than calling `memchr` because FIX values are short: a call per field costs more
+/// than the scan.
+#[inline]
+pub fn find_soh(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        let x = w ^ ONES;
+        let t = x.wrapping_sub(ONES) & !x & HIGHS;
+        if t != 0 {
+            return Some(i + (t.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b.get(i..)?.iter().position(|&c| c == SOH).map(|k| i + k)
+}
+
+/// One field: its tag, its value (without the SOH) and where the field starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field<'a> {
+    pub tag: u32,
+    pub value: &'a [u8],
+    /// Offset of the field's first tag digit in the buffer.
+    pub offset: usize,
+}
+
+impl Field<'_> {
+    /// The value as an unsigned integer (leading zeros allowed).
+    pub fn as_uint(&self) -> Result<u64> {
+        parse_uint(self.value).ok_or(Error::Malformed { what: "integer value", offset: self.offset, value: 0 })
+    }
+    /// The value as an exact decimal in units of 1e-9.
+    pub fn as_decimal(&self) -> Result<i64> {
+        parse_decimal(self.value).ok_or(Error::Malformed { what: "decimal value", offset: self.offset, value: 0 })
+    }
+}
+
+/// Digits (leading zeros allowed) to an integer; `None` when empty, not all digits, or
+/// too large for u64.
+#[inline]
+pub fn parse_uint(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 20 {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in v {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(n)
+}
+
+/// A FIX float (`-`, digits, an optional `.` and up to 9 decimals) to an exact count of
+/// 1e-9 units. `123.000`, `123` and `0123.0` are the same value. `None` when malformed,
+/// when it has more than 9 decimals that are not zero, or when it does not fit in i64.
+pub fn parse_decimal(v: &[u8]) -> Option<i64> {
+    let (neg, digits) = match v.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, v),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let (int, frac) = match digits.iter().position(|&c| c == b'.') {
+        Some(p) => (&digits[..p], &digits[p + 1..]),
+        None => (digits, &b""[..]),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &c in int {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(i64::from(d))?;
+    }
+    let mut scale = 1_000_000_000i64;
+    let mut f: i64 = 0;
+    for (k, &c) in frac.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        if k < 9 {
+            scale /= 10;
+            f += i64::from(d) * scale;
+        } else if d != 0 {
+            return None;
+        }
+    }
+    let x = n.checked_mul(1_000_000_000)?.checked_add(f)?;
+    Some(if neg { -x } else { x })
+}
+
+/// Read one `tag=value<SOH>` field starting at `i`, bounded by `end`. `data` is the data
+/// field the field before announced, (its tag, its length): a field with that tag is read
+/// by length. Returns the field and where the next one starts.
+#[inline]
+fn read_field(b: &[u8], i: usize, end: usize, data: Option<(u32, usize)>) -> Result<(Field<'_>, usize)> {
+    let mut tag = 0u32;
+    let mut j = i;
+    loop {
+        let Some(&c) = b.get(j).filter(|_| j < end) else {
+            return Err(Error::Truncated { what: "field tag", offset: i, need: j - i + 1, have: j - i });
+        };
+        if c == b'=' {
+            break;
+        }
+        let d = c.wrapping_sub(b'0');
+        if d > 9 || j - i >= 9 {
+            return Err(Error::Malformed { what: "field tag", offset: j, value: u64::from(c) });
+        }
+        tag = tag * 10 + u32::from(d);
+        j += 1;
+    }
+    if j == i || tag == 0 {
+        return Err(Error::Malformed { what: "field tag", offset: i, value: u64::from(tag) });
+    }
+    let v = j + 1;
+    let soh = match data.filter(|d| d.0 == tag) {
+        Some((_, n)) => {
+            let s = v.checked_add(n).filter(|&s| s < end).ok_or(Error::Truncated {
+                what: "data field",
+                offset: v,
+                need: n.saturating_add(1),
+                have: end.saturating_sub(v),
+            })?;
+            if b[s] != SOH {
+                return Err(Error::Malformed { what: "data field length", offset: s, value: n as u64 });
+            }
+            s
+        }
+        None => {
+            let s = find_soh(&b[..end], v).ok_or(Error::Truncated {
+                what: "field value",
+                offset: v,
+                need: end.saturating_sub(v) + 1,
+                have: end.saturating_sub(v),
+            })?;
+            if s == v {
+                return Err(Error::Malformed { what: "empty value", offset: v, value: u64::from(tag) });
+            }
+            s
+        }
+    };
+    Ok((Field { tag, value: &b[v..soh], offset: i }, soh + 1))
+}
+
+fn data_field_after(tag: u32, value: &[u8]) -> Option<(u32, usize)> {
+    DATA_FIELDS.iter().find(|p| p.0 == tag).and_then(|p| parse_uint(value).map(|n| (p.1, n as usize)))
+}
+
+/// Where the first message in `buf` ends: `Ok(Some(len))` for a whole message (framing and
+/// checksum not yet validated: see [`Message::new_checked`]), `Ok(None)` when more bytes
+/// are needed, an error when `buf` does not start like a FIX message.
+pub fn frame_len(buf: &[u8]) -> Result<Option<usize>> {
+    let bad = |what, offset| Err(Error::Malformed { what, offset, value: 0 });
+    // `want` must come at `at`: Ok(false) while the buffer ends before it is whole.
+    let expect = |at: usize, want: &[u8]| -> bool {
+        let have = &buf[at.min(buf.len())..(at + want.len()).min(buf.len())];
+        have == &want[..have.len()]
+    };
+    if !expect(0, b"8=") {
+        return bad("BeginString (8) first", 0);
+    }
+    let Some(s1) = find_soh(buf, 2) else { return Ok(None) };
+    if s1 == 2 {
+        return bad("BeginString (8) value", 2);
+    }
+    if !expect(s1 + 1, b"9=") {
+        return bad("BodyLength (9) second", s1 + 1);
+    }
+    let digits = s1 + 3;
+    let Some(s2) = find_soh(buf, digits) else {
+        // BodyLength is at most 8 digits here: a longer run is not a FIX stream.
+        return if buf.len() > digits + 8 { bad("BodyLength (9) value", digits) } else { Ok(None) };
+    };
+    let body_len = match parse_uint(&buf[digits.min(s2)..s2]) {
+        Some(n) if n < 1 << 24 => n as usize,
+        _ => return bad("BodyLength (9) value", digits),
+    };
+    let total = s2 + 1 + body_len + 7;
+    Ok((buf.len() >= total).then_some(total))
+}
+
+/// A validated FIX message: a view over its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    buf: &'a [u8],
+    begin_string: &'a [u8],
+    msg_type: &'a [u8],
+    /// Where the body starts (the MsgType field) and ends (the `10=` field).
+    body: (usize, usize),
+}
+
+impl<'a> Message<'a> {
+    /// Validate the message at the start of `buf` (which may hold more after it): the
+    /// header order, BodyLength, the trailer and the CheckSum.
+    pub fn new_checked(buf: &'a [u8]) -> Result<Self> {
+        let len = frame_len(buf)?.ok_or_else(|| {
+            let have = buf.len();
+            Error::Truncated { what: "message", offset: 0, need: have + 1, have }
+        })?;
+        let s1 = find_soh(buf, 0).expect("framed");
+        let s2 = find_soh(buf, s1 + 1).expect("framed");
+        let body_start = s2 + 1;
+        let body_end = len - 7;
+        if body_end < body_start || buf[body_end - 1] != SOH {
+            return Err(Error::Malformed {
+                what: "BodyLength (9): no SOH before CheckSum",
+                offset: body_end,
+                value: 0,
+            });
+        }
+        let trailer = &buf[body_end..len];
+        if &trailer[..3] != b"10=" || trailer[6] != SOH {
+            return Err(Error::Malformed { what: "CheckSum (10) where BodyLength ends", offset: body_end, value: 0 });
+        }
+        let want = parse_uint(&trailer[3..6]).ok_or(Error::Malformed {
+            what: "CheckSum (10) value",
+            offset: body_end + 3,
+            value: 0,
+        })?;
+        let sum = checksum(&buf[..body_end]);
+        if u64::from(sum) != want {
+            return Err(Error::Malformed {
+                what: "CheckSum (10): computed",
+                offset: body_end + 3,
+                value: u64::from(sum),
+            });
+        }
+        let (first, _) = read_field(buf, body_start, body_end, None)?;
+        if first.tag != tag::MSG_TYPE {
+            return Err(Error::Malformed {
+                what: "MsgType (35) third",
+                offset: body_start,
+                value: u64::from(first.tag),
+            });
+        }
+        Ok(Message { buf: &buf[..len], begin_string: &buf[2..s1], msg_type: first.value, body: (body_start, body_end) })
+    }
+
+    /// The message's bytes, trailer included.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    /// `FIX.4.2`, `FIX.4.4`...
+    pub fn begin_string(&self) -> &'a [u8] {
+        self.begin_string
+    }
+    pub fn msg_type(&self) -> &'a [u8] {
+        self.msg_type
+    }
+    /// The body's fields, MsgType first, CheckSum not included.
+    pub fn fields(&self) -> Fields<'a> {
+        Fields { buf: self.buf, at: self.body.0, end: self.body.1, data: None }
+    }
+}
+
+/// The fields of a message body, in order.
+#[derive(Debug, Clone)]
+pub struct Fields<'a> {
+    buf: &'a [u8],
+    at: usize,
+    end: usize,
+    data: Option<(u32, usize)>,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<Field<'a>>;
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        match read_field(self.buf, self.at, self.end, self.data.take()) {
+            Ok((f, next)) => {
+                self.at = next;
+                self.data = data_field_after(f.tag, f.value);
+                Some(Ok(f))
+            }
+            Err(e) => {
+                self.at = self.end;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The sum of `bytes` modulo 256 (the CheckSum).
+#[inline]
+pub fn checksum(bytes: &[u8]) -> u8 {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut acc = 0u64;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        // Add the eight bytes as lanes of two 32-bit halves' byte pairs: no carry crosses a
+        // lane for 256 rounds of 8-bit values in 16-bit lanes, so fold every word.
+        let pairs = (w & 0x00ff_00ff_00ff_00ff) + ((w >> 8) & 0x00ff_00ff_00ff_00ff);
+        acc += (pairs & 0xffff) + ((pairs >> 16) & 0xffff) + ((pairs >> 32) & 0xffff) + (pairs >> 48);
+    }
+    for &b in chunks.remainder() {
+        acc += u64::from(b);
+    }
+    (acc % 256) as u8
+}
+
+/// The fields of one message, parsed once into a reused vector: lookups by tag and
+/// repeating groups.
+#[derive(Debug, Default)]
+pub struct FieldIndex<'a> {
+    fields: Vec<Field<'a>>,
+}
+
+impl<'a> FieldIndex<'a> {
+    pub fn new() -> Self {
+        FieldIndex { fields: Vec::with_capacity(64) }
+    }
+    /// Parse `m`'s fields (the previous message's are forgotten).
+    pub fn parse(&mut self, m: &Message<'a>) -> Result<()> {
+        self.fields.clear();
+        for f in m.fields() {
+            self.fields.push(f?);
+        }
+        Ok(())
+    }
+    pub fn fields(&self) -> &[Field<'a>] {
+        &self.fields
+    }
+    /// The first field with `tag`.
+    pub fn get(&self, tag: u32) -> Option<&Field<'a>> {
+        self.fields.iter().find(|f| f.tag == tag)
+    }
+    /// The entries of the repeating group counted by `count_tag`: each entry starts at a
+    /// field with `delimiter` (the group's first field) and runs to the next one; the last
+    /// entry ends at the first field whose tag is not in `members` (all the rest of the
+    /// message when `members` is empty). The number of entries must equal the count.
+    pub fn group(&self, count_tag: u32, delimiter: u32, members: &[u32]) -> Result<Group<'_, 'a>> {
+        let Some(at) = self.fields.iter().position(|f| f.tag == count_tag) else {
+            return Ok(Group { fields: &[], delimiter });
+        };
+        let count_field = self.fields[at];
+        let count = count_field.as_uint()?;
+        let rest = &self.fields[at + 1..];
+        if count == 0 {
+            return Ok(Group { fields: &[], delimiter });
+        }
+        match rest.first() {
+            Some(f) if f.tag == delimiter => {}
+            other => {
+                let (offset, value) = other.map_or((count_field.offset, 0), |f| (f.offset, u64::from(f.tag)));
+                return Err(Error::Malformed { what: "group entry: delimiter first", offset, value });
+            }
+        }
+        let (mut seen, mut end) = (0u64, rest.len());
+        for (k, f) in rest.iter().enumerate() {
+            if f.tag == delimiter {
+                if seen == count {
+                    end = k;
+                    break;
+                }
+                seen += 1;
+            } else if !members.is_empty() && !members.contains(&f.tag) {
+                end = k;
+                break;
+            }
+        }
+        if seen != count {
+            return Err(Error::Malformed {
+                what: "group count: entries found",
+                offset: count_field.offset,
+                value: seen,
+            });
+        }
+        Ok(Group { fields: &rest[..end], delimiter })
+    }
+}
+
+/// The entries of a repeating group, each a slice of fields.
+#[derive(Debug, Clone)]
+pub struct Group<'i, 'a> {
+    fields: &'i [Field<'a>],
+    delimiter: u32,
+}
+
+impl<'i, 'a> Iterator for Group<'i, 'a> {
+    type Item = &'i [Field<'a>];
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.fields.is_empty() {
+            return None;
+        }
+        let n = self.fields[1..].iter().position(|f| f.tag == self.delimiter).map_or(self.fields.len(), |p| p + 1);
+        let (entry, rest) = self.fields.split_at(n);
+        self.fields = rest;
+        Some(entry)
+    }
+}
+
+/// Builds a message field by field; [`Writer::finish`] adds BodyLength and CheckSum.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    begin_string: Vec<u8>,
+    body: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Writer {
+    /// A message of `msg_type` (its MsgType field comes first).
+    pub fn new(begin_string: &str, msg_type: &str) -> Self {
+        let mut w = Writer { begin_string: begin_string.as_bytes().to_vec(), body: Vec::new(), out: Vec::new() };
+        w.field(tag::MSG_TYPE, msg_type.as_bytes());
+        w
+    }
+    /// Start again with another message type (the buffers are kept).
+    pub fn reset(&mut self, msg_type: &str) {
+        self.body.clear();
+        self.field(tag::MSG_TYPE, msg_type.as_bytes());
+    }
+    pub fn field(&mut self, tag: u32, value: &[u8]) -> &mut Self {
+        push_uint(&mut self.body, u64::from(tag));
+        self.body.push(b'=');
+        self.body.extend_from_slice(value);
+        self.body.push(SOH);
+        self
+    }
+    pub fn field_uint(&mut self, tag: u32, value: u64) -> &mut Self {
+        let mut b = [0u8; 20];
+        let n = fmt_uint(value, &mut b);
+        self.field(tag, &b[20 - n..])
+    }
+    /// A decimal in 1e-9 units, written with no more decimals than it needs.
+    pub fn field_decimal(&mut self, tag: u32, value: i64) -> &mut Self {
+        let s = format_decimal(value);
+        self.field(tag, s.as_bytes())
+    }
+    /// The whole message.
+    pub fn finish(&mut self) -> &[u8] {
+        self.out.clear();
+        self.out.extend_from_slice(b"8=");
+        self.out.extend_from_slice(&self.begin_string);
+        self.out.extend_from_slice(&[SOH, b'9', b'=']);
+        push_uint(&mut self.out, self.body.len() as u64);
+        self.out.push(SOH);
+        self.out.extend_from_slice(&self.body);
+        let sum = checksum(&self.out);
+        self.out.extend_from_slice(b"10=");
+        self.out.extend_from_slice(&[b'0' + sum / 100, b'0' + sum / 10 % 10, b'0' + sum % 10, SOH]);
+        &self.out
+    }
+}
+
+fn fmt_uint(mut v: u64, b: &mut [u8; 20]) -> usize {
+    let mut n = 0;
+    loop {
+        b[19 - n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        n += 1;
+        if v == 0 {
+            return n;
+        }
+    }
+}
+
+fn push_uint(out: &mut Vec<u8>, v: u64) {
+    let mut b = [0u8; 20];
+    let n = fmt_uint(v, &mut b);
+    out.extend_from_slice(&b[20 - n..]);
+}
+
+/// A 1e-9 decimal as FIX writes it: no trailing zeros after the point, no point for a whole
+/// number.
+pub fn format_decimal(v: i64) -> String {
+    let (sign, a) = if v < 0 { ("-", v.unsigned_abs()) } else { ("", v as u64) };
+    let (int, frac) = (a / 1_000_000_000, a % 1_000_000_000);
+    if frac == 0 {
+        format!("{sign}{int}")
+    } else {
+        let f = format!("{frac:09}");
+        format!("{sign}{int}.{}", f.trim_end_matches('0'))
+    }
+}
+
+/// Write `v` as exactly `out.len()` digits with leading zeros; false when it does not fit.
+#[inline]
+fn put_digits(out: &mut [u8], mut v: u64) -> bool {
+    for b in out.iter_mut().rev() {
+        *b = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    v == 0
+}
+
+/// Civil date (proleptic Gregorian) of a count of days since 1970-01-01 (H. Hinnant's
+/// algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A UTCTimestamp with milliseconds (`YYYYMMDD-HH:MM:SS.sss`, 21 bytes) from UNIX ns.
+pub fn utc_timestamp(unix_ns: u64, out: &mut [u8; 21]) {
+    let ms = unix_ns / 1_000_000;
+    let (secs, milli) = (ms / 1000, (ms % 1000) as u32);
+    let (days, sod) = ((secs / 86_400) as i64, (secs % 86_400) as u32);
+    let (y, mo, d) = civil(days);
+    put_digits(&mut out[0..4], y as u64);
+    put_digits(&mut out[4..6], u64::from(mo));
+    put_digits(&mut out[6..8], u64::from(d));
+    out[8] = b'-';
+    put_digits(&mut out[9..11], u64::from(sod / 3600));
+    out[11] = b':';
+    put_digits(&mut out[12..14], u64::from(sod / 60 % 60));
+    out[14] = b':';
+    put_digits(&mut out[15..17], u64::from(sod % 60));
+    out[17] = b'.';
+    put_digits(&mut out[18..21], u64::from(milli));
+}
+
+/// What a template refuses to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateError {
+    /// The value needs more digits than the field's fixed width.
+    TooWide(&'static str),
+    /// A price with more decimals than the template writes, or negative.
+    Price(i64),
+    /// A symbol of another length than the template's.
+    SymbolLength { want: usize, got: usize },
+}
+
+impl std::fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TemplateError::TooWide(what) => write!(f, "{what} does not fit the template's fixed width"),
+            TemplateError::Price(p) => {
+                write!(f, "price {} is negative or has more decimals than the template writes", format_decimal(*p))
+            }
+            TemplateError::SymbolLength { want, got } => {
+                write!(f, "symbol of {got} bytes for a template built for {want}: build a template per symbol")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// How a NewOrderSingle template is laid out.
+#[derive(Debug, Clone)]
+pub struct OrderSpec {
+    pub begin_string: String,
+    pub sender: String,
+    pub target: String,
+    pub symbol: String,
+    /// `1` buy, `2` sell.
+    pub side: u8,
+    /// `1` market, `2` limit (a Price field is written for limit orders only).
+    pub ord_type: u8,
+    /// Extra constant fields, written after OrdType (Account, TimeInForce, ...).
+    pub extra: Vec<(u32, String)>,
+    pub seq_digits: usize,
+    pub cl_ord_id_digits: usize,
+    pub qty_digits: usize,
+    /// Price: whole digits and decimals.
+    pub price_digits: (usize, usize),
+}
+
+impl OrderSpec {
+    pub fn new(begin_string: &str, sender: &str, target: &str, symbol: &str) -> Self {
+        OrderSpec {
+            begin_string: begin_string.into(),
+            sender: sender.into(),
+            target: target.into(),
+            symbol: symbol.into(),
+            side: b'1',
+            ord_type: b'1',
+            extra: Vec::new(),
+            seq_digits: 9,
+            cl_ord_id_digits: 12,
+            qty_digits: 9,
+            price_digits: (7, 4),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    at: usize,
+    len: usize,
+}
+
+/// A NewOrderSingle serialized once, patched in place. [`OrderTemplate::bytes`] gives the
+/// message with its CheckSum up to date; only the bytes that changed were summed again.
+#[derive(Debug, Clone)]
+pub struct OrderTemplate {
+    buf: Vec<u8>,
+    /// Sum of the bytes before `10=`, modulo 2^32.
+    sum: u32,
+    check_at: usize,
+    seq: Slot,
+    time: Slot,
+    cl_ord_id: Slot,
+    symbol: Slot,
+    side: Slot,
+    qty: Slot,
+    price: Option<Slot>,
+    price_decimals: usize,
+    transact_time: Slot,
+}
+
+impl OrderTemplate {
+    pub fn new(spec: &OrderSpec) -> Self {
+        let mut body: Vec<u8> = Vec::new();
+        let mut slots: Vec<(u32, usize, usize)> = Vec::new();
+        let mut field = |body: &mut Vec<u8>, tag: u32, value: &[u8], slot: bool| {
+            push_uint(body, u64::from(tag));
+            body.push(b'=');
+            if slot {
+                slots.push((tag, body.len(), value.len()));
+            }
+            body.extend_from_slice(value);
+            body.push(SOH);
+        };
+        let zeros = |n: usize| vec![b'0'; n];
+        field(&mut body, tag::MSG_TYPE, b"D", false);
+        field(&mut body, tag::SENDER_COMP_ID, spec.sender.as_bytes(), false);
+        field(&mut body, tag::TARGET_COMP_ID, spec.target.as_bytes(), false);
+        field(&mut body, tag::MSG_SEQ_NUM, &zeros(spec.seq_digits), true);
+        field(&mut body, tag::SENDING_TIME, b"19700101-00:00:00.000", true);
+        field(&mut body, tag::CL_ORD_ID, &zeros(spec.cl_ord_id_digits), true);
+        field(&mut body, tag::SYMBOL, spec.symbol.as_bytes(), true);
+        field(&mut body, tag::SIDE, &[spec.side], true);
+        field(&mut body, tag::TRANSACT_TIME, b"19700101-00:00:00.000", true);
+        field(&mut body, tag::ORDER_QTY, &zeros(spec.qty_digits), true);
+        field(&mut body, tag::ORD_TYPE, &[spec.ord_type], false);
+        if spec.ord_type != b'1' {
+            let (w, d) = spec.price_digits;
+            let mut p = zeros(w);
+            if d > 0 {
+                p.push(b'.');
+                p.extend(zeros(d));
+            }
+            field(&mut body, tag::PRICE, &p, true);
+        }
+        for (t, v) in &spec.extra {
+            field(&mut body, *t, v.as_bytes(), false);
+        }
+        let mut buf = Vec::new();
+        buf.extend_from_slice(b"8=");
+        buf.extend_from_slice(spec.begin_string.as_bytes());
+        buf.extend_from_slice(&[SOH, b'9', b'=']);
+        push_uint(&mut buf, body.len() as u64);
+        buf.push(SOH);
+        let base = buf.len();
+        buf.extend_from_slice(&body);
+        let check_at = buf.len() + 3;
+        buf.extend_from_slice(b"10=000\x01");
+        let slot = |tag: u32| {
+            slots.iter().find(|s| s.0 == tag).map(|s| Slot { at: base + s.1, len: s.2 }).expect("the template has it")
+        };
+        let mut t = OrderTemplate {
+            sum: buf[..check_at - 3].iter().map(|&b| u32::from(b)).sum(),
+            check_at,
+            seq: slot(tag::MSG_SEQ_NUM),
+            time: slot(tag::SENDING_TIME),
+            cl_ord_id: slot(tag::CL_ORD_ID),
+            symbol: slot(tag::SYMBOL),
+            side: slot(tag::SIDE),
+            qty: slot(tag::ORDER_QTY),
+            price: (spec.ord_type != b'1').then(|| slot(tag::PRICE)),
+            price_decimals: spec.price_digits.1,
+            transact_time: slot(tag::TRANSACT_TIME),
+            buf,
+        };
+        t.write_checksum();
+        t
+    }
+
+    /// Replace the bytes of `slot` (same length), keeping the sum.
+    #[inline]
+    fn patch(&mut self, slot: Slot, new: &[u8]) {
+        let old = &mut self.buf[slot.at..slot.at + slot.len];
+        for (o, &n) in old.iter_mut().zip(new) {
+            self.sum = self.sum.wrapping_add(u32::from(n)).wrapping_sub(u32::from(*o));
+            *o = n;
+        }
+    }
+    #[inline]
+    fn patch_digits(&mut self, slot: Slot, v: u64, what: &'static str) -> core::result::Result<(), TemplateError> {
+        let mut b = [0u8; 24];
+        let d = &mut b[..slot.len];
+        if slot.len > 24 || !put_digits(d, v) {
+            return Err(TemplateError::TooWide(what));
+        }
+        self.patch(slot, &b[..slot.len]);
+        Ok(())
+    }
+    pub fn set_seq_num(&mut self, n: u64) -> core::result::Result<(), TemplateError> {
+        self.patch_digits(self.seq, n, "MsgSeqNum")
+    }
+    pub fn set_cl_ord_id(&mut self, n: u64) -> core::result::Result<(), TemplateError> {
+        self.patch_digits(self.cl_ord_id, n, "ClOrdID")
+    }
+    pub fn set_qty(&mut self, q: u64) -> core::result::Result<(), TemplateError> {
+        self.patch_digits(self.qty, q, "OrderQty")
+    }
+    /// `b'1'` buy, `b'2'` sell.
+    pub fn set_side(&mut self, side: u8) {
+        self.patch(self.side, &[side]);
+    }
+    /// SendingTime and TransactTime, from UNIX ns.
+    pub fn set_time(&mut self, unix_ns: u64) {
+        let mut t = [0u8; 21];
+        utc_timestamp(unix_ns, &mut t);
+        self.patch(self.time, &t);
+        self.patch(self.transact_time, &t);
+    }
+    /// The price in 1e-9 units (limit orders).
+    pub fn set_price(&mut self, p: i64) -> core::result::Result<(), TemplateError> {
+        let Some(slot) = self.price else { return Ok(()) };
+        let d = self.price_decimals;
+        let unit = 10u64.pow(9 - d as u32);
+        if p < 0 || p as u64 % unit != 0 {
+            return Err(TemplateError::Price(p));
+        }
+        let v = p as u64 / unit;
+        let whole_len = slot.len - if d > 0 { d + 1 } else { 0 };
+        let mut b = [0u8; 32];
+        if slot.len > 32 || !put_digits(&mut b[..whole_len], v / 10u64.pow(d as u32)) {
+            return Err(TemplateError::TooWide("Price"));
+        }
+        if d > 0 {
+            b[whole_len] = b'.';
+            put_digits(&mut b[whole_len + 1..slot.len], v % 10u64.pow(d as u32));
+        }
+        self.patch(slot, &b[..slot.len]);
+        Ok(())
+    }
+    /// A symbol of the same length as the template's (build a template per symbol).
+    pub fn set_symbol(&mut self, symbol: &[u8]) -> core::result::Result<(), TemplateError> {
+        if symbol.len() != self.symbol.len {
+            return Err(TemplateError::SymbolLength { want: self.symbol.len, got: symbol.len() });
+        }
+        self.patch(self.symbol, symbol);
+        Ok(())
+    }
+    fn write_checksum(&mut self) {
+        let s = (self.sum % 256) as u8;
+        self.buf[self.check_at..self.check_at + 3].copy_from_slice(&[
+            b'0' + s / 100,
+            b'0' + s / 10 % 10,
+            b'0' + s % 10,
+        ]);
+    }
+    /// The message, ready to send.
+    #[inline]
+    pub fn bytes(&mut self) -> &[u8] {
+        self.write_checksum();
+        &self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `|` for SOH, for readable test messages.
+    fn fix(s: &str) -> Vec<u8> {
+        s.bytes().map(|b| if b == b'|' { SOH } else { b }).collect()
+    }
+    fn with_trailer(head_body: &str) -> Vec<u8> {
+        // head_body: "8=FIX.4.4|9=?|35=...|" with ? replaced by the body length.
+        let (head, body) = head_body.split_once("9=?|").unwrap();
+        let mut m = fix(&format!("{head}9={}|{body}", body.len()));
+        let sum = checksum(&m);
+        m.extend_from_slice(&fix(&format!("10={sum:03}|")));
+        m
+    }
+
+    const MD: &str = "8=FIX.4.4|9=?|35=X|49=MD|56=TP|34=7|52=20261121-14:30:00.123|268=2|279=0|269=0|55=AAPL|270=190.000|271=100|279=0|269=2|55=MSFT|270=410.25|271=5|";
+
+    #[test]
+    fn test_parse() {
+        let b = with_trailer(MD);
+        assert_eq!(frame_len(&b).unwrap(), Some(b.len()));
+        let m = Message::new_checked(&b).unwrap();
+        assert_eq!(m.begin_string(), b"FIX.4.4");
+        assert_eq!(m.msg_type(), b"X");
+        assert_eq!(m.len(), b.len());
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        assert_eq!(ix.get(tag::MSG_SEQ_NUM).unwrap().as_uint().unwrap(), 7);
+        let entries: Vec<_> = ix.group(tag::NO_MD_ENTRIES, tag::MD_UPDATE_ACTION, &[]).unwrap().collect();
+        assert_eq!(entries.len(), 2);
+        let px: Vec<i64> = entries
+            .iter()
+            .map(|e| e.iter().find(|f| f.tag == tag::MD_ENTRY_PX).unwrap().as_decimal().unwrap())
+            .collect();
+        assert_eq!(px, vec![190_000_000_000, 410_250_000_000]);
+        assert_eq!(entries[1][2].value, b"MSFT");
+        assert_eq!(&b[entries[1][2].offset..entries[1][2].offset + 3], b"55=");
+    }
+
+    #[test]
+    fn test_emit() {
+        let mut w = Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field_uint(34, 7).field(52, b"20261121-14:30:00.123");
+        w.field_uint(268, 2).field(279, b"0").field(269, b"0").field(55, b"AAPL").field(270, b"190.000");
+        w.field_uint(271, 100).field(279, b"0").field(269, b"2").field(55, b"MSFT");
+        w.field_decimal(270, 410_250_000_000).field_uint(271, 5);
+        assert_eq!(w.finish(), &with_trailer(MD)[..]);
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        let good = with_trailer(MD);
+        let mut bad = good.clone();
+        let n = bad.len();
+        bad[n - 2] = b'0' + (bad[n - 2] - b'0' + 1) % 10;
+        let e = Message::new_checked(&bad).unwrap_err();
+        assert!(matches!(e, Error::Malformed { what: "CheckSum (10) value" | "CheckSum (10): computed", .. }), "{e}");
+        assert_eq!(e.offset(), n - 4);
+        // A byte inside the body changed: the checksum catches it.
+        let mut bad = good.clone();
+        bad[30] ^= 0x20;
+        assert!(Message::new_checked(&bad).is_err());
+        // Truncated: more bytes needed, from the stream framer's point of view.
+        assert_eq!(frame_len(&good[..good.len() - 1]).unwrap(), None);
+        assert!(matches!(Message::new_checked(&good[..20]).unwrap_err(), Error::Truncated { .. }));
+        assert!(matches!(frame_len(b"9=12|").unwrap_err(), Error::Malformed { what: "BeginString (8) first", .. }));
+        let e = Message::new_checked(&fix("8=FIX.4.4|35=A|10=000|")).unwrap_err();
+        assert_eq!(e, Error::Malformed { what: "BodyLength (9) second", offset: 10, value: 0 });
+        // A wrong group count.
+        let b = with_trailer("8=FIX.4.4|9=?|35=X|268=3|279=0|270=1|279=0|270=2|");
+        let m = Message::new_checked(&b).unwrap();
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        let e = ix.group(268, 279, &[]).unwrap_err();
+        assert_eq!(e, Error::Malformed { what: "group count: entries found", offset: 20, value: 2 });
+        // An empty value and a bad tag.
+        let b = with_trailer("8=FIX.4.4|9=?|35=X|55=|");
+        let m = Message::new_checked(&b).unwrap();
+        assert!(matches!(m.fields().nth(1).unwrap().unwrap_err(), Error::Malformed { what: "empty value", .. }));
+        let b = with_trailer("8=FIX.4.4|9=?|35=X|5x5=A|");
+        let m = Message::new_checked(&b).unwrap();
+        assert!(matches!(
+            m.fields().nth(1).unwrap().unwrap_err(),
+            Error::Malformed { what: "field tag", offset: 21, .. }
+        ));
+    }
+
+    #[test]
+    fn data_fields_may_hold_soh() {
+        let b = with_trailer("8=FIX.4.4|9=?|35=A|95=5|96=a|b|c|98=0|");
+        let m = Message::new_checked(&b).unwrap();
+        let f: Vec<_> = m.fields().map(|f| f.unwrap()).collect();
+        assert_eq!(f.len(), 4);
+        assert_eq!(f[2].value, &fix("a|b|c")[..]);
+        assert_eq!(f[3].tag, 98);
+    }
+
+    #[test]
+    fn decimals_are_exact() {
+        assert_eq!(parse_decimal(b"123.000"), Some(123_000_000_000));
+        assert_eq!(parse_decimal(b"123"), parse_decimal(b"0123.0"));
+        assert_eq!(parse_decimal(b"-0.000000001"), Some(-1));
+        assert_eq!(parse_decimal(b".5"), Some(500_000_000));
+        assert_eq!(parse_decimal(b"1.0000000001"), None);
+        assert_eq!(parse_decimal(b"1.0000000000"), Some(1_000_000_000));
+        for bad in [&b""[..], b"-", b".", b"1.2.3", b"1e5", b"99999999999"] {
+            assert_eq!(parse_decimal(bad), None, "{:?}", std::str::from_utf8(bad));
+        }
+        assert_eq!(format_decimal(190_000_000_000), "190");
+        assert_eq!(format_decimal(-410_250_000_000), "-410.25");
+    }
+
+    #[test]
+    fn timestamps_are_civil_utc() {
+        let mut t = [0u8; 21];
+        utc_timestamp(0, &mut t);
+        assert_eq!(&t, b"19700101-00:00:00.000");
+        // 2026-11-21 14:30:00.123 UTC.
+        utc_timestamp(1_795_271_400_123_456_789, &mut t);
+        assert_eq!(&t, b"20261121-14:30:00.123");
+        utc_timestamp(951_782_400_000_000_000, &mut t); // a leap day
+        assert_eq!(&t, b"20000229-00:00:00.000");
+    }
+
+    #[test]
+    fn template_patches_equal_a_fresh_message() {
+        let mut spec = OrderSpec::new("FIX.4.4", "TP", "EXCH", "AAPL");
+        spec.ord_type = b'2';
+        spec.extra.push((59, "0".into()));
+        let mut t = OrderTemplate::new(&spec);
+        t.set_seq_num(42).unwrap();
+        t.set_cl_ord_id(7).unwrap();
+        t.set_side(b'2');
+        t.set_qty(100).unwrap();
+        t.set_price(190_125_000_000).unwrap();
+        t.set_time(1_795_271_400_123_456_789);
+        let got = t.bytes().to_vec();
+        let mut w = Writer::new("FIX.4.4", "D");
+        w.field(49, b"TP").field(56, b"EXCH").field(34, b"000000042").field(52, b"20261121-14:30:00.123");
+        w.field(11, b"000000000007").field(55, b"AAPL").field(54, b"2").field(60, b"20261121-14:30:00.123");
+        w.field(38, b"000000100").field(40, b"2").field(44, b"0000190.1250").field(59, b"0");
+        assert_eq!(got, w.finish());
+        assert!(Message::new_checked(&got).is_ok());
+        assert_eq!(t.set_price(1), Err(TemplateError::Price(1)));
+        assert_eq!(t.set_qty(10_000_000_000), Err(TemplateError::TooWide("OrderQty")));
+        assert_eq!(t.set_symbol(b"MSFT"), Ok(()));
+        assert_eq!(t.set_symbol(b"GOOGL"), Err(TemplateError::SymbolLength { want: 4, got: 5 }));
+        assert!(Message::new_checked(t.bytes()).is_ok());
+    }
+
+    #[test]
+    fn soh_scan_agrees_with_a_plain_search() {
+        let mut b = vec![b'a'; 40];
+        for at in 0..40 {
+            for from in 0..=at {
+                b[at] = SOH;
+                assert_eq!(find_soh(&b, from), Some(at));
+                b[at] = b'a';
+            }
+        }
+        assert_eq!(find_soh(&b, 0), None);
+        assert_eq!(find_soh(&b, 100), None);
+        // Bytes that differ from SOH in one bit, around a real one.
+        let b = [0x00, 0x03, 0x81, 0x41, 0x11, 0x02, 0x01, 0x01, 0x00];
+        assert_eq!(find_soh(&b, 0), Some(6));
+        assert_eq!(checksum(&b), (b.iter().map(|&x| u32::from(x)).sum::<u32>() % 256) as u8);
+    }
+}

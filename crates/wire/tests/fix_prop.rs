@@ -1,0 +1,133 @@
+//! Property tests of the FIX reader, writer and order template against naive oracles: a
+//! reader that splits on SOH (for messages without data fields), a checksum summed byte by
+//! byte, and a stream cut at random points.
+
+use proptest::prelude::*;
+use tickplant_wire::fix::{self, FieldIndex, Message, OrderSpec, OrderTemplate, Writer, SOH};
+
+/// Body fields: tags that are not header, trailer or length/data tags; values of printable
+/// bytes, never empty.
+fn fields() -> impl Strategy<Value = Vec<(u32, Vec<u8>)>> {
+    let tag = (11u32..2000).prop_filter("not a length/data tag", |t| {
+        ![89, 90, 91, 93, 95, 96, 212, 213, 445, 446, 618, 619, 621, 622].contains(t) && !(348..=365).contains(t)
+    });
+    let value = proptest::collection::vec(0x20u8..0x7f, 1..24);
+    proptest::collection::vec((tag, value), 0..40)
+}
+
+/// The naive oracle: split the body on SOH and on the first '='.
+fn naive(body: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    body.split(|&b| b == SOH)
+        .filter(|f| !f.is_empty())
+        .map(|f| {
+            let eq = f.iter().position(|&b| b == b'=').unwrap();
+            (std::str::from_utf8(&f[..eq]).unwrap().parse().unwrap(), f[eq + 1..].to_vec())
+        })
+        .collect()
+}
+
+fn build(msg_type: &str, fields: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut w = Writer::new("FIX.4.4", msg_type);
+    for (t, v) in fields {
+        w.field(*t, v);
+    }
+    w.finish().to_vec()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn reader_agrees_with_a_naive_split(fields in fields(), msg_type in "[A-Z0-9]{1,2}") {
+        let b = build(&msg_type, &fields);
+        // The checksum, byte by byte.
+        let sum: u32 = b[..b.len() - 7].iter().map(|&x| u32::from(x)).sum();
+        prop_assert_eq!(&b[b.len() - 7..b.len() - 4], b"10=");
+        prop_assert_eq!(std::str::from_utf8(&b[b.len() - 4..b.len() - 1]).unwrap(), format!("{:03}", sum % 256));
+        let m = Message::new_checked(&b).unwrap();
+        prop_assert_eq!(m.msg_type(), msg_type.as_bytes());
+        let got: Vec<(u32, Vec<u8>)> = m.fields().map(|f| f.map(|f| (f.tag, f.value.to_vec()))).collect::<Result<_, _>>().unwrap();
+        let body_start = b.iter().enumerate().filter(|x| *x.1 == SOH).nth(1).unwrap().0 + 1;
+        prop_assert_eq!(&got, &naive(&b[body_start..b.len() - 7]));
+        prop_assert_eq!(&got[1..], &fields[..]);
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        for f in ix.fields() {
+            // Offsets point at the field's tag.
+            let t = format!("{}=", f.tag);
+            prop_assert_eq!(&b[f.offset..f.offset + t.len()], t.as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_anywhere_frames_whole_messages(
+        msgs in proptest::collection::vec(fields(), 1..5),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let wire: Vec<u8> = msgs.iter().flat_map(|f| build("X", f)).collect();
+        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
+        points.push(wire.len());
+        points.sort_unstable();
+        // Feed the stream in pieces; take each whole message as soon as it is there.
+        let (mut buf, mut from, mut seen) = (Vec::new(), 0, Vec::new());
+        for p in points {
+            buf.extend_from_slice(&wire[from..p]);
+            from = p;
+            while let Some(n) = fix::frame_len(&buf).unwrap() {
+                let m = Message::new_checked(&buf[..n]).unwrap();
+                seen.push(m.fields().count() - 1);
+                buf.drain(..n);
+            }
+        }
+        prop_assert!(buf.is_empty());
+        prop_assert_eq!(seen, msgs.iter().map(Vec::len).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn changed_bytes_never_panic_and_rarely_pass(fields in fields(), at in any::<prop::sample::Index>(), x in 1u8..=255) {
+        let mut b = build("X", &fields);
+        let i = at.index(b.len());
+        b[i] ^= x;
+        if let Ok(m) = Message::new_checked(&b) {
+            // A change the checksum cannot see (it only sums): the fields still parse or
+            // fail with an error, never a panic.
+            for f in m.fields() {
+                let _ = f;
+            }
+        }
+        let _ = fix::frame_len(&b);
+    }
+
+    #[test]
+    fn template_equals_the_writer(
+        seq in 0u64..1_000_000_000, id in 0u64..1_000_000_000_000, qty in 0u64..1_000_000_000,
+        price in 0i64..10_000_000, sell in any::<bool>(), ns in 0u64..4_102_444_800_000_000_000,
+        symbol in "[A-Z]{1,6}",
+    ) {
+        let mut spec = OrderSpec::new("FIX.4.2", "TP", "EX", &symbol);
+        spec.ord_type = b'2';
+        let mut t = OrderTemplate::new(&spec);
+        let px = price * 100_000; // four decimals
+        t.set_seq_num(seq).unwrap();
+        t.set_cl_ord_id(id).unwrap();
+        t.set_qty(qty).unwrap();
+        t.set_price(px).unwrap();
+        t.set_side(if sell { b'2' } else { b'1' });
+        t.set_time(ns);
+        let mut ts = [0u8; 21];
+        fix::utc_timestamp(ns, &mut ts);
+        let got = t.bytes().to_vec();
+        let mut w = Writer::new("FIX.4.2", "D");
+        w.field(49, b"TP").field(56, b"EX").field(34, format!("{seq:09}").as_bytes()).field(52, &ts);
+        w.field(11, format!("{id:012}").as_bytes()).field(55, symbol.as_bytes());
+        w.field(54, if sell { b"2" } else { b"1" }).field(60, &ts);
+        w.field(38, format!("{qty:09}").as_bytes()).field(40, b"2");
+        w.field(44, format!("{:07}.{:04}", price / 10_000, price % 10_000).as_bytes());
+        prop_assert_eq!(&got[..], w.finish());
+        let m = Message::new_checked(&got).unwrap();
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        prop_assert_eq!(ix.get(44).unwrap().as_decimal().unwrap(), px);
+        prop_assert_eq!(ix.get(34).unwrap().as_uint().unwrap(), seq);
+    }
+}
