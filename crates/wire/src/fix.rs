@@ -234,7 +234,12 @@ fn read_field(b: &[u8], i: usize, end: usize, data: Option<(u32, usize)>) -> Res
     Ok((Field { tag, value: &b[v..soh], offset: i }, soh + 1))
 }
 
+#[inline]
 fn data_field_after(tag: u32, value: &[u8]) -> Option<(u32, usize)> {
+    // Most fields are not length fields: one range test rejects them before the table.
+    if !matches!(tag, 90 | 93 | 95 | 212 | 348..=364 | 445 | 618 | 621) {
+        return None;
+    }
     DATA_FIELDS.iter().find(|p| p.0 == tag).and_then(|p| parse_uint(value).map(|n| (p.1, n as usize)))
 }
 
@@ -384,19 +389,8 @@ impl<'a> Iterator for Fields<'a> {
 /// The sum of `bytes` modulo 256 (the CheckSum).
 #[inline]
 pub fn checksum(bytes: &[u8]) -> u8 {
-    let mut chunks = bytes.chunks_exact(8);
-    let mut acc = 0u64;
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
-        // Add the eight bytes as lanes of two 32-bit halves' byte pairs: no carry crosses a
-        // lane for 256 rounds of 8-bit values in 16-bit lanes, so fold every word.
-        let pairs = (w & 0x00ff_00ff_00ff_00ff) + ((w >> 8) & 0x00ff_00ff_00ff_00ff);
-        acc += (pairs & 0xffff) + ((pairs >> 16) & 0xffff) + ((pairs >> 32) & 0xffff) + (pairs >> 48);
-    }
-    for &b in chunks.remainder() {
-        acc += u64::from(b);
-    }
-    (acc % 256) as u8
+    // A plain sum in 32-bit lanes: the compiler vectorises it.
+    (bytes.iter().map(|&b| u32::from(b)).sum::<u32>() % 256) as u8
 }
 
 /// The fields of one message, parsed once into a reused vector: lookups by tag and
@@ -600,22 +594,40 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 /// A UTCTimestamp with milliseconds (`YYYYMMDD-HH:MM:SS.sss`, 21 bytes) from UNIX ns.
 pub fn utc_timestamp(unix_ns: u64, out: &mut [u8; 21]) {
-    let ms = unix_ns / 1_000_000;
-    let (secs, milli) = (ms / 1000, (ms % 1000) as u32);
-    let (days, sod) = ((secs / 86_400) as i64, (secs % 86_400) as u32);
-    let (y, mo, d) = civil(days);
+    let days = unix_ns / 1_000_000 / 1000 / 86_400;
+    let (y, mo, d) = civil(days as i64);
     put_digits(&mut out[0..4], y as u64);
     put_digits(&mut out[4..6], u64::from(mo));
     put_digits(&mut out[6..8], u64::from(d));
-    out[8] = b'-';
-    put_digits(&mut out[9..11], u64::from(sod / 3600));
-    out[11] = b':';
-    put_digits(&mut out[12..14], u64::from(sod / 60 % 60));
-    out[14] = b':';
-    put_digits(&mut out[15..17], u64::from(sod % 60));
-    out[17] = b'.';
-    put_digits(&mut out[18..21], u64::from(milli));
+    time_of_day(unix_ns, out);
 }
+
+/// `-HH:MM:SS.sss` into `out[8..21]` (the date part is left alone).
+#[inline]
+fn time_of_day(unix_ns: u64, out: &mut [u8; 21]) {
+    let ms = unix_ns / 1_000_000;
+    let (secs, milli) = (ms / 1000, (ms % 1000) as u32);
+    let sod = (secs % 86_400) as u32;
+    out[8] = b'-';
+    out[9..11].copy_from_slice(&TWO_DIGITS[sod as usize / 3600]);
+    out[11] = b':';
+    out[12..14].copy_from_slice(&TWO_DIGITS[sod as usize / 60 % 60]);
+    out[14] = b':';
+    out[15..17].copy_from_slice(&TWO_DIGITS[sod as usize % 60]);
+    out[17] = b'.';
+    out[18] = b'0' + (milli / 100) as u8;
+    out[19..21].copy_from_slice(&TWO_DIGITS[milli as usize % 100]);
+}
+
+const TWO_DIGITS: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
 
 /// What a template refuses to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -705,6 +717,9 @@ pub struct OrderTemplate {
     price: Option<Slot>,
     price_decimals: usize,
     transact_time: Slot,
+    /// The last timestamp written and its day (the date part is formatted once a day).
+    stamp: [u8; 21],
+    stamp_day: u64,
 }
 
 impl OrderTemplate {
@@ -769,6 +784,8 @@ impl OrderTemplate {
             price: (spec.ord_type != b'1').then(|| slot(tag::PRICE)),
             price_decimals: spec.price_digits.1,
             transact_time: slot(tag::TRANSACT_TIME),
+            stamp: *b"19700101-00:00:00.000",
+            stamp_day: 0,
             buf,
         };
         t.write_checksum();
@@ -809,8 +826,15 @@ impl OrderTemplate {
     }
     /// SendingTime and TransactTime, from UNIX ns.
     pub fn set_time(&mut self, unix_ns: u64) {
-        let mut t = [0u8; 21];
-        utc_timestamp(unix_ns, &mut t);
+        let day = unix_ns / 86_400_000_000_000;
+        let mut t = self.stamp;
+        if day != self.stamp_day {
+            utc_timestamp(unix_ns, &mut t);
+            self.stamp_day = day;
+        } else {
+            time_of_day(unix_ns, &mut t);
+        }
+        self.stamp = t;
         self.patch(self.time, &t);
         self.patch(self.transact_time, &t);
     }
