@@ -927,41 +927,22 @@ pub fn summary(r: &Report) -> String {
     );
     let _ = writeln!(s, "  throughput: {:.2} M messages/s ({:.3} s wall)", r.messages_per_s / 1e6, r.wall_s);
     let _ = writeln!(s, "  latency (ns)                    count        p50      p90      p99    p99.9        max");
-    for (name, l) in &r.latency_ns {
+    let row = |s: &mut String, name: &str, l: &Latency| {
         let _ = writeln!(
             s,
             "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
             name, l.count, l.p50, l.p90, l.p99, l.p999, l.max
         );
+    };
+    for (name, l) in &r.latency_ns {
+        row(&mut s, name, l);
     }
     for c in &r.consumers {
-        let l = &c.ring_latency_ns;
-        let _ = writeln!(
-            s,
-            "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
-            format!("4 ring -> {}", c.name),
-            l.count,
-            l.p50,
-            l.p90,
-            l.p99,
-            l.p999,
-            l.max
-        );
+        row(&mut s, &format!("4 ring -> {}", c.name), &c.ring_latency_ns);
     }
     for c in &r.consumers {
         if let Some(m) = &c.matching {
-            let l = &m.latency_ns;
-            let _ = writeln!(
-                s,
-                "    {:<28} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}",
-                format!("5 match -> {}", c.name),
-                l.count,
-                l.p50,
-                l.p90,
-                l.p99,
-                l.p999,
-                l.max
-            );
+            row(&mut s, &format!("5 match -> {}", c.name), &m.latency_ns);
         }
     }
     s
