@@ -698,6 +698,8 @@ impl OrderSpec {
 struct Slot {
     at: usize,
     len: usize,
+    /// The number the slot holds (numeric slots; the template starts with zeros).
+    last: u64,
 }
 
 /// A NewOrderSingle serialized once, patched in place. [`OrderTemplate::bytes`] gives the
@@ -770,7 +772,11 @@ impl OrderTemplate {
         let check_at = buf.len() + 3;
         buf.extend_from_slice(b"10=000\x01");
         let slot = |tag: u32| {
-            slots.iter().find(|s| s.0 == tag).map(|s| Slot { at: base + s.1, len: s.2 }).expect("the template has it")
+            slots
+                .iter()
+                .find(|s| s.0 == tag)
+                .map(|s| Slot { at: base + s.1, len: s.2, last: 0 })
+                .expect("the template has it")
         };
         let mut t = OrderTemplate {
             sum: buf[..check_at - 3].iter().map(|&b| u32::from(b)).sum(),
@@ -801,24 +807,54 @@ impl OrderTemplate {
             *o = n;
         }
     }
+    /// Write the number `v` into a numeric slot. The same number costs nothing, and the
+    /// next one (sequence numbers, order ids) is a carry from the last digit, not a
+    /// formatting.
     #[inline]
-    fn patch_digits(&mut self, slot: Slot, v: u64, what: &'static str) -> core::result::Result<(), TemplateError> {
-        let mut b = [0u8; 24];
-        let d = &mut b[..slot.len];
-        if slot.len > 24 || !put_digits(d, v) {
+    fn set_number(
+        buf: &mut [u8],
+        sum: &mut u32,
+        slot: &mut Slot,
+        v: u64,
+        what: &'static str,
+    ) -> core::result::Result<(), TemplateError> {
+        if v == slot.last {
+            return Ok(());
+        }
+        if slot.len < 20 && v >= 10u64.pow(slot.len as u32) {
             return Err(TemplateError::TooWide(what));
         }
-        self.patch(slot, &b[..slot.len]);
+        let digits = &mut buf[slot.at..slot.at + slot.len];
+        if v == slot.last.wrapping_add(1) {
+            for d in digits.iter_mut().rev() {
+                if *d == b'9' {
+                    *d = b'0';
+                    *sum = sum.wrapping_sub(9);
+                } else {
+                    *d += 1;
+                    *sum = sum.wrapping_add(1);
+                    break;
+                }
+            }
+        } else {
+            let mut b = [0u8; 24];
+            put_digits(&mut b[..slot.len.min(24)], v);
+            for (o, &n) in digits.iter_mut().zip(&b) {
+                *sum = sum.wrapping_add(u32::from(n)).wrapping_sub(u32::from(*o));
+                *o = n;
+            }
+        }
+        slot.last = v;
         Ok(())
     }
     pub fn set_seq_num(&mut self, n: u64) -> core::result::Result<(), TemplateError> {
-        self.patch_digits(self.seq, n, "MsgSeqNum")
+        Self::set_number(&mut self.buf, &mut self.sum, &mut self.seq, n, "MsgSeqNum")
     }
     pub fn set_cl_ord_id(&mut self, n: u64) -> core::result::Result<(), TemplateError> {
-        self.patch_digits(self.cl_ord_id, n, "ClOrdID")
+        Self::set_number(&mut self.buf, &mut self.sum, &mut self.cl_ord_id, n, "ClOrdID")
     }
     pub fn set_qty(&mut self, q: u64) -> core::result::Result<(), TemplateError> {
-        self.patch_digits(self.qty, q, "OrderQty")
+        Self::set_number(&mut self.buf, &mut self.sum, &mut self.qty, q, "OrderQty")
     }
     /// `b'1'` buy, `b'2'` sell.
     pub fn set_side(&mut self, side: u8) {
@@ -840,7 +876,10 @@ impl OrderTemplate {
     }
     /// The price in 1e-9 units (limit orders).
     pub fn set_price(&mut self, p: i64) -> core::result::Result<(), TemplateError> {
-        let Some(slot) = self.price else { return Ok(()) };
+        let Some(mut slot) = self.price else { return Ok(()) };
+        if p as u64 == slot.last {
+            return Ok(());
+        }
         let d = self.price_decimals;
         let unit = 10u64.pow(9 - d as u32);
         if p < 0 || p as u64 % unit != 0 {
@@ -857,6 +896,8 @@ impl OrderTemplate {
             put_digits(&mut b[whole_len + 1..slot.len], v % 10u64.pow(d as u32));
         }
         self.patch(slot, &b[..slot.len]);
+        slot.last = p as u64;
+        self.price = Some(slot);
         Ok(())
     }
     /// A symbol of the same length as the template's (build a template per symbol).

@@ -102,32 +102,47 @@ proptest! {
     fn template_equals_the_writer(
         seq in 0u64..1_000_000_000, id in 0u64..1_000_000_000_000, qty in 0u64..1_000_000_000,
         price in 0i64..10_000_000, sell in any::<bool>(), ns in 0u64..4_102_444_800_000_000_000,
-        symbol in "[A-Z]{1,6}",
+        symbol in "[A-Z]{1,6}", steps in proptest::collection::vec((0u8..4, 0u64..3), 0..8),
     ) {
         let mut spec = OrderSpec::new("FIX.4.2", "TP", "EX", &symbol);
         spec.ord_type = b'2';
         let mut t = OrderTemplate::new(&spec);
-        let px = price * 100_000; // four decimals
-        t.set_seq_num(seq).unwrap();
-        t.set_cl_ord_id(id).unwrap();
-        t.set_qty(qty).unwrap();
-        t.set_price(px).unwrap();
-        t.set_side(if sell { b'2' } else { b'1' });
-        t.set_time(ns);
-        let mut ts = [0u8; 21];
-        fix::utc_timestamp(ns, &mut ts);
-        let got = t.bytes().to_vec();
-        let mut w = Writer::new("FIX.4.2", "D");
-        w.field(49, b"TP").field(56, b"EX").field(34, format!("{seq:09}").as_bytes()).field(52, &ts);
-        w.field(11, format!("{id:012}").as_bytes()).field(55, symbol.as_bytes());
-        w.field(54, if sell { b"2" } else { b"1" }).field(60, &ts);
-        w.field(38, format!("{qty:09}").as_bytes()).field(40, b"2");
-        w.field(44, format!("{:07}.{:04}", price / 10_000, price % 10_000).as_bytes());
-        prop_assert_eq!(&got[..], w.finish());
-        let m = Message::new_checked(&got).unwrap();
-        let mut ix = FieldIndex::new();
-        ix.parse(&m).unwrap();
-        prop_assert_eq!(ix.get(44).unwrap().as_decimal().unwrap(), px);
-        prop_assert_eq!(ix.get(34).unwrap().as_uint().unwrap(), seq);
+        let (mut seq, mut id, mut qty, mut price, mut ns) = (seq, id, qty, price, ns);
+        // The first order, then orders that change a little: the next sequence number and
+        // order id (carries included: 999 -> 1000), the same quantity, another price.
+        for k in 0..=steps.len() {
+            if k > 0 {
+                let (what, by) = steps[k - 1];
+                match what {
+                    0 => seq = (seq + by + 1).min(999_999_999),
+                    1 => id = (id + by + 1).min(999_999_999_999),
+                    2 => qty = (qty + by) % 1_000_000_000,
+                    _ => price = (price + by as i64 * 7) % 10_000_000,
+                }
+                ns += by * 1_234_567;
+            }
+            let px = price * 100_000; // four decimals
+            t.set_seq_num(seq).unwrap();
+            t.set_cl_ord_id(id).unwrap();
+            t.set_qty(qty).unwrap();
+            t.set_price(px).unwrap();
+            t.set_side(if sell { b'2' } else { b'1' });
+            t.set_time(ns);
+            let mut ts = [0u8; 21];
+            fix::utc_timestamp(ns, &mut ts);
+            let got = t.bytes().to_vec();
+            let mut w = Writer::new("FIX.4.2", "D");
+            w.field(49, b"TP").field(56, b"EX").field(34, format!("{seq:09}").as_bytes()).field(52, &ts);
+            w.field(11, format!("{id:012}").as_bytes()).field(55, symbol.as_bytes());
+            w.field(54, if sell { b"2" } else { b"1" }).field(60, &ts);
+            w.field(38, format!("{qty:09}").as_bytes()).field(40, b"2");
+            w.field(44, format!("{:07}.{:04}", price / 10_000, price % 10_000).as_bytes());
+            prop_assert_eq!(&got[..], w.finish());
+            let m = Message::new_checked(&got).unwrap();
+            let mut ix = FieldIndex::new();
+            ix.parse(&m).unwrap();
+            prop_assert_eq!(ix.get(44).unwrap().as_decimal().unwrap(), px);
+            prop_assert_eq!(ix.get(34).unwrap().as_uint().unwrap(), seq);
+        }
     }
 }
