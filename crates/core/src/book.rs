@@ -411,7 +411,7 @@ impl Book {
 
 /// Ask the CPU to start loading the cache line of `x`.
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub(crate) fn prefetch<T>(x: &T) {
     let p: *const T = x;
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint: it never faults, reads nothing into the program, and the

@@ -276,6 +276,26 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Prefetch the lines an insert writes.
+    #[inline]
+    fn warm(&self) {
+        use crate::book::prefetch;
+        if let Some(x) = self.free.last() {
+            prefetch(x);
+        }
+        if let Some(x) = self.members.last() {
+            prefetch(x);
+        }
+        if let Some(x) = self.never.0.last() {
+            prefetch(x);
+        }
+        if let Some(x) = self.pending.last() {
+            prefetch(x);
+        }
+        if let Some(x) = self.pending_iv.last() {
+            prefetch(x);
+        }
+    }
     fn words(&self) -> usize {
         self.members.len().div_ceil(64)
     }
@@ -636,6 +656,19 @@ impl Matcher {
                 Some((i, copies, distinct))
             })
             .max_by_key(|&(i, copies, distinct)| (copies == 1, distinct, usize::MAX - i));
+        // Start loading the cluster's insert-path lines now: in a big index they are cold,
+        // and loaded one after another they would cost a memory latency each.
+        let first = match access {
+            None => Some(0),
+            Some((i, 1, _)) => match &s.preds[i].rhs {
+                Rhs::Value(v) => self.keyed.get(&(s.preds[i].attr, key(*v))).copied(),
+                _ => None,
+            },
+            Some(_) => None,
+        };
+        if let Some(c) = first {
+            self.clusters[c as usize].warm();
+        }
         let mut intervals: Vec<(AttrId, i128, i128)> = Vec::with_capacity(s.preds.len());
         let mut residual = Vec::new();
         for (i, p) in s.preds.iter().enumerate() {
