@@ -9,6 +9,7 @@
 pub mod arb;
 pub mod book;
 pub mod event;
+pub mod fix_session;
 pub mod itch;
 pub mod matcher;
 pub mod naive;
