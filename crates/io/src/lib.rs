@@ -2,6 +2,7 @@
 //! written, with time-ordered merging of several captures for replay.
 
 pub mod clock;
+pub mod fix_store;
 pub mod itch;
 pub mod pcap;
 pub mod pipeline;
