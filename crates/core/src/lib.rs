@@ -13,6 +13,7 @@ pub mod fix_session;
 pub mod itch;
 pub mod matcher;
 pub mod naive;
+pub mod risk;
 pub mod route;
 pub mod seq;
 

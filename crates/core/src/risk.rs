@@ -1,0 +1,262 @@
+//! Pre-trade risk checks: every order is checked before anything is sent, and a refused
+//! order is counted with its reason.
+//!
+//! Checks, in order: the kill switch, maximum order quantity, maximum notional (quantity x
+//! price), maximum open orders, maximum orders per second per symbol (a sliding one-second
+//! window), the position limit (the position if every open order filled), and a price
+//! collar around the symbol's last trade. A limit of 0 turns its check off. Prices are i64
+//! in 1e-9 units; quantities whole shares. Sans-IO: `now` comes in (ns).
+
+use std::collections::{HashMap, VecDeque};
+
+/// Why an order was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RiskReject {
+    KillSwitch,
+    MaxOrderQty,
+    MaxNotional,
+    MaxOpenOrders,
+    RateLimit,
+    PositionLimit,
+    PriceCollar,
+}
+
+impl RiskReject {
+    pub const ALL: [RiskReject; 7] = [
+        RiskReject::KillSwitch,
+        RiskReject::MaxOrderQty,
+        RiskReject::MaxNotional,
+        RiskReject::MaxOpenOrders,
+        RiskReject::RateLimit,
+        RiskReject::PositionLimit,
+        RiskReject::PriceCollar,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskReject::KillSwitch => "kill_switch",
+            RiskReject::MaxOrderQty => "max_order_qty",
+            RiskReject::MaxNotional => "max_notional",
+            RiskReject::MaxOpenOrders => "max_open_orders",
+            RiskReject::RateLimit => "orders_per_second",
+            RiskReject::PositionLimit => "position_limit",
+            RiskReject::PriceCollar => "price_collar",
+        }
+    }
+}
+
+/// The limits (0: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RiskLimits {
+    pub max_order_qty: u64,
+    /// Quantity x price, in whole currency units.
+    pub max_notional: u64,
+    pub max_open_orders: u64,
+    pub max_orders_per_second: u64,
+    /// Absolute position per symbol, counting open orders as if filled.
+    pub max_position: u64,
+    /// Largest distance from the last trade, in basis points of it.
+    pub collar_bps: u64,
+}
+
+/// An order about to be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderIntent {
+    pub symbol: u32,
+    pub buy: bool,
+    pub qty: u64,
+    /// 1e-9 units; for a market order, the price it is expected to fill near.
+    pub price: i64,
+}
+
+#[derive(Debug, Default, Clone)]
+struct SymbolRisk {
+    position: i64,
+    /// Open buy and sell quantity.
+    open_buy: u64,
+    open_sell: u64,
+    last_trade: Option<i64>,
+    recent: VecDeque<u64>,
+}
+
+/// Risk state: positions, open orders, recent order times, last trades.
+#[derive(Debug, Clone, Default)]
+pub struct Risk {
+    limits: RiskLimits,
+    killed: bool,
+    open_orders: u64,
+    symbols: HashMap<u32, SymbolRisk>,
+    rejects: [u64; 7],
+    accepted: u64,
+}
+
+impl Risk {
+    pub fn new(limits: RiskLimits) -> Self {
+        Risk { limits, ..Default::default() }
+    }
+    pub fn limits(&self) -> &RiskLimits {
+        &self.limits
+    }
+    pub fn set_limits(&mut self, limits: RiskLimits) {
+        self.limits = limits;
+    }
+    /// Stop (or allow again) every order.
+    pub fn set_kill_switch(&mut self, on: bool) {
+        self.killed = on;
+    }
+    /// A trade printed on the market (for the collar).
+    pub fn on_trade(&mut self, symbol: u32, price: i64) {
+        self.symbols.entry(symbol).or_default().last_trade = Some(price);
+    }
+
+    /// Check an order; when it passes it counts as open (and in the rate window).
+    pub fn check(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
+        let r = self.verdict(now, o);
+        match r {
+            Ok(()) => {
+                self.accepted += 1;
+                self.open_orders += 1;
+                let s = self.symbols.entry(o.symbol).or_default();
+                if o.buy {
+                    s.open_buy += o.qty;
+                } else {
+                    s.open_sell += o.qty;
+                }
+                s.recent.push_back(now);
+            }
+            Err(why) => self.rejects[why as usize] += 1,
+        }
+        r
+    }
+
+    fn verdict(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
+        let l = self.limits;
+        if self.killed {
+            return Err(RiskReject::KillSwitch);
+        }
+        if l.max_order_qty > 0 && o.qty > l.max_order_qty {
+            return Err(RiskReject::MaxOrderQty);
+        }
+        if l.max_notional > 0 {
+            let notional = u128::from(o.qty) * u128::from(o.price.unsigned_abs()) / 1_000_000_000;
+            if notional > u128::from(l.max_notional) {
+                return Err(RiskReject::MaxNotional);
+            }
+        }
+        if l.max_open_orders > 0 && self.open_orders >= l.max_open_orders {
+            return Err(RiskReject::MaxOpenOrders);
+        }
+        let s = self.symbols.entry(o.symbol).or_default();
+        if l.max_orders_per_second > 0 {
+            while s.recent.front().is_some_and(|&t| t + 1_000_000_000 <= now) {
+                s.recent.pop_front();
+            }
+            if s.recent.len() as u64 >= l.max_orders_per_second {
+                return Err(RiskReject::RateLimit);
+            }
+        }
+        if l.max_position > 0 {
+            let worst = if o.buy {
+                s.position + (s.open_buy + o.qty) as i64
+            } else {
+                s.position - (s.open_sell + o.qty) as i64
+            };
+            if worst.unsigned_abs() > l.max_position {
+                return Err(RiskReject::PositionLimit);
+            }
+        }
+        if l.collar_bps > 0 {
+            if let Some(last) = s.last_trade {
+                let dist = (i128::from(o.price) - i128::from(last)).unsigned_abs();
+                if dist * 10_000 > u128::from(last.unsigned_abs()) * u128::from(l.collar_bps) {
+                    return Err(RiskReject::PriceCollar);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A fill of `qty` of an order checked earlier; `done` when the order is finished.
+    pub fn on_fill(&mut self, symbol: u32, buy: bool, qty: u64, done: bool) {
+        let s = self.symbols.entry(symbol).or_default();
+        if buy {
+            s.position += qty as i64;
+            s.open_buy = s.open_buy.saturating_sub(qty);
+        } else {
+            s.position -= qty as i64;
+            s.open_sell = s.open_sell.saturating_sub(qty);
+        }
+        if done {
+            self.open_orders = self.open_orders.saturating_sub(1);
+        }
+    }
+    /// An order ended without filling (rejected or cancelled) with `qty` still open.
+    pub fn on_done(&mut self, symbol: u32, buy: bool, qty: u64) {
+        let s = self.symbols.entry(symbol).or_default();
+        if buy {
+            s.open_buy = s.open_buy.saturating_sub(qty);
+        } else {
+            s.open_sell = s.open_sell.saturating_sub(qty);
+        }
+        self.open_orders = self.open_orders.saturating_sub(1);
+    }
+    pub fn position(&self, symbol: u32) -> i64 {
+        self.symbols.get(&symbol).map_or(0, |s| s.position)
+    }
+    pub fn open_orders(&self) -> u64 {
+        self.open_orders
+    }
+    pub fn accepted(&self) -> u64 {
+        self.accepted
+    }
+    /// Refusals by reason.
+    pub fn rejects(&self) -> impl Iterator<Item = (RiskReject, u64)> + '_ {
+        RiskReject::ALL.into_iter().map(|r| (r, self.rejects[r as usize]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PX: i64 = 100_000_000_000; // 100.0
+
+    fn buy(qty: u64) -> OrderIntent {
+        OrderIntent { symbol: 1, buy: true, qty, price: PX }
+    }
+
+    #[test]
+    fn each_limit_refuses_with_its_reason() {
+        let mut r = Risk::new(RiskLimits { max_order_qty: 500, ..Default::default() });
+        assert_eq!(r.check(0, &buy(501)), Err(RiskReject::MaxOrderQty));
+        assert_eq!(r.check(0, &buy(500)), Ok(()));
+        let mut r = Risk::new(RiskLimits { max_notional: 10_000, ..Default::default() });
+        assert_eq!(r.check(0, &buy(101)), Err(RiskReject::MaxNotional));
+        assert_eq!(r.check(0, &buy(100)), Ok(()));
+        let mut r = Risk::new(RiskLimits { max_open_orders: 2, ..Default::default() });
+        assert!(r.check(0, &buy(1)).is_ok() && r.check(0, &buy(1)).is_ok());
+        assert_eq!(r.check(0, &buy(1)), Err(RiskReject::MaxOpenOrders));
+        r.on_fill(1, true, 1, true);
+        assert_eq!(r.check(0, &buy(1)), Ok(()));
+        let mut r = Risk::new(RiskLimits { max_orders_per_second: 2, ..Default::default() });
+        assert!(r.check(0, &buy(1)).is_ok() && r.check(10, &buy(1)).is_ok());
+        assert_eq!(r.check(999_999_999, &buy(1)), Err(RiskReject::RateLimit));
+        assert_eq!(r.check(1_000_000_000, &buy(1)), Ok(()), "the first left the window");
+        let mut r = Risk::new(RiskLimits { max_position: 200, ..Default::default() });
+        assert!(r.check(0, &buy(100)).is_ok());
+        r.on_fill(1, true, 100, true);
+        assert!(r.check(0, &buy(100)).is_ok());
+        assert_eq!(r.check(0, &buy(1)), Err(RiskReject::PositionLimit), "100 held + 100 open + 1");
+        assert_eq!(r.position(1), 100);
+        let mut r = Risk::new(RiskLimits { collar_bps: 100, ..Default::default() });
+        assert_eq!(r.check(0, &buy(1)), Ok(()), "no trade yet: no collar");
+        r.on_trade(1, 98_000_000_000);
+        assert_eq!(r.check(0, &buy(1)), Err(RiskReject::PriceCollar), "100 is 2% from 98");
+        r.on_trade(1, 99_500_000_000);
+        assert_eq!(r.check(0, &buy(1)), Ok(()));
+        r.set_kill_switch(true);
+        assert_eq!(r.check(0, &buy(1)), Err(RiskReject::KillSwitch));
+        let counts: Vec<_> = r.rejects().filter(|x| x.1 > 0).collect();
+        assert_eq!(counts, vec![(RiskReject::KillSwitch, 1), (RiskReject::PriceCollar, 1)]);
+    }
+}
