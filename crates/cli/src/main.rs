@@ -7,6 +7,7 @@ mod itchcmd;
 mod matchcmd;
 mod runcmd;
 mod simcmd;
+mod tradecmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Cmd {
     /// Generate an ITCH day, impair it onto A and B, run the whole pipeline on it, and
     /// check the result against the simulator's ground truth.
     Demo(democmd::DemoArgs),
+    /// Tick-to-trade: read FIX market data from multicast and send orders over a FIX
+    /// session (strategy fttc: BUY on each whole-dollar price, SELL on each BUY's fill).
+    Trade(Box<tradecmd::TradeArgs>),
     /// Performance benchmarks with their targets and peers.
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -113,6 +117,11 @@ fn run(cli: Cli) -> Result<()> {
             runcmd::run(&cfg, quiet)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Sim(simcmd::SimCmd::FixMd(a)) => tradecmd::fix_md(&a)?,
+        Cmd::Sim(simcmd::SimCmd::Exchange(a)) => tradecmd::exchange(&a)?,
+        Cmd::Trade(a) => {
+            tradecmd::trade(&a)?;
+        }
         Cmd::Match(a) => matchcmd::run(&a)?,
         Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {

@@ -18,6 +18,12 @@ pub enum SimCmd {
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
     Itch(ItchArgs),
+    /// Send FIX 4.4 market data (35=X, one message per datagram) to a multicast group:
+    /// random symbols, each one's price up $0.001 per update.
+    FixMd(crate::tradecmd::FixMdArgs),
+    /// A FIX 4.2/4.4 exchange: an ExecutionReport (New) for each NewOrderSingle at once,
+    /// a fill after a delay.
+    Exchange(crate::tradecmd::ExchangeArgs),
 }
 
 #[derive(Debug, Args, Clone)]

@@ -266,6 +266,19 @@ impl<S: SessionStore> Session<S> {
         seq
     }
 
+    /// The MsgSeqNum the next message we send will carry.
+    pub fn next_sender_seq(&self) -> u64 {
+        self.store.next_sender_seq()
+    }
+
+    /// An application message the caller serialized and sent itself (a pre-built order
+    /// template): kept for resends, and the sequence moves on.
+    pub fn record_sent(&mut self, now: u64, seq: u64, bytes: &[u8]) {
+        self.store.save(seq, bytes);
+        self.store.set_next_sender_seq(seq + 1);
+        self.last_sent = now;
+    }
+
     /// Start a Logout (the session closes when the counterparty answers, or after a
     /// heartbeat interval).
     pub fn logout(&mut self, now: u64, text: &str) {

@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod fix_store;
+pub mod fixnet;
 pub mod itch;
 pub mod pcap;
 pub mod pipeline;

@@ -293,7 +293,7 @@ impl Report {
     }
 }
 
-fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
+pub(crate) fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
     if h.is_empty() {
         return Latency::default();
     }
@@ -307,7 +307,7 @@ fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
     }
 }
 
-fn hist() -> Histogram<u64> {
+pub(crate) fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid bounds")
 }
 

@@ -3,11 +3,13 @@
 //! Everything here is a pure function of its seed: the same seed gives the same bytes on
 //! every machine (xoshiro256++ from `rand_xoshiro`, never an OS source of randomness).
 
+pub mod fix_md;
 pub mod impair;
 pub mod itch;
 pub mod matching;
 pub mod moldudp64;
 
+pub use fix_md::{fix_symbol, FixMd, FixMdConfig};
 pub use impair::{impair, ImpairConfig, Impaired, TruthRow};
 pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};

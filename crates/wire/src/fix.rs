@@ -415,6 +415,13 @@ impl<'a> FieldIndex<'a> {
     pub fn fields(&self) -> &[Field<'a>] {
         &self.fields
     }
+    /// The index emptied, for messages in another buffer, keeping its allocation (the
+    /// in-place collect of an empty vector reuses it): a receive loop indexes every
+    /// datagram without allocating.
+    pub fn recycle<'b>(mut self) -> FieldIndex<'b> {
+        self.fields.clear();
+        FieldIndex { fields: self.fields.into_iter().map(|_| unreachable!("emptied")).collect() }
+    }
     /// The first field with `tag`.
     pub fn get(&self, tag: u32) -> Option<&Field<'a>> {
         self.fields.iter().find(|f| f.tag == tag)

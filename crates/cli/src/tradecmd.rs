@@ -1,0 +1,233 @@
+//! The tick-to-trade harness: `tickplant sim fix-md`, `tickplant sim exchange` and
+//! `tickplant trade`. See docs/tick-to-trade.md.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tickplant_core::risk::RiskLimits;
+use tickplant_io::fixnet::{self, ExchangeConfig, TradeConfig};
+use tickplant_sim::{FixMd, FixMdConfig};
+
+/// A duration such as `10s`, `500ms`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) =
+        s.trim().split_at(s.trim().find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.trim().len()));
+    let n: f64 = num.parse().map_err(|_| format!("{s:?}: expected a number and a unit (10s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" => n / 1e6,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (s, ms, us, m)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn group(s: &str) -> Result<SocketAddrV4, String> {
+    let a: SocketAddrV4 = s.parse().map_err(|e| format!("{s:?}: expected GROUP:PORT ({e})"))?;
+    if !a.ip().is_multicast() {
+        return Err(format!("{s:?}: {} is not a multicast group (224.0.0.0/4)", a.ip()));
+    }
+    Ok(a)
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct FixMdArgs {
+    /// Multicast group and port to send to.
+    #[arg(long, value_parser = group, default_value = "239.255.0.1:31001")]
+    pub group: SocketAddrV4,
+    /// Interface address to send from.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub iface: Ipv4Addr,
+    #[arg(long, default_value_t = 100)]
+    pub symbols: u32,
+    /// Messages per second.
+    #[arg(long, default_value_t = 10_000)]
+    pub rate: u64,
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Entries per message, at most.
+    #[arg(long, default_value_t = 3)]
+    pub max_entries: u32,
+    /// Write the ground truth (messages, entries, whole-dollar prices) as JSON here.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+}
+
+pub fn fix_md(a: &FixMdArgs) -> Result<()> {
+    if a.rate == 0 {
+        bail!("--rate must be at least 1 message per second");
+    }
+    let mut g = FixMd::new(FixMdConfig { max_entries: a.max_entries, ..FixMdConfig::new(a.seed, a.symbols) });
+    let stop = AtomicBool::new(false);
+    let r = fixnet::send_market_data(a.group, a.iface, a.rate, a.duration, &stop, |now| g.next_message(now).to_vec())
+        .with_context(|| format!("sending to {} on {}", a.group, a.iface))?;
+    let truth = serde_json::json!({
+        "messages": r.messages,
+        "entries": g.entries,
+        "whole_dollar_prices": g.whole_dollar_total(),
+        "seconds": r.seconds,
+    });
+    eprintln!(
+        "sim fix-md: {} messages ({} entries, {} whole-dollar prices) to {} in {:.1} s",
+        r.messages,
+        g.entries,
+        g.whole_dollar_total(),
+        a.group,
+        r.seconds
+    );
+    if let Some(p) = &a.truth {
+        std::fs::write(p, serde_json::to_string_pretty(&truth)? + "\n").with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ExchangeArgs {
+    /// Address to accept FIX sessions on.
+    #[arg(long, default_value = "127.0.0.1:9878")]
+    pub listen: SocketAddr,
+    /// The exchange's SenderCompID.
+    #[arg(long, default_value = "EXCH")]
+    pub comp_id: String,
+    /// Fill each order this many microseconds after its acknowledgement.
+    #[arg(long, default_value_t = 1_000)]
+    pub fill_delay_us: u64,
+    /// Price for fills of market orders that carry no Price (44).
+    #[arg(long, default_value = "100")]
+    pub fill_price: String,
+    /// Stop after this long (default: run until killed).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+pub fn exchange(a: &ExchangeArgs) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(d) = a.duration {
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            s.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+    let cfg = ExchangeConfig {
+        listen: a.listen,
+        comp_id: a.comp_id.clone(),
+        fill_delay: Duration::from_micros(a.fill_delay_us),
+        fill_price: a.fill_price.clone(),
+    };
+    eprintln!("sim exchange: accepting FIX 4.2/4.4 sessions on {} as {}", a.listen, a.comp_id);
+    let r = fixnet::run_exchange(&cfg, stop).with_context(|| format!("exchange on {}", a.listen))?;
+    eprintln!("sim exchange: {} sessions, {} orders, {} acks, {} fills", r.sessions, r.orders, r.acks, r.fills);
+    Ok(())
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TradeArgs {
+    /// Market data: multicast group and port.
+    #[arg(long, value_parser = group, default_value = "239.255.0.1:31001")]
+    pub md: SocketAddrV4,
+    /// Interface address to join the group on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub iface: Ipv4Addr,
+    /// The exchange's FIX order entry address.
+    #[arg(long, default_value = "127.0.0.1:9878")]
+    pub exchange: SocketAddr,
+    #[arg(long, default_value = "TICKPLANT")]
+    pub sender: String,
+    #[arg(long, default_value = "EXCH")]
+    pub target: String,
+    /// FIX.4.4 or FIX.4.2.
+    #[arg(long, default_value = "FIX.4.4")]
+    pub begin_string: String,
+    /// The strategy: `fttc` (BUY on every whole-dollar price, SELL on each BUY's fill).
+    #[arg(long, default_value = "fttc")]
+    pub strategy: String,
+    /// Shares per order.
+    #[arg(long, default_value_t = 100)]
+    pub qty: u64,
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    #[arg(long, default_value_t = 30)]
+    pub heartbeat_s: u32,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Risk: largest order quantity (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_order_qty: u64,
+    /// Risk: largest quantity x price, whole currency units (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_notional: u64,
+    /// Risk: most open orders (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_open_orders: u64,
+    /// Risk: most orders per second per symbol (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_orders_per_second: u64,
+    /// Risk: largest absolute position per symbol, open orders included (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_position: u64,
+    /// Risk: largest distance from the last trade, basis points (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub collar_bps: u64,
+}
+
+pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
+    if a.strategy != "fttc" {
+        bail!("--strategy {:?}: only \"fttc\" is built in so far", a.strategy);
+    }
+    if !matches!(a.begin_string.as_str(), "FIX.4.4" | "FIX.4.2") {
+        bail!("--begin-string {:?}: FIX.4.4 or FIX.4.2", a.begin_string);
+    }
+    let cfg = TradeConfig {
+        md_group: a.md,
+        iface: a.iface,
+        exchange: a.exchange,
+        sender: a.sender.clone(),
+        target: a.target.clone(),
+        begin_string: a.begin_string.clone(),
+        qty: a.qty,
+        duration: a.duration,
+        heartbeat_s: a.heartbeat_s,
+        limits: RiskLimits {
+            max_order_qty: a.max_order_qty,
+            max_notional: a.max_notional,
+            max_open_orders: a.max_open_orders,
+            max_orders_per_second: a.max_orders_per_second,
+            max_position: a.max_position,
+            collar_bps: a.collar_bps,
+        },
+    };
+    let stop = AtomicBool::new(false);
+    let r = fixnet::run_trade(&cfg, &stop).with_context(|| format!("trading against {}", a.exchange))?;
+    eprintln!(
+        "trade: {} market data messages ({} entries, {} undecodable, {} gaps); {} whole-dollar prices; {} BUYs sent, {} acks, {} BUY fills, {} SELLs sent, {} SELL fills; risk rejects {:?}",
+        r.md_messages,
+        r.md_entries,
+        r.md_undecodable,
+        r.md_gaps,
+        r.whole_dollar_prices,
+        r.buys_sent,
+        r.acks,
+        r.buy_fills,
+        r.sells_sent,
+        r.sell_fills,
+        r.risk_rejects
+    );
+    eprintln!("  latency (ns)          count        p50      p90      p99    p99.9        max");
+    for (name, l) in &r.latency_ns {
+        eprintln!("    {:<16} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}", name, l.count, l.p50, l.p90, l.p99, l.p999, l.max);
+    }
+    if let Some(p) = &a.report {
+        std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(r)
+}
