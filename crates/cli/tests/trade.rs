@@ -1,0 +1,117 @@
+//! End to end on loopback with the real binary: `sim exchange`, `trade --strategy fttc` and
+//! `sim fix-md`. Every whole-dollar price produces exactly one BUY, every BUY fill exactly
+//! one SELL; nothing lost or doubled. A risk limit stops the orders it should.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    Command::new(BIN).args(args).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+fn finish(c: Child, what: &str) -> String {
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{what} failed: {err}");
+    err
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Run the three parts; returns the trade report and the market data truth.
+fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let port = free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let ex = spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "6s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let mut args = vec![
+        "trade",
+        "--md",
+        group,
+        "--iface",
+        "127.0.0.1",
+        "--exchange",
+        &listen,
+        "--sender",
+        "TP",
+        "--target",
+        "EXCH",
+        "--duration",
+        "4s",
+        "--report",
+        "report.json",
+    ];
+    args.extend_from_slice(trade_extra);
+    let tr = spawn(dir, &args);
+    std::thread::sleep(Duration::from_millis(800));
+    let md = spawn(
+        dir,
+        &[
+            "sim",
+            "fix-md",
+            "--group",
+            group,
+            "--symbols",
+            "10",
+            "--rate",
+            "5000",
+            "--duration",
+            "2s",
+            "--truth",
+            "truth.json",
+        ],
+    );
+    finish(md, "sim fix-md");
+    finish(tr, "trade");
+    finish(ex, "sim exchange");
+    (json(&dir.join("report.json")), json(&dir.join("truth.json")))
+}
+
+#[test]
+fn every_whole_dollar_price_buys_once_and_every_fill_sells_once() {
+    let d = tempfile::tempdir().unwrap();
+    let (r, truth) = harness(d.path(), "239.255.7.1:31701", &[]);
+    let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    assert_eq!(n("md_messages"), truth["messages"].as_u64().unwrap(), "no datagram lost on loopback");
+    assert_eq!(n("md_gaps"), 0);
+    assert_eq!(n("md_entries"), truth["entries"].as_u64().unwrap());
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5, "the run should see whole-dollar prices: {whole}");
+    assert_eq!(n("whole_dollar_prices"), whole);
+    assert_eq!(n("buys_sent"), whole, "one BUY per whole-dollar price");
+    assert_eq!(n("buy_fills"), whole);
+    assert_eq!(n("sells_sent"), whole, "one SELL per BUY fill");
+    assert_eq!(n("sell_fills"), whole);
+    assert_eq!(n("acks"), 2 * whole);
+    assert_eq!(r["latency_ns"]["tick-to-trade"]["count"].as_u64().unwrap(), whole);
+}
+
+#[test]
+fn a_risk_limit_stops_every_order_it_should() {
+    let d = tempfile::tempdir().unwrap();
+    let (r, truth) = harness(d.path(), "239.255.7.2:31702", &["--qty", "100", "--max-order-qty", "50"]);
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5);
+    assert_eq!(r["buys_sent"].as_u64().unwrap(), 0);
+    assert_eq!(r["risk_rejects"]["max_order_qty"].as_u64().unwrap(), whole, "{r}");
+}
+
+#[test]
+fn bad_arguments_say_what_is_wrong() {
+    let o = Command::new(BIN).args(["trade", "--md", "10.0.0.1:5000"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a multicast group"));
+    let o = Command::new(BIN).args(["trade", "--strategy", "momentum"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only \"fttc\""));
+    let o = Command::new(BIN).args(["sim", "fix-md", "--duration", "3 parsecs"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"));
+}
