@@ -16,6 +16,7 @@ pub mod naive;
 pub mod risk;
 pub mod route;
 pub mod seq;
+pub mod ttt;
 
 pub use arb::{
     Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, Decision, GapReason, GapReport, InputStats, OutputId,

@@ -7,7 +7,7 @@
 //! collar around the symbol's last trade. A limit of 0 turns its check off. Prices are i64
 //! in 1e-9 units; quantities whole shares. Sans-IO: `now` comes in (ns).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Why an order was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,7 +85,8 @@ pub struct Risk {
     limits: RiskLimits,
     killed: bool,
     open_orders: u64,
-    symbols: HashMap<u32, SymbolRisk>,
+    /// By symbol id (ids are small and dense: the owner numbers its symbols).
+    symbols: Vec<SymbolRisk>,
     rejects: [u64; 7],
     accepted: u64,
 }
@@ -106,7 +107,15 @@ impl Risk {
     }
     /// A trade printed on the market (for the collar).
     pub fn on_trade(&mut self, symbol: u32, price: i64) {
-        self.symbols.entry(symbol).or_default().last_trade = Some(price);
+        self.sym(symbol).last_trade = Some(price);
+    }
+    #[inline]
+    fn sym(&mut self, symbol: u32) -> &mut SymbolRisk {
+        let i = symbol as usize;
+        if i >= self.symbols.len() {
+            self.symbols.resize_with(i + 1, SymbolRisk::default);
+        }
+        &mut self.symbols[i]
     }
 
     /// Check an order; when it passes it counts as open (and in the rate window).
@@ -116,7 +125,7 @@ impl Risk {
             Ok(()) => {
                 self.accepted += 1;
                 self.open_orders += 1;
-                let s = self.symbols.entry(o.symbol).or_default();
+                let s = self.sym(o.symbol);
                 if o.buy {
                     s.open_buy += o.qty;
                 } else {
@@ -146,7 +155,7 @@ impl Risk {
         if l.max_open_orders > 0 && self.open_orders >= l.max_open_orders {
             return Err(RiskReject::MaxOpenOrders);
         }
-        let s = self.symbols.entry(o.symbol).or_default();
+        let s = self.sym(o.symbol);
         if l.max_orders_per_second > 0 {
             while s.recent.front().is_some_and(|&t| t + 1_000_000_000 <= now) {
                 s.recent.pop_front();
@@ -178,7 +187,7 @@ impl Risk {
 
     /// A fill of `qty` of an order checked earlier; `done` when the order is finished.
     pub fn on_fill(&mut self, symbol: u32, buy: bool, qty: u64, done: bool) {
-        let s = self.symbols.entry(symbol).or_default();
+        let s = self.sym(symbol);
         if buy {
             s.position += qty as i64;
             s.open_buy = s.open_buy.saturating_sub(qty);
@@ -192,7 +201,7 @@ impl Risk {
     }
     /// An order ended without filling (rejected or cancelled) with `qty` still open.
     pub fn on_done(&mut self, symbol: u32, buy: bool, qty: u64) {
-        let s = self.symbols.entry(symbol).or_default();
+        let s = self.sym(symbol);
         if buy {
             s.open_buy = s.open_buy.saturating_sub(qty);
         } else {
@@ -201,7 +210,7 @@ impl Risk {
         self.open_orders = self.open_orders.saturating_sub(1);
     }
     pub fn position(&self, symbol: u32) -> i64 {
-        self.symbols.get(&symbol).map_or(0, |s| s.position)
+        self.symbols.get(symbol as usize).map_or(0, |s| s.position)
     }
     pub fn open_orders(&self) -> u64 {
         self.open_orders

@@ -12,18 +12,19 @@
 //!   [`tickplant_core::risk::Risk`] first. The time-stamp counter marks each stage:
 //!   datagram received, parsed, decided, order ready, send returned.
 
-use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 use tickplant_core::fix_session::{MemoryStore, Role, Session, SessionConfig, SessionEvent, SessionStore};
-use tickplant_core::risk::{OrderIntent, Risk, RiskLimits};
-use tickplant_wire::fix::{self, FieldIndex, Message, OrderSpec, OrderTemplate};
+use tickplant_core::risk::RiskLimits;
+use tickplant_core::ttt::{Fttc, FttcConfig, FttcOutput};
+use tickplant_wire::fix::{self, FieldIndex, Message};
 
 use crate::clock::{rdtsc, TscClock};
 use crate::pipeline::{hist, latency, Latency};
@@ -323,6 +324,8 @@ pub struct TradeReport {
     pub md_messages: u64,
     pub md_entries: u64,
     pub md_undecodable: u64,
+    /// Datagrams that arrived before the session was logged on (not traded).
+    pub md_before_logon: u64,
     /// Market-data sequence gaps seen (MsgSeqNum of the datagrams).
     pub md_gaps: u64,
     pub whole_dollar_prices: u64,
@@ -333,15 +336,47 @@ pub struct TradeReport {
     pub sell_fills: u64,
     pub risk_rejects: std::collections::BTreeMap<String, u64>,
     pub seconds: f64,
-    /// ns per stage: "1 parse" (datagram received -> parsed), "2 decide" (parsed -> the
-    /// entry's decision), "3 order ready" (template patched), "4 send" (send returned),
-    /// "tick-to-trade" (datagram received -> send returned).
+    /// ns per stage: "1 parse" (datagram received -> validated), "2 decide" (validated ->
+    /// an entry decided), "3 order ready" (risk checked, template patched), "4 send" (the
+    /// write returned), "tick-to-trade" (datagram received -> send returned).
     pub latency_ns: std::collections::BTreeMap<String, Latency>,
 }
 
-struct Symbol {
-    id: u32,
-    template: OrderTemplate,
+/// Where the engine's orders go: the exchange's socket, with the stage marks.
+struct Out<'a> {
+    tcp: &'a mut TcpStream,
+    session: &'a mut Session<MemoryStore>,
+    hs: &'a mut [Histogram<u64>; 5],
+    now: u64,
+    t0: u64,
+    parsed: u64,
+    decided: u64,
+    error: Option<std::io::Error>,
+}
+
+impl FttcOutput for Out<'_> {
+    fn parsed(&mut self) {
+        self.parsed = rdtsc();
+        let _ = self.hs[0].record((self.parsed - self.t0).max(1));
+    }
+    fn decided(&mut self) {
+        self.decided = rdtsc();
+        let _ = self.hs[1].record((self.decided - self.parsed).max(1));
+    }
+    fn send(&mut self, seq: u64, order: &[u8]) {
+        let ready = rdtsc();
+        if let Err(e) = write_all(self.tcp, order) {
+            self.error.get_or_insert(e);
+            return;
+        }
+        let sent = rdtsc();
+        if self.decided != 0 {
+            let _ = self.hs[2].record((ready - self.decided).max(1));
+            let _ = self.hs[3].record((sent - ready).max(1));
+            let _ = self.hs[4].record((sent - self.t0).max(1));
+        }
+        self.session.record_sent(self.now, seq, order);
+    }
 }
 
 /// Run the engine until `duration` passes or `stop` is set; then log out.
@@ -357,21 +392,22 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
     let mut s = Session::new(scfg, MemoryStore::default());
     s.handle_connected(unix_ns());
     flush(&mut s, &mut tcp)?;
+    let mut fttc = Fttc::new(FttcConfig {
+        begin_string: cfg.begin_string.clone(),
+        sender: cfg.sender.clone(),
+        target: cfg.target.clone(),
+        qty: cfg.qty,
+        limits: cfg.limits,
+    });
     let mut clock = TscClock::start();
     let start = Instant::now();
     let mut r = TradeReport::default();
-    let mut risk = Risk::new(cfg.limits);
-    let mut symbols: HashMap<Vec<u8>, Symbol> = HashMap::new();
     let mut hs = [hist(), hist(), hist(), hist(), hist()];
     let mut dgram = vec![0u8; 65_536];
     let mut rbuf = vec![0u8; 65_536];
-    let mut spare: Option<FieldIndex<'static>> = Some(FieldIndex::new());
-    let mut cl_ord_id = 0u64;
     let mut last_md_seq = 0u64;
     let (mut logged_on, mut logging_out) = (false, false);
     let deadline = start + cfg.duration;
-    // Market orders are checked by risk at the last price seen for the symbol.
-    let mut last_px: HashMap<u32, i64> = HashMap::new();
     loop {
         // Market data first: it is the latency that counts.
         match md.recv(&mut dgram) {
@@ -379,80 +415,37 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
                 let t0 = rdtsc();
                 r.md_messages += 1;
                 let bytes = &dgram[..n];
-                let mut ix = spare.take().unwrap_or_default().recycle();
-                let parsed = Message::new_checked(bytes).ok().filter(|m| ix.parse(m).is_ok());
-                let t1 = rdtsc();
-                let Some(_m) = parsed else {
-                    r.md_undecodable += 1;
-                    spare = Some(ix.recycle());
-                    continue;
-                };
-                let _ = hs[0].record((t1 - t0).max(1));
-                if let Some(seq) = ix.get(34).and_then(|f| f.as_uint().ok()) {
+                if let Some(seq) = md_seq(bytes) {
                     if last_md_seq != 0 && seq > last_md_seq + 1 {
                         r.md_gaps += 1;
                     }
                     last_md_seq = seq;
                 }
-                // The group's first field is its delimiter, whatever the counterparty uses.
-                let delim =
-                    ix.fields().iter().position(|f| f.tag == 268).and_then(|p| ix.fields().get(p + 1)).map(|f| f.tag);
-                let entries: Vec<(Vec<u8>, i64)> = match delim.map(|d| ix.group(268, d, &[])) {
-                    Some(Ok(g)) => g
-                        .filter_map(|e| {
-                            let sym = e.iter().find(|f| f.tag == 55)?.value.to_vec();
-                            let px = fix::parse_decimal(e.iter().find(|f| f.tag == 270)?.value)?;
-                            Some((sym, px))
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                for (sym, px) in entries {
-                    r.md_entries += 1;
-                    let whole = px % 1_000_000_000 == 0;
-                    let t2 = rdtsc();
-                    let _ = hs[1].record((t2 - t1).max(1));
-                    let id = symbols.len() as u32;
-                    let entry = symbols.entry(sym.clone()).or_insert_with(|| {
-                        let spec =
-                            OrderSpec::new(&cfg.begin_string, &cfg.sender, &cfg.target, &String::from_utf8_lossy(&sym));
-                        Symbol { id, template: OrderTemplate::new(&spec) }
-                    });
-                    last_px.insert(entry.id, px);
-                    if !whole {
-                        continue;
-                    }
-                    r.whole_dollar_prices += 1;
-                    if !logged_on {
-                        continue;
-                    }
-                    let intent = OrderIntent { symbol: entry.id, buy: true, qty: cfg.qty, price: px };
-                    // A refusal is counted by the risk state, with its reason.
-                    if risk.check(unix_ns(), &intent).is_err() {
-                        continue;
-                    }
-                    cl_ord_id += 1;
-                    let seq = s.next_sender_seq();
-                    let t = &mut entry.template;
-                    let now = unix_ns();
-                    let ok = t.set_seq_num(seq).and(t.set_cl_ord_id(cl_ord_id)).and(t.set_qty(cfg.qty));
-                    if ok.is_err() {
-                        *r.risk_rejects.entry("template".into()).or_default() += 1;
-                        continue;
-                    }
-                    t.set_side(b'1');
-                    t.set_time(now);
-                    let t3 = rdtsc();
-                    let bytes = t.bytes();
-                    write_all(&mut tcp, bytes)?;
-                    let t4 = rdtsc();
-                    s.record_sent(now, seq, bytes);
-                    r.buys_sent += 1;
-                    let _ = hs[2].record((t3 - t2).max(1));
-                    let _ = hs[3].record((t4 - t3).max(1));
-                    let _ = hs[4].record((t4 - t0).max(1));
+                if !logged_on {
+                    // Orders wait for the session: the prices are counted, not traded.
+                    r.md_before_logon += 1;
                 }
-                spare = Some(ix.recycle());
+                let mut out = Out {
+                    tcp: &mut tcp,
+                    session: &mut s,
+                    hs: &mut hs,
+                    now: unix_ns(),
+                    t0,
+                    parsed: 0,
+                    decided: 0,
+                    error: None,
+                };
+                let mut seq = out.session.next_sender_seq();
+                if logged_on {
+                    if fttc.on_market_data(out.now, bytes, &mut seq, &mut out).is_err() {
+                        r.md_undecodable += 1;
+                    }
+                } else if Message::new_checked(bytes).is_err() {
+                    r.md_undecodable += 1;
+                }
+                if let Some(e) = out.error {
+                    return Err(e);
+                }
                 continue;
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
@@ -469,46 +462,20 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
             match ev {
                 SessionEvent::LoggedOn => logged_on = true,
                 SessionEvent::App { msg_type, message, .. } if msg_type == b"8" => {
-                    let Ok(m) = Message::new_checked(&message) else { continue };
-                    let mut ex = FieldIndex::new();
-                    if ex.parse(&m).is_err() {
-                        continue;
-                    }
-                    let status = value(&ex, 39);
-                    let side = value(&ex, 54);
-                    let sym = value(&ex, 55);
-                    let qty = ex.get(32).and_then(|f| f.as_uint().ok()).unwrap_or(0);
-                    let Some(symbol) = symbols.get_mut(&sym) else { continue };
-                    match status.as_slice() {
-                        b"0" => r.acks += 1,
-                        b"2" if side == b"1" => {
-                            r.buy_fills += 1;
-                            risk.on_fill(symbol.id, true, qty, true);
-                            // The harness: a SELL of the same quantity on the BUY's fill.
-                            let price = last_px.get(&symbol.id).copied().unwrap_or(0);
-                            let intent = OrderIntent { symbol: symbol.id, buy: false, qty: cfg.qty, price };
-                            if risk.check(unix_ns(), &intent).is_err() {
-                                continue;
-                            }
-                            cl_ord_id += 1;
-                            let seq = s.next_sender_seq();
-                            let t = &mut symbol.template;
-                            let now = unix_ns();
-                            if t.set_seq_num(seq).and(t.set_cl_ord_id(cl_ord_id)).and(t.set_qty(cfg.qty)).is_err() {
-                                continue;
-                            }
-                            t.set_side(b'2');
-                            t.set_time(now);
-                            let bytes = t.bytes();
-                            write_all(&mut tcp, bytes)?;
-                            s.record_sent(now, seq, bytes);
-                            r.sells_sent += 1;
-                        }
-                        b"2" => {
-                            r.sell_fills += 1;
-                            risk.on_fill(symbol.id, false, qty, true);
-                        }
-                        _ => {}
+                    let mut out = Out {
+                        tcp: &mut tcp,
+                        session: &mut s,
+                        hs: &mut hs,
+                        now: unix_ns(),
+                        t0: 0,
+                        parsed: 0,
+                        decided: 0,
+                        error: None,
+                    };
+                    let mut seq = out.session.next_sender_seq();
+                    let _ = fttc.on_execution(out.now, &message, &mut seq, &mut out);
+                    if let Some(e) = out.error {
+                        return Err(e);
                     }
                 }
                 SessionEvent::LoggedOut { reason } if !logging_out => {
@@ -537,13 +504,32 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
     }
     r.seconds = start.elapsed().as_secs_f64();
     clock.finish();
+    let st = fttc.stats();
+    r.md_entries = st.entries;
+    r.whole_dollar_prices = st.whole_dollar;
+    r.buys_sent = st.buys;
+    r.acks = st.acks;
+    r.buy_fills = st.buy_fills;
+    r.sells_sent = st.sells;
+    r.sell_fills = st.sell_fills;
     for (name, h) in ["1 parse", "2 decide", "3 order ready", "4 send", "tick-to-trade"].iter().zip(&hs) {
         r.latency_ns.insert(name.to_string(), latency(h, &clock));
     }
-    for (why, n) in risk.rejects() {
+    for (why, n) in fttc.rejects() {
         if n > 0 {
             r.risk_rejects.insert(why.as_str().to_string(), n);
         }
     }
+    if st.template_errors > 0 {
+        r.risk_rejects.insert("template".into(), st.template_errors);
+    }
     Ok(r)
+}
+
+/// The MsgSeqNum of a market-data datagram (for gap counting), without a full parse.
+fn md_seq(b: &[u8]) -> Option<u64> {
+    let p = b.windows(4).position(|w| w == b"\x0134=")?;
+    let v = &b[p + 4..];
+    let end = fix::find_soh(v, 0)?;
+    fix::parse_uint(&v[..end])
 }

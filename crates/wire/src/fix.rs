@@ -350,6 +350,11 @@ impl<'a> Message<'a> {
     pub fn msg_type(&self) -> &'a [u8] {
         self.msg_type
     }
+    /// Where the body starts (the MsgType field's first byte) and ends (the `10=` of the
+    /// trailer), as offsets into [`Message::as_bytes`].
+    pub fn body(&self) -> (usize, usize) {
+        self.body
+    }
     /// The body's fields, MsgType first, CheckSum not included.
     pub fn fields(&self) -> Fields<'a> {
         Fields { buf: self.buf, at: self.body.0, end: self.body.1, data: None }
@@ -363,6 +368,18 @@ pub struct Fields<'a> {
     at: usize,
     end: usize,
     data: Option<(u32, usize)>,
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `buf` from `at` (a field's first byte) up to `end` (exclusive): for a
+    /// caller that scanned part of a validated message itself.
+    pub fn starting_at(buf: &'a [u8], at: usize, end: usize) -> Self {
+        Fields { buf, at, end: end.min(buf.len()), data: None }
+    }
+    /// Where the next field starts.
+    pub fn position(&self) -> usize {
+        self.at
+    }
 }
 
 impl<'a> Iterator for Fields<'a> {
@@ -578,8 +595,15 @@ pub fn format_decimal(v: i64) -> String {
 /// Write `v` as exactly `out.len()` digits with leading zeros; false when it does not fit.
 #[inline]
 fn put_digits(out: &mut [u8], mut v: u64) -> bool {
-    for b in out.iter_mut().rev() {
-        *b = b'0' + (v % 10) as u8;
+    // Two digits per division.
+    let mut i = out.len();
+    while i >= 2 {
+        out[i - 2..i].copy_from_slice(&TWO_DIGITS[(v % 100) as usize]);
+        v /= 100;
+        i -= 2;
+    }
+    if i == 1 {
+        out[0] = b'0' + (v % 10) as u8;
         v /= 10;
     }
     v == 0
@@ -729,6 +753,7 @@ pub struct OrderTemplate {
     /// The last timestamp written and its day (the date part is formatted once a day).
     stamp: [u8; 21],
     stamp_day: u64,
+    stamp_ms: u64,
 }
 
 impl OrderTemplate {
@@ -799,6 +824,7 @@ impl OrderTemplate {
             transact_time: slot(tag::TRANSACT_TIME),
             stamp: *b"19700101-00:00:00.000",
             stamp_day: 0,
+            stamp_ms: 0,
             buf,
         };
         t.write_checksum();
@@ -869,6 +895,12 @@ impl OrderTemplate {
     }
     /// SendingTime and TransactTime, from UNIX ns.
     pub fn set_time(&mut self, unix_ns: u64) {
+        // Millisecond resolution: within the same millisecond nothing changes.
+        let ms = unix_ns / 1_000_000;
+        if ms == self.stamp_ms {
+            return;
+        }
+        self.stamp_ms = ms;
         let day = unix_ns / 86_400_000_000_000;
         let mut t = self.stamp;
         if day != self.stamp_day {
@@ -877,9 +909,13 @@ impl OrderTemplate {
         } else {
             time_of_day(unix_ns, &mut t);
         }
+        // Both stamps hold the same bytes: one sum for the two.
+        let delta =
+            t.iter().zip(&self.stamp).fold(0u32, |d, (&n, &o)| d.wrapping_add(u32::from(n)).wrapping_sub(u32::from(o)));
+        self.sum = self.sum.wrapping_add(delta.wrapping_mul(2));
         self.stamp = t;
-        self.patch(self.time, &t);
-        self.patch(self.transact_time, &t);
+        self.buf[self.time.at..self.time.at + 21].copy_from_slice(&t);
+        self.buf[self.transact_time.at..self.transact_time.at + 21].copy_from_slice(&t);
     }
     /// The price in 1e-9 units (limit orders).
     pub fn set_price(&mut self, p: i64) -> core::result::Result<(), TemplateError> {

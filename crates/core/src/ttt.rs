@@ -1,0 +1,481 @@
+//! Tick-to-trade, sans-IO: the `fttc` strategy of the reference harness, from the bytes of
+//! a market-data datagram to the bytes of the orders it decides.
+//!
+//! [`Fttc::on_market_data`] validates the FIX message (framing, BodyLength, CheckSum),
+//! walks its fields once without building an index, and for every MDEntryPx (270) whose
+//! value is a whole number of dollars (`123.000` and `123` alike) it decides a market BUY of
+//! the configured quantity of that entry's Symbol (55). Each order passes the pre-trade
+//! risk checks ([`crate::risk::Risk`]) and is written by patching the symbol's pre-built
+//! [`OrderTemplate`]: the order bytes exist before the decision, as in the hardware design
+//! we follow. [`Fttc::on_execution`] turns each BUY fill into a SELL of the same quantity.
+//!
+//! No allocation per message once a symbol has been seen (its template is built the first
+//! time it appears).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Symbols are hashed eight bytes at a time with one multiply each (FxHash): the key is a
+/// short ticker on the hot path, and SipHash would cost more than the rest of the lookup.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+use tickplant_wire::fix::{self, Message, OrderSpec, OrderTemplate, TemplateError};
+
+use crate::risk::{OrderIntent, Risk, RiskLimits, RiskReject};
+
+/// Where the caller takes over: the orders to send, and (for latency marks) the moments
+/// the datagram was validated and an entry was decided.
+pub trait FttcOutput {
+    /// The message is validated (framing, BodyLength, CheckSum).
+    fn parsed(&mut self) {}
+    /// An entry's price trades: the decision is made (before risk and the template).
+    fn decided(&mut self) {}
+    /// An order, ready: its MsgSeqNum and bytes.
+    fn send(&mut self, seq: u64, order: &[u8]);
+}
+
+impl<F: FnMut(u64, &[u8])> FttcOutput for F {
+    fn send(&mut self, seq: u64, order: &[u8]) {
+        self(seq, order)
+    }
+}
+
+/// What [`Fttc`] needs to know.
+#[derive(Debug, Clone)]
+pub struct FttcConfig {
+    pub begin_string: String,
+    pub sender: String,
+    pub target: String,
+    pub qty: u64,
+    pub limits: RiskLimits,
+}
+
+/// Counters of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FttcStats {
+    pub messages: u64,
+    pub undecodable: u64,
+    pub entries: u64,
+    pub whole_dollar: u64,
+    pub buys: u64,
+    pub sells: u64,
+    pub buy_fills: u64,
+    pub sell_fills: u64,
+    /// ExecutionReports with OrdStatus New (acknowledgements).
+    pub acks: u64,
+    /// Orders the template could not hold (a number too wide).
+    pub template_errors: u64,
+}
+
+struct SymbolState {
+    id: u32,
+    template: OrderTemplate,
+    /// The price of the last BUY (the SELL's risk checks use it).
+    last_px: i64,
+}
+
+/// Why a datagram was not market data the strategy reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MdError {
+    Fix(tickplant_wire::Error),
+    /// A price that is not a decimal.
+    Price {
+        offset: usize,
+    },
+}
+
+impl std::fmt::Display for MdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MdError::Fix(e) => write!(f, "{e}"),
+            MdError::Price { offset } => write!(f, "MDEntryPx (270) at byte {offset} is not a decimal"),
+        }
+    }
+}
+
+/// The strategy's state.
+pub struct Fttc {
+    cfg: FttcConfig,
+    ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
+    symbols: Vec<SymbolState>,
+    risk: Risk,
+    cl_ord_id: u64,
+    stats: FttcStats,
+}
+
+impl std::fmt::Debug for Fttc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fttc").field("symbols", &self.symbols.len()).field("stats", &self.stats).finish()
+    }
+}
+
+impl Fttc {
+    pub fn new(cfg: FttcConfig) -> Self {
+        Fttc {
+            risk: Risk::new(cfg.limits),
+            cfg,
+            ids: HashMap::default(),
+            symbols: Vec::new(),
+            cl_ord_id: 0,
+            stats: FttcStats::default(),
+        }
+    }
+    pub fn stats(&self) -> FttcStats {
+        self.stats
+    }
+    pub fn risk(&self) -> &Risk {
+        &self.risk
+    }
+    pub fn risk_mut(&mut self) -> &mut Risk {
+        &mut self.risk
+    }
+    /// Build the templates of symbols known in advance (otherwise built on first sight).
+    pub fn prepare(&mut self, symbol: &[u8]) {
+        self.id(symbol);
+    }
+
+    /// The symbol's index (its template is built the first time).
+    #[inline]
+    fn id(&mut self, symbol: &[u8]) -> u32 {
+        match self.ids.get(symbol) {
+            Some(&i) => i,
+            None => self.add(symbol),
+        }
+    }
+
+    #[cold]
+    fn add(&mut self, symbol: &[u8]) -> u32 {
+        {
+            let id = self.symbols.len() as u32;
+            let spec = OrderSpec::new(
+                &self.cfg.begin_string,
+                &self.cfg.sender,
+                &self.cfg.target,
+                &String::from_utf8_lossy(symbol),
+            );
+            let mut template = OrderTemplate::new(&spec);
+            // The quantity never changes: written once.
+            let _ = template.set_qty(self.cfg.qty);
+            self.symbols.push(SymbolState { id, template, last_px: 0 });
+            self.ids.insert(symbol.into(), id);
+            id
+        }
+    }
+
+    /// One market-data datagram at `now` (UNIX ns). Each order decided is written with
+    /// MsgSeqNum `*next_seq` (then incremented) and handed to `send`.
+    pub fn on_market_data(
+        &mut self,
+        now: u64,
+        bytes: &[u8],
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> Result<usize, MdError> {
+        self.stats.messages += 1;
+        let m = match Message::new_checked(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stats.undecodable += 1;
+                return Err(MdError::Fix(e));
+            }
+        };
+        send.parsed();
+        let mut symbol: &[u8] = &[];
+        let mut orders = 0;
+        let buf = m.as_bytes();
+        let (mut i, end) = m.body();
+        // One pass over the body's fields that reads only Symbol (55) and MDEntryPx (270):
+        // each field is recognised by its first four bytes, and only a field whose tag
+        // announces a data field (which may hold SOH bytes) is read the long way.
+        while i < end {
+            let head = u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+            if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
+                let soh = fix::find_soh(&buf[..end], i + 3).ok_or(MdError::Fix(truncated(i)))?;
+                symbol = &buf[i + 3..soh];
+                i = soh + 1;
+                continue;
+            }
+            if head == u32::from_le_bytes(*b"270=") {
+                let soh = fix::find_soh(&buf[..end], i + 4).ok_or(MdError::Fix(truncated(i)))?;
+                self.stats.entries += 1;
+                let px = fix::parse_decimal(&buf[i + 4..soh]).ok_or(MdError::Price { offset: i })?;
+                i = soh + 1;
+                if px % 1_000_000_000 != 0 {
+                    continue;
+                }
+                send.decided();
+                // The symbol is looked up only for a price that trades.
+                let id = self.id(symbol);
+                let st = &mut self.symbols[id as usize];
+                st.last_px = px;
+                self.stats.whole_dollar += 1;
+                let intent = OrderIntent { symbol: id, buy: true, qty: self.cfg.qty, price: px };
+                if self.risk.check(now, &intent).is_err() {
+                    continue;
+                }
+                self.cl_ord_id += 1;
+                if order(st, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
+                    self.stats.buys += 1;
+                    orders += 1;
+                } else {
+                    self.stats.template_errors += 1;
+                }
+                continue;
+            }
+            if announces_data(head) {
+                // The data field after this one is read by its length: the slow reader.
+                let mut fields = fix::Fields::starting_at(buf, i, end);
+                for _ in 0..2 {
+                    fields.next().ok_or(MdError::Fix(truncated(i)))?.map_err(MdError::Fix)?;
+                }
+                i = fields.position();
+                continue;
+            }
+            let soh = fix::find_soh(&buf[..end], i).ok_or(MdError::Fix(truncated(i)))?;
+            i = soh + 1;
+        }
+        Ok(orders)
+    }
+
+    /// An ExecutionReport for one of our orders: a BUY fill sends the SELL.
+    pub fn on_execution(
+        &mut self,
+        now: u64,
+        report: &[u8],
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> Result<(), MdError> {
+        let m = Message::new_checked(report).map_err(MdError::Fix)?;
+        let (mut status, mut side, mut symbol, mut qty): (&[u8], &[u8], &[u8], u64) = (&[], &[], &[], 0);
+        for f in m.fields() {
+            let f = f.map_err(MdError::Fix)?;
+            match f.tag {
+                39 => status = f.value,
+                54 => side = f.value,
+                55 => symbol = f.value,
+                32 => qty = f.as_uint().unwrap_or(0),
+                _ => {}
+            }
+        }
+        if status == b"0" {
+            self.stats.acks += 1;
+        }
+        if status != b"2" {
+            return Ok(());
+        }
+        let Some(&i) = self.ids.get(symbol) else { return Ok(()) };
+        let st = &mut self.symbols[i as usize];
+        let (id, px) = (st.id, st.last_px);
+        if side == b"1" {
+            self.stats.buy_fills += 1;
+            self.risk.on_fill(id, true, qty, true);
+            let intent = OrderIntent { symbol: id, buy: false, qty: self.cfg.qty, price: px };
+            if self.risk.check(now, &intent).is_ok() {
+                self.cl_ord_id += 1;
+                match order(st, self.cl_ord_id, b'2', now, next_seq, send) {
+                    Ok(()) => self.stats.sells += 1,
+                    Err(_) => self.stats.template_errors += 1,
+                }
+            }
+        } else {
+            self.stats.sell_fills += 1;
+            self.risk.on_fill(id, false, qty, true);
+        }
+        Ok(())
+    }
+
+    /// Refusals by reason.
+    pub fn rejects(&self) -> impl Iterator<Item = (RiskReject, u64)> + '_ {
+        self.risk.rejects()
+    }
+}
+
+fn truncated(offset: usize) -> tickplant_wire::Error {
+    tickplant_wire::Error::Truncated { what: "field", offset, need: 1, have: 0 }
+}
+
+/// Does a field starting with these four bytes give the length of a data field (RawData
+/// and the other length/data pairs of FIX 4.4)?
+#[inline]
+fn announces_data(head: u32) -> bool {
+    let b = head.to_le_bytes();
+    if b[2] == b'=' {
+        return matches!(&b[..2], b"90" | b"93" | b"95");
+    }
+    if b[3] != b'=' || !b[..3].iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let n = u32::from(b[0] - b'0') * 100 + u32::from(b[1] - b'0') * 10 + u32::from(b[2] - b'0');
+    matches!(n, 212 | 348..=364 | 445 | 618 | 621)
+}
+
+/// Patch a symbol's template and hand it to `send`.
+#[inline]
+fn order(
+    st: &mut SymbolState,
+    cl_ord_id: u64,
+    side: u8,
+    now: u64,
+    next_seq: &mut u64,
+    send: &mut impl FttcOutput,
+) -> Result<(), TemplateError> {
+    let seq = *next_seq;
+    let t = &mut st.template;
+    t.set_seq_num(seq)?;
+    t.set_cl_ord_id(cl_ord_id)?;
+    t.set_side(side);
+    t.set_time(now);
+    send.send(seq, t.bytes());
+    *next_seq += 1;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickplant_wire::fix::{FieldIndex, Writer};
+
+    fn md(seq: u64, entries: &[(&str, &str)]) -> Vec<u8> {
+        let mut w = Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field_uint(34, seq).field(52, b"20261121-14:30:00.000");
+        w.field_uint(268, entries.len() as u64);
+        for (s, p) in entries {
+            w.field(279, b"0").field(269, b"2").field(55, s.as_bytes()).field(270, p.as_bytes()).field(271, b"100");
+        }
+        w.finish().to_vec()
+    }
+
+    fn fttc(limits: RiskLimits) -> Fttc {
+        Fttc::new(FttcConfig {
+            begin_string: "FIX.4.4".into(),
+            sender: "TP".into(),
+            target: "EX".into(),
+            qty: 100,
+            limits,
+        })
+    }
+
+    fn get(m: &[u8], tag: u32) -> Vec<u8> {
+        let m = Message::new_checked(m).unwrap();
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        ix.get(tag).unwrap().value.to_vec()
+    }
+
+    #[test]
+    fn whole_dollars_buy_and_fills_sell() {
+        let mut f = fttc(RiskLimits::default());
+        let mut seq = 2;
+        let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+        let n = f
+            .on_market_data(
+                0,
+                &md(1, &[("AAPL", "190.000"), ("MSFT", "410.001"), ("IBM", "99")]),
+                &mut seq,
+                &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec())),
+            )
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seq, 4);
+        assert_eq!(get(&sent[0].1, 55), b"AAPL");
+        assert_eq!(get(&sent[1].1, 55), b"IBM");
+        assert_eq!(get(&sent[1].1, 34), b"000000003");
+        assert_eq!(get(&sent[0].1, 54), b"1");
+        // The BUY of AAPL fills: a SELL of 100.
+        let mut w = Writer::new("FIX.4.4", "8");
+        w.field(49, b"EX").field(56, b"TP").field_uint(34, 5).field(52, b"20261121-14:30:00.000");
+        w.field(39, b"2").field(54, b"1").field(55, b"AAPL").field(32, b"100");
+        f.on_execution(0, w.finish(), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec()))).unwrap();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(get(&sent[2].1, 54), b"2");
+        assert_eq!(get(&sent[2].1, 38), b"000000100");
+        let s = f.stats();
+        assert_eq!((s.entries, s.whole_dollar, s.buys, s.buy_fills, s.sells), (3, 2, 2, 1, 1));
+        assert_eq!(f.risk().position(0), 100);
+        // A broken datagram is counted, not a panic.
+        assert!(f.on_market_data(0, b"8=FIX.4.4\x019=5\x01garbage", &mut seq, &mut |_: u64, _: &[u8]| {}).is_err());
+        assert_eq!(f.stats().undecodable, 1);
+    }
+
+    #[test]
+    fn risk_refusals_send_nothing() {
+        let mut f = fttc(RiskLimits { max_order_qty: 50, ..Default::default() });
+        let mut seq = 1;
+        let n = f
+            .on_market_data(0, &md(1, &[("AAPL", "190.000")]), &mut seq, &mut |_: u64, _: &[u8]| {
+                panic!("nothing to send")
+            })
+            .unwrap();
+        assert_eq!((n, seq), (0, 1));
+        assert_eq!(f.rejects().find(|r| r.0 == RiskReject::MaxOrderQty).unwrap().1, 1);
+    }
+
+    /// The reference: every entry's symbol and price through the full reader.
+    fn reference(m: &[u8]) -> Vec<(Vec<u8>, i64)> {
+        let m = Message::new_checked(m).unwrap();
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        let mut sym = Vec::new();
+        let mut out = Vec::new();
+        for f in ix.fields() {
+            match f.tag {
+                55 => sym = f.value.to_vec(),
+                270 => out.push((sym.clone(), fix::parse_decimal(f.value).unwrap())),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// The one-pass scan orders exactly the whole-dollar entries the full reader sees,
+        /// with data fields (which may hold "55=" and "270=" and SOH) in the way.
+        #[test]
+        fn the_scan_agrees_with_the_full_reader(
+            entries in proptest::collection::vec(("[A-Z]{1,5}", 0u32..3, 0u32..1000, proptest::prelude::any::<bool>()), 1..6),
+            data in proptest::option::of("[a-z0-9=\x01]{0,12}"),
+        ) {
+            let mut w = Writer::new("FIX.4.4", "X");
+            w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
+            if let Some(d) = &data {
+                let raw = format!("55=ZZ\x01270=7.000\x01{d}");
+                w.field_uint(95, raw.len() as u64).field(96, raw.as_bytes());
+            }
+            w.field_uint(268, entries.len() as u64);
+            for (sym, dollars, mils, whole) in &entries {
+                let px = if *whole { format!("{dollars}.000") } else { format!("{dollars}.{:03}", mils.max(&1)) };
+                w.field(279, b"0").field(55, sym.as_bytes()).field(270, px.as_bytes());
+            }
+            let msg = w.finish().to_vec();
+            let want: Vec<Vec<u8>> = reference(&msg).into_iter().filter(|e| e.1 % 1_000_000_000 == 0).map(|e| e.0).collect();
+            let mut f = fttc(RiskLimits::default());
+            let mut seq = 1;
+            let mut got = Vec::new();
+            f.on_market_data(0, &msg, &mut seq, &mut |_: u64, b: &[u8]| got.push(get(b, 55))).unwrap();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(f.stats().entries, entries.len() as u64);
+        }
+    }
+}
