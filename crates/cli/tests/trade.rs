@@ -115,3 +115,31 @@ fn bad_arguments_say_what_is_wrong() {
     let o = Command::new(BIN).args(["sim", "fix-md", "--duration", "3 parsecs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"));
 }
+
+/// docs/tick-to-trade.md's three commands, as written there, in the order it gives.
+#[test]
+fn the_docs_harness_runs_as_written() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tick-to-trade.md")).unwrap();
+    let block = doc.split("```sh\n").nth(1).expect("the harness block").split("```").next().unwrap();
+    let cmds: Vec<Vec<String>> = block
+        .lines()
+        .filter(|l| l.starts_with("tickplant "))
+        .map(|l| l.trim_end_matches('&').split_whitespace().skip(1).map(str::to_owned).collect())
+        .collect();
+    assert_eq!(cmds.len(), 3);
+    let d = tempfile::tempdir().unwrap();
+    let args = |i: usize| cmds[i].iter().map(String::as_str).collect::<Vec<_>>();
+    let ex = spawn(d.path(), &args(0));
+    std::thread::sleep(Duration::from_millis(400));
+    let tr = spawn(d.path(), &args(1));
+    std::thread::sleep(Duration::from_millis(800));
+    finish(spawn(d.path(), &args(2)), "sim fix-md");
+    finish(tr, "trade");
+    finish(ex, "sim exchange");
+    let (r, truth) = (json(&d.path().join("report.json")), json(&d.path().join("truth.json")));
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 0);
+    assert_eq!(r["buys_sent"].as_u64().unwrap(), whole);
+    assert_eq!(r["sells_sent"].as_u64().unwrap(), r["buy_fills"].as_u64().unwrap());
+}
