@@ -160,6 +160,10 @@ pub struct TradeArgs {
     /// Write the report as JSON here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Keep the FIX session's sequence numbers and sent orders in this folder, so that a
+    /// restart goes on from them (default: in memory).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
     /// Risk: largest order quantity (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub max_order_qty: u64,
@@ -197,6 +201,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         qty: a.qty,
         duration: a.duration,
         heartbeat_s: a.heartbeat_s,
+        store: a.store.clone(),
         limits: RiskLimits {
             max_order_qty: a.max_order_qty,
             max_notional: a.max_notional,

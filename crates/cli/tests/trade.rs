@@ -79,7 +79,7 @@ fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value,
 #[test]
 fn every_whole_dollar_price_buys_once_and_every_fill_sells_once() {
     let d = tempfile::tempdir().unwrap();
-    let (r, truth) = harness(d.path(), "239.255.7.1:31701", &[]);
+    let (r, truth) = harness(d.path(), "239.255.7.1:31701", &["--store", "fixstore"]);
     let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     assert_eq!(n("md_messages"), truth["messages"].as_u64().unwrap(), "no datagram lost on loopback");
     assert_eq!(n("md_gaps"), 0);
@@ -93,6 +93,10 @@ fn every_whole_dollar_price_buys_once_and_every_fill_sells_once() {
     assert_eq!(n("sell_fills"), whole);
     assert_eq!(n("acks"), 2 * whole);
     assert_eq!(r["latency_ns"]["tick-to-trade"]["count"].as_u64().unwrap(), whole);
+    // The durable store holds the session's numbers: Logon, every order, Logout at least.
+    let seqnums = std::fs::read_to_string(d.path().join("fixstore/seqnums")).unwrap();
+    let next: u64 = seqnums.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(next > 2 * whole + 2, "{seqnums}");
 }
 
 #[test]

@@ -77,6 +77,11 @@ pub trait SessionStore {
     fn get(&self, seq: u64) -> Option<Vec<u8>>;
     /// Forget everything: both sequence numbers back to 1.
     fn reset(&mut self);
+    /// A failure to keep the record (a durable store's I/O error), once: the session's
+    /// owner must stop rather than go on without it.
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// A store in memory (tests, and sessions that need not survive a restart).
@@ -204,6 +209,10 @@ impl<S: SessionStore> Session<S> {
     }
     pub fn store(&self) -> &S {
         &self.store
+    }
+    /// The store's failure, if it had one (see [`SessionStore::failure`]).
+    pub fn store_failure(&mut self) -> Option<String> {
+        self.store.failure()
     }
     pub fn is_active(&self) -> bool {
         self.state == State::Active

@@ -167,6 +167,9 @@ impl SessionStore for FileStore {
         }
         self.keep(r);
     }
+    fn failure(&mut self) -> Option<String> {
+        self.take_error().map(|e| format!("{}: {e}", self.dir.display()))
+    }
     fn get(&self, seq: u64) -> Option<Vec<u8>> {
         let &(at, len) = self.index.get(&seq)?;
         let mut b = vec![0u8; len as usize];

@@ -316,6 +316,8 @@ pub struct TradeConfig {
     pub duration: Duration,
     pub limits: RiskLimits,
     pub heartbeat_s: u32,
+    /// A folder for the FIX session's durable store (sequence numbers, sent orders).
+    pub store: Option<std::path::PathBuf>,
 }
 
 /// Counts and stage latencies of a run of the engine.
@@ -343,9 +345,9 @@ pub struct TradeReport {
 }
 
 /// Where the engine's orders go: the exchange's socket, with the stage marks.
-struct Out<'a> {
+struct Out<'a, S: SessionStore> {
     tcp: &'a mut TcpStream,
-    session: &'a mut Session<MemoryStore>,
+    session: &'a mut Session<S>,
     hs: &'a mut [Histogram<u64>; 5],
     now: u64,
     t0: u64,
@@ -354,7 +356,7 @@ struct Out<'a> {
     error: Option<std::io::Error>,
 }
 
-impl FttcOutput for Out<'_> {
+impl<S: SessionStore> FttcOutput for Out<'_, S> {
     fn parsed(&mut self) {
         self.parsed = rdtsc();
         let _ = self.hs[0].record((self.parsed - self.t0).max(1));
@@ -379,8 +381,17 @@ impl FttcOutput for Out<'_> {
     }
 }
 
-/// Run the engine until `duration` passes or `stop` is set; then log out.
+/// Run the engine until `duration` passes or `stop` is set; then log out. The FIX session
+/// keeps its sequence numbers and sent orders in `cfg.store` when given (a restart then
+/// goes on from them), in memory otherwise.
 pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeReport> {
+    match &cfg.store {
+        Some(dir) => run_trade_with(cfg, stop, crate::fix_store::FileStore::open(dir, false)?),
+        None => run_trade_with(cfg, stop, MemoryStore::default()),
+    }
+}
+
+fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: S) -> std::io::Result<TradeReport> {
     let md = multicast_receiver(cfg.md_group, cfg.iface)?;
     md.set_nonblocking(true)?;
     let mut tcp = TcpStream::connect(cfg.exchange)?;
@@ -389,7 +400,7 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
     let mut scfg = SessionConfig::new(Role::Initiator, &cfg.sender, &cfg.target);
     scfg.begin_string = cfg.begin_string.clone();
     scfg.heartbeat_s = cfg.heartbeat_s;
-    let mut s = Session::new(scfg, MemoryStore::default());
+    let mut s = Session::new(scfg, store);
     s.handle_connected(unix_ns());
     flush(&mut s, &mut tcp)?;
     let mut fttc = Fttc::new(FttcConfig {
@@ -485,6 +496,9 @@ pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeR
             }
         }
         flush(&mut s, &mut tcp)?;
+        if let Some(e) = s.store_failure() {
+            return Err(std::io::Error::other(format!("the session store failed, trading stopped: {e}")));
+        }
         if let Some(t) = s.poll_timeout() {
             if unix_ns() >= t {
                 s.handle_timeout(unix_ns());
