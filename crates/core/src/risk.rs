@@ -125,13 +125,18 @@ impl Risk {
             Ok(()) => {
                 self.accepted += 1;
                 self.open_orders += 1;
+                let limited = self.limits.max_orders_per_second > 0;
                 let s = self.sym(o.symbol);
                 if o.buy {
                     s.open_buy += o.qty;
                 } else {
                     s.open_sell += o.qty;
                 }
-                s.recent.push_back(now);
+                // The window is kept only when the rate is limited (else it would grow for
+                // ever).
+                if limited {
+                    s.recent.push_back(now);
+                }
             }
             Err(why) => self.rejects[why as usize] += 1,
         }

@@ -30,6 +30,11 @@ impl Hasher for FxHasher {
         }
     }
     #[inline]
+    fn write_u128(&mut self, n: u128) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        self.0 = (self.0.rotate_left(5) ^ (n >> 64) as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
     fn write_usize(&mut self, n: usize) {
         self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
@@ -39,7 +44,7 @@ impl Hasher for FxHasher {
     }
 }
 
-use tickplant_wire::fix::{self, Message, OrderSpec, OrderTemplate, TemplateError};
+use tickplant_wire::fix::{self, DigitCounter, Message, OrderSpec, OrderTemplate, TemplateError};
 
 use crate::risk::{OrderIntent, Risk, RiskLimits, RiskReject};
 
@@ -116,11 +121,21 @@ impl std::fmt::Display for MdError {
 /// The strategy's state.
 pub struct Fttc {
     cfg: FttcConfig,
+    /// Symbols of up to 8 bytes, by their bytes as one number (no byte comparison).
+    short_ids: HashMap<u128, u32, BuildHasherDefault<FxHasher>>,
     ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
     symbols: Vec<SymbolState>,
     risk: Risk,
     cl_ord_id: u64,
+    /// MsgSeqNum and ClOrdID as digits, shared by every symbol's template.
+    counters: Counters,
     stats: FttcStats,
+}
+
+#[derive(Default)]
+struct Counters {
+    seq: DigitCounter,
+    id: DigitCounter,
 }
 
 impl std::fmt::Debug for Fttc {
@@ -134,9 +149,11 @@ impl Fttc {
         Fttc {
             risk: Risk::new(cfg.limits),
             cfg,
+            short_ids: HashMap::default(),
             ids: HashMap::default(),
             symbols: Vec::new(),
             cl_ord_id: 0,
+            counters: Counters::default(),
             stats: FttcStats::default(),
         }
     }
@@ -157,9 +174,20 @@ impl Fttc {
     /// The symbol's index (its template is built the first time).
     #[inline]
     fn id(&mut self, symbol: &[u8]) -> u32 {
-        match self.ids.get(symbol) {
-            Some(&i) => i,
+        let found = match short_key(symbol) {
+            Some(k) => self.short_ids.get(&k).copied(),
+            None => self.ids.get(symbol).copied(),
+        };
+        match found {
+            Some(i) => i,
             None => self.add(symbol),
+        }
+    }
+    /// The index of a symbol already seen.
+    fn known(&self, symbol: &[u8]) -> Option<u32> {
+        match short_key(symbol) {
+            Some(k) => self.short_ids.get(&k).copied(),
+            None => self.ids.get(symbol).copied(),
         }
     }
 
@@ -177,7 +205,10 @@ impl Fttc {
             // The quantity never changes: written once.
             let _ = template.set_qty(self.cfg.qty);
             self.symbols.push(SymbolState { id, template, last_px: 0 });
-            self.ids.insert(symbol.into(), id);
+            match short_key(symbol) {
+                Some(k) => self.short_ids.insert(k, id),
+                None => self.ids.insert(symbol.into(), id),
+            };
             id
         }
     }
@@ -234,7 +265,7 @@ impl Fttc {
                     continue;
                 }
                 self.cl_ord_id += 1;
-                if order(st, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
+                if order(st, &mut self.counters, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
                     self.stats.buys += 1;
                     orders += 1;
                 } else {
@@ -283,7 +314,7 @@ impl Fttc {
         if status != b"2" {
             return Ok(());
         }
-        let Some(&i) = self.ids.get(symbol) else { return Ok(()) };
+        let Some(i) = self.known(symbol) else { return Ok(()) };
         let st = &mut self.symbols[i as usize];
         let (id, px) = (st.id, st.last_px);
         if side == b"1" {
@@ -292,7 +323,7 @@ impl Fttc {
             let intent = OrderIntent { symbol: id, buy: false, qty: self.cfg.qty, price: px };
             if self.risk.check(now, &intent).is_ok() {
                 self.cl_ord_id += 1;
-                match order(st, self.cl_ord_id, b'2', now, next_seq, send) {
+                match order(st, &mut self.counters, self.cl_ord_id, b'2', now, next_seq, send) {
                     Ok(()) => self.stats.sells += 1,
                     Err(_) => self.stats.template_errors += 1,
                 }
@@ -308,6 +339,17 @@ impl Fttc {
     pub fn rejects(&self) -> impl Iterator<Item = (RiskReject, u64)> + '_ {
         self.risk.rejects()
     }
+}
+
+/// A symbol of up to 8 bytes as one number: its bytes and its length (exact).
+#[inline]
+fn short_key(symbol: &[u8]) -> Option<u128> {
+    if symbol.len() > 8 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b[..symbol.len()].copy_from_slice(symbol);
+    Some(u128::from(u64::from_le_bytes(b)) | (symbol.len() as u128) << 64)
 }
 
 fn truncated(offset: usize) -> tickplant_wire::Error {
@@ -333,6 +375,7 @@ fn announces_data(head: u32) -> bool {
 #[inline]
 fn order(
     st: &mut SymbolState,
+    counters: &mut Counters,
     cl_ord_id: u64,
     side: u8,
     now: u64,
@@ -340,9 +383,11 @@ fn order(
     send: &mut impl FttcOutput,
 ) -> Result<(), TemplateError> {
     let seq = *next_seq;
+    counters.seq.set(seq);
+    counters.id.set(cl_ord_id);
     let t = &mut st.template;
-    t.set_seq_num(seq)?;
-    t.set_cl_ord_id(cl_ord_id)?;
+    t.set_seq_num_from(&counters.seq)?;
+    t.set_cl_ord_id_from(&counters.id)?;
     t.set_side(side);
     t.set_time(now);
     send.send(seq, t.bytes());

@@ -660,6 +660,52 @@ const TWO_DIGITS: [[u8; 2]; 100] = {
     t
 };
 
+/// A number kept as ASCII digits too, so that the next number is a carry on the last
+/// digit rather than a formatting: MsgSeqNum and ClOrdID grow by one per order, shared by
+/// every symbol's template.
+#[derive(Debug, Clone, Copy)]
+pub struct DigitCounter {
+    value: u64,
+    digits: [u8; 20],
+}
+
+impl Default for DigitCounter {
+    fn default() -> Self {
+        DigitCounter { value: 0, digits: [b'0'; 20] }
+    }
+}
+
+impl DigitCounter {
+    /// Hold `v`.
+    #[inline]
+    pub fn set(&mut self, v: u64) {
+        if v == self.value {
+            return;
+        }
+        if v == self.value.wrapping_add(1) {
+            for d in self.digits.iter_mut().rev() {
+                if *d == b'9' {
+                    *d = b'0';
+                } else {
+                    *d += 1;
+                    break;
+                }
+            }
+        } else {
+            put_digits(&mut self.digits, v);
+        }
+        self.value = v;
+    }
+    pub fn value(&self) -> u64 {
+        self.value
+    }
+    /// The last `n` digits (leading zeros included).
+    #[inline]
+    pub fn tail(&self, n: usize) -> &[u8] {
+        &self.digits[20 - n.min(20)..]
+    }
+}
+
 /// What a template refuses to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TemplateError {
@@ -876,6 +922,39 @@ impl OrderTemplate {
                 *sum = sum.wrapping_add(u32::from(n)).wrapping_sub(u32::from(*o));
                 *o = n;
             }
+        }
+        slot.last = v;
+        Ok(())
+    }
+    /// MsgSeqNum from a counter (the fast way when one counter feeds many templates).
+    #[inline]
+    pub fn set_seq_num_from(&mut self, c: &DigitCounter) -> core::result::Result<(), TemplateError> {
+        Self::set_from(&mut self.buf, &mut self.sum, &mut self.seq, c, "MsgSeqNum")
+    }
+    /// ClOrdID from a counter.
+    #[inline]
+    pub fn set_cl_ord_id_from(&mut self, c: &DigitCounter) -> core::result::Result<(), TemplateError> {
+        Self::set_from(&mut self.buf, &mut self.sum, &mut self.cl_ord_id, c, "ClOrdID")
+    }
+    #[inline]
+    fn set_from(
+        buf: &mut [u8],
+        sum: &mut u32,
+        slot: &mut Slot,
+        c: &DigitCounter,
+        what: &'static str,
+    ) -> core::result::Result<(), TemplateError> {
+        let v = c.value();
+        if v == slot.last {
+            return Ok(());
+        }
+        if slot.len < 20 && v >= 10u64.pow(slot.len as u32) {
+            return Err(TemplateError::TooWide(what));
+        }
+        let digits = &mut buf[slot.at..slot.at + slot.len];
+        for (o, &n) in digits.iter_mut().zip(c.tail(slot.len)) {
+            *sum = sum.wrapping_add(u32::from(n)).wrapping_sub(u32::from(*o));
+            *o = n;
         }
         slot.last = v;
         Ok(())
@@ -1117,6 +1196,27 @@ mod tests {
         assert_eq!(t.set_symbol(b"MSFT"), Ok(()));
         assert_eq!(t.set_symbol(b"GOOGL"), Err(TemplateError::SymbolLength { want: 4, got: 5 }));
         assert!(Message::new_checked(t.bytes()).is_ok());
+    }
+
+    #[test]
+    fn counters_carry_and_feed_templates() {
+        let mut c = DigitCounter::default();
+        for v in [1u64, 2, 9, 10, 99, 100, 101, 12_345, 12_346, 999_999_999, 1_000_000_000] {
+            c.set(v);
+            assert_eq!(c.tail(12), format!("{v:012}").as_bytes());
+        }
+        let mut t = OrderTemplate::new(&OrderSpec::new("FIX.4.4", "A", "B", "X"));
+        c.set(41);
+        t.set_seq_num_from(&c).unwrap();
+        c.set(42);
+        t.set_cl_ord_id_from(&c).unwrap();
+        let m = t.bytes().to_vec();
+        let mut u = OrderTemplate::new(&OrderSpec::new("FIX.4.4", "A", "B", "X"));
+        u.set_seq_num(41).unwrap();
+        u.set_cl_ord_id(42).unwrap();
+        assert_eq!(m, u.bytes());
+        c.set(10_000_000_000);
+        assert_eq!(t.set_seq_num_from(&c), Err(TemplateError::TooWide("MsgSeqNum")));
     }
 
     #[test]
