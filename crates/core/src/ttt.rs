@@ -239,7 +239,8 @@ impl Fttc {
         // each field is recognised by its first four bytes, and only a field whose tag
         // announces a data field (which may hold SOH bytes) is read the long way.
         while i < end {
-            let head = u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+            // Four bytes always exist here: the trailer (7 bytes) follows the body.
+            let head = u32::from_le_bytes(buf[i..i + 4].try_into().expect("four bytes"));
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
                 let soh = fix::find_soh(&buf[..end], i + 3).ok_or(MdError::Fix(truncated(i)))?;
                 symbol = &buf[i + 3..soh];
@@ -361,14 +362,15 @@ fn truncated(offset: usize) -> tickplant_wire::Error {
 #[inline]
 fn announces_data(head: u32) -> bool {
     let b = head.to_le_bytes();
-    if b[2] == b'=' {
-        return matches!(&b[..2], b"90" | b"93" | b"95");
+    // By the first digit: most tags are rejected by one comparison.
+    match b[0] {
+        b'9' => b[2] == b'=' && matches!(b[1], b'0' | b'3' | b'5'),
+        b'2' => &b == b"212=",
+        b'3' => b[3] == b'=' && matches!((b[1], b[2]), (b'4', b'8'..=b'9') | (b'5', b'0'..=b'9') | (b'6', b'0'..=b'4')),
+        b'4' => &b == b"445=",
+        b'6' => &b == b"618=" || &b == b"621=",
+        _ => false,
     }
-    if b[3] != b'=' || !b[..3].iter().all(u8::is_ascii_digit) {
-        return false;
-    }
-    let n = u32::from(b[0] - b'0') * 100 + u32::from(b[1] - b'0') * 10 + u32::from(b[2] - b'0');
-    matches!(n, 212 | 348..=364 | 445 | 618 | 621)
 }
 
 /// Patch a symbol's template and hand it to `send`.
