@@ -262,6 +262,12 @@ impl<S: SessionStore> Session<S> {
     /// Send an application message: `fields` after the standard header, in order.
     /// Returns its MsgSeqNum.
     pub fn send(&mut self, now: u64, msg_type: &str, fields: &[(u32, &[u8])]) -> u64 {
+        self.compose(now, msg_type, fields, true)
+    }
+
+    /// Write a message with the next MsgSeqNum and queue it; application messages are kept
+    /// for resends (`keep`), administrative ones are gap-filled instead.
+    fn compose(&mut self, now: u64, msg_type: &str, fields: &[(u32, &[u8])], keep: bool) -> u64 {
         let seq = self.store.next_sender_seq();
         self.writer.reset(msg_type);
         self.header(now, seq);
@@ -269,7 +275,9 @@ impl<S: SessionStore> Session<S> {
             self.writer.field(*t, v);
         }
         let bytes = self.writer.finish().to_vec();
-        self.store.save(seq, &bytes);
+        if keep {
+            self.store.save(seq, &bytes);
+        }
         self.store.set_next_sender_seq(seq + 1);
         self.transmit(now, bytes);
         seq
@@ -362,15 +370,7 @@ impl<S: SessionStore> Session<S> {
 
     /// An administrative message (not kept for resends: a resend gap-fills it).
     fn admin(&mut self, now: u64, msg_type: &str, fields: &[(u32, &[u8])]) {
-        let seq = self.store.next_sender_seq();
-        self.writer.reset(msg_type);
-        self.header(now, seq);
-        for (t, v) in fields {
-            self.writer.field(*t, v);
-        }
-        let bytes = self.writer.finish().to_vec();
-        self.store.set_next_sender_seq(seq + 1);
-        self.transmit(now, bytes);
+        self.compose(now, msg_type, fields, false);
     }
 
     fn transmit(&mut self, now: u64, bytes: Vec<u8>) {
