@@ -164,6 +164,10 @@ pub struct TradeArgs {
     /// restart goes on from them (default: in memory).
     #[arg(long)]
     pub store: Option<PathBuf>,
+    /// Kill switch: while this file exists every order is refused (counted as
+    /// kill_switch); create it to stop trading, remove it to resume.
+    #[arg(long)]
+    pub kill_file: Option<PathBuf>,
     /// Risk: largest order quantity (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub max_order_qty: u64,
@@ -202,6 +206,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         duration: a.duration,
         heartbeat_s: a.heartbeat_s,
         store: a.store.clone(),
+        kill_file: a.kill_file.clone(),
         limits: RiskLimits {
             max_order_qty: a.max_order_qty,
             max_notional: a.max_notional,

@@ -110,6 +110,17 @@ fn a_risk_limit_stops_every_order_it_should() {
 }
 
 #[test]
+fn the_kill_file_stops_every_order() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("STOP"), "").unwrap();
+    let (r, truth) = harness(d.path(), "239.255.7.3:31703", &["--kill-file", "STOP"]);
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5);
+    assert_eq!(r["buys_sent"].as_u64().unwrap(), 0);
+    assert_eq!(r["risk_rejects"]["kill_switch"].as_u64().unwrap(), whole, "{r}");
+}
+
+#[test]
 fn bad_arguments_say_what_is_wrong() {
     let o = Command::new(BIN).args(["trade", "--md", "10.0.0.1:5000"]).output().unwrap();
     assert!(!o.status.success());

@@ -318,6 +318,9 @@ pub struct TradeConfig {
     pub heartbeat_s: u32,
     /// A folder for the FIX session's durable store (sequence numbers, sent orders).
     pub store: Option<std::path::PathBuf>,
+    /// The kill switch: while this file exists, every order is refused (checked about
+    /// every 100 ms).
+    pub kill_file: Option<std::path::PathBuf>,
 }
 
 /// Counts and stage latencies of a run of the engine.
@@ -419,7 +422,14 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     let mut last_md_seq = 0u64;
     let (mut logged_on, mut logging_out) = (false, false);
     let deadline = start + cfg.duration;
+    let mut next_kill_check = start;
     loop {
+        if let Some(k) = &cfg.kill_file {
+            if Instant::now() >= next_kill_check {
+                fttc.risk_mut().set_kill_switch(k.exists());
+                next_kill_check = Instant::now() + Duration::from_millis(100);
+            }
+        }
         // Market data first: it is the latency that counts.
         match md.recv(&mut dgram) {
             Ok(n) => {
