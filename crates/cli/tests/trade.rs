@@ -8,6 +8,10 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
+/// One harness at a time: the engines busy-poll, and several at once on a 2-core machine
+/// would starve each other's market data.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -29,6 +33,7 @@ fn json(p: &Path) -> serde_json::Value {
 
 /// Run the three parts; returns the trade report and the market data truth.
 fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let port = free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
     let ex = spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "6s"]);
@@ -143,6 +148,7 @@ fn the_docs_harness_runs_as_written() {
         .map(|l| l.trim_end_matches('&').split_whitespace().skip(1).map(str::to_owned).collect())
         .collect();
     assert_eq!(cmds.len(), 3);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let args = |i: usize| cmds[i].iter().map(String::as_str).collect::<Vec<_>>();
     let ex = spawn(d.path(), &args(0));
