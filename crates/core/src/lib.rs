@@ -16,6 +16,7 @@ pub mod naive;
 pub mod risk;
 pub mod route;
 pub mod seq;
+pub mod trigger;
 pub mod ttt;
 
 pub use arb::{

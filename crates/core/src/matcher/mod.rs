@@ -574,7 +574,7 @@ pub struct Explain {
 }
 
 /// The strategy index.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Matcher {
     schema: Schema,
     entries: FxMap<u64, Entry>,
@@ -604,9 +604,25 @@ impl std::fmt::Display for InsertError {
 
 impl std::error::Error for InsertError {}
 
+impl Default for Matcher {
+    fn default() -> Self {
+        Matcher::new()
+    }
+}
+
 impl Matcher {
     pub fn new() -> Self {
-        Matcher { clusters: vec![Cluster::default()], ..Default::default() }
+        Matcher {
+            schema: Schema::default(),
+            entries: FxMap::default(),
+            // Cluster 0 exists from the start: a keyed cluster must never get its index.
+            clusters: vec![Cluster::default()],
+            free_clusters: Vec::new(),
+            keyed: FxMap::default(),
+            access: Vec::new(),
+            acc: Vec::new(),
+            hits: Vec::new(),
+        }
     }
     /// A matcher over strategies parsed with `schema`.
     pub fn with_schema(schema: Schema) -> Self {
@@ -917,6 +933,18 @@ mod tests {
         assert_eq!(out, vec![9]);
         assert_eq!(m.insert_text("9: x = 1").unwrap_err(), "strategy id 9 is already in the index");
         assert!(m.memory_bytes() > 0);
+    }
+
+    #[test]
+    fn a_default_matcher_has_its_unkeyed_cluster() {
+        // A keyed cluster once took index 0 in a `Matcher::default()`, and events visited
+        // it twice: every match came out doubled.
+        let mut m = Matcher::default();
+        m.insert_text("1: x = 0").unwrap();
+        let e = event(&m, &[("x", "0")]);
+        let mut out = Vec::new();
+        m.match_event(&e, &mut out);
+        assert_eq!(out, vec![1]);
     }
 
     #[test]

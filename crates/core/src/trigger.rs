@@ -1,0 +1,242 @@
+//! Triggers: rules on market-data entries that fire orders, in the strategy language of
+//! [`crate::matcher`] with an action after `=>`:
+//!
+//! ```text
+//! # buy 100 whenever a price is a whole dollar (the reference harness)
+//! 1: price_frac = 0 => buy 100
+//! 2: symbol = "AAPL" and entry_type = "2" and price < 190 and size >= 500 => sell 200
+//! ```
+//!
+//! Attributes of an entry: `symbol` (55), `entry_type` (269: `"0"` bid, `"1"` offer, `"2"`
+//! trade), `price` (270, exact decimal), `size` (271) and `price_frac` (the price's part
+//! after the point: `price_frac = 0` for `123.000`). An attribute the entry lacks makes its
+//! predicates false. The index is the strategy matcher, so thousands of triggers cost little
+//! more than one, and triggers are inserted and removed while running
+//! ([`Triggers::apply`] replaces the set with another, changing only what differs).
+
+use std::collections::HashMap;
+
+use crate::matcher::lang::SCALE;
+use crate::matcher::{AttrId, MatchEvent, Matcher, Type, Value, UNKNOWN_SYM};
+
+/// What a trigger does when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TriggerAction {
+    pub buy: bool,
+    pub qty: u64,
+}
+
+/// A trigger file's lines: (id, text of the conditions, action).
+pub type TriggerSet = Vec<(u64, String, TriggerAction)>;
+
+/// Parse a trigger file: `ID: conditions => buy|sell QTY` per line, `#` comments.
+pub fn parse_triggers(text: &str) -> Result<TriggerSet, String> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |what: &str| format!("line {}: {what}", n + 1);
+        let (cond, action) = line.rsplit_once("=>").ok_or_else(|| at("expected `ID: conditions => buy|sell QTY`"))?;
+        let (id, cond) = cond.split_once(':').ok_or_else(|| at("expected `ID:` first"))?;
+        let id: u64 = id.trim().parse().map_err(|_| at(&format!("{:?} is not a whole-number id", id.trim())))?;
+        let mut words = action.split_whitespace();
+        let buy = match words.next() {
+            Some("buy") => true,
+            Some("sell") => false,
+            other => return Err(at(&format!("the action is `buy QTY` or `sell QTY`, not {:?}", other.unwrap_or("")))),
+        };
+        let qty: u64 = words
+            .next()
+            .and_then(|q| q.parse().ok())
+            .filter(|&q| q > 0)
+            .ok_or_else(|| at("the action needs a quantity above 0"))?;
+        if words.next().is_some() {
+            return Err(at("nothing may follow the quantity"));
+        }
+        if out.iter().any(|(i, _, _)| *i == id) {
+            return Err(at(&format!("trigger id {id} is used twice")));
+        }
+        out.push((id, cond.trim().to_string(), TriggerAction { buy, qty }));
+    }
+    Ok(out)
+}
+
+/// The triggers in force, indexed.
+#[derive(Debug, Default)]
+pub struct Triggers {
+    matcher: Matcher,
+    actions: HashMap<u64, (String, TriggerAction)>,
+    event: MatchEvent,
+    ids: Vec<u64>,
+}
+
+const ATTRS: [(&str, Type); 5] = [
+    ("symbol", Type::Str),
+    ("entry_type", Type::Str),
+    ("price", Type::Num),
+    ("size", Type::Num),
+    ("price_frac", Type::Num),
+];
+
+/// An entry of a market-data message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Entry<'a> {
+    pub symbol: &'a [u8],
+    pub entry_type: Option<&'a [u8]>,
+    /// 1e-9 units.
+    pub price: Option<i64>,
+    pub size: Option<u64>,
+}
+
+impl Triggers {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn len(&self) -> usize {
+        self.actions.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    /// Make `set` the triggers in force: removed and changed ones leave, new and changed
+    /// ones enter, the rest stay as they are. On an error nothing changes.
+    pub fn apply(&mut self, set: &TriggerSet) -> Result<(usize, usize), String> {
+        // Parse everything first (with a scratch copy of the schema) so that an error leaves
+        // the set in force untouched.
+        let mut schema = self.matcher.schema().clone();
+        let mut parsed = Vec::new();
+        for (id, cond, action) in set {
+            if self.actions.get(id).is_some_and(|(c, a)| c == cond && a == action) {
+                continue;
+            }
+            let s = schema
+                .parse_strategy(&format!("{id}: {cond}"), 1)
+                .map_err(|e| format!("trigger {id}: {}", e.reason))?;
+            parsed.push((s, *action, cond.clone()));
+        }
+        for (name, want) in ATTRS {
+            if let Some(a) = schema.attr_id(name) {
+                if schema.attr_type(a).is_some_and(|t| t != want) {
+                    return Err(format!(
+                        "{name} is a {} attribute of market data",
+                        if want == Type::Str { "string" } else { "number" }
+                    ));
+                }
+            }
+        }
+        let keep: std::collections::HashSet<u64> = set.iter().map(|x| x.0).collect();
+        let gone: Vec<u64> = self
+            .actions
+            .iter()
+            .filter(|(id, (c, a))| {
+                !keep.contains(id) || parsed.iter().any(|p| p.0.id == **id && (&p.2 != c || p.1 != *a))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        *self.matcher.schema_mut() = schema;
+        for id in &gone {
+            self.matcher.remove(*id);
+            self.actions.remove(id);
+        }
+        let added = parsed.len();
+        for (s, action, cond) in parsed {
+            let id = s.id;
+            self.matcher.insert(s).map_err(|e| e.to_string())?;
+            self.actions.insert(id, (cond, action));
+        }
+        Ok((added, gone.len()))
+    }
+
+    fn attr(&self, name: &str) -> Option<AttrId> {
+        self.matcher.schema().attr_id(name)
+    }
+
+    /// The triggers an entry fires, with their actions, into `out` (cleared first).
+    pub fn fire(&mut self, e: &Entry<'_>, out: &mut Vec<(u64, TriggerAction)>) {
+        out.clear();
+        if self.actions.is_empty() {
+            return;
+        }
+        let n = self.matcher.schema().attrs();
+        self.event.values.clear();
+        self.event.values.resize(n, None);
+        let sym = |m: &Matcher, b: &[u8]| {
+            Value::Sym(std::str::from_utf8(b).ok().and_then(|s| m.schema().sym_id(s)).unwrap_or(UNKNOWN_SYM))
+        };
+        if let Some(a) = self.attr("symbol") {
+            self.event.values[a as usize] = Some(sym(&self.matcher, e.symbol));
+        }
+        if let (Some(a), Some(t)) = (self.attr("entry_type"), e.entry_type) {
+            self.event.values[a as usize] = Some(sym(&self.matcher, t));
+        }
+        if let Some(p) = e.price {
+            if let Some(a) = self.attr("price") {
+                self.event.values[a as usize] = Some(Value::Num(i128::from(p)));
+            }
+            if let Some(a) = self.attr("price_frac") {
+                self.event.values[a as usize] = Some(Value::Num(i128::from(p.rem_euclid(1_000_000_000))));
+            }
+        }
+        if let (Some(a), Some(s)) = (self.attr("size"), e.size) {
+            self.event.values[a as usize] = Some(Value::Num(i128::from(s) * SCALE));
+        }
+        self.matcher.match_event(&self.event, &mut self.ids);
+        out.extend(self.ids.iter().filter_map(|id| self.actions.get(id).map(|(_, a)| (*id, *a))));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry<'a>(sym: &'a str, px: i64, t: &'a str, size: u64) -> Entry<'a> {
+        Entry { symbol: sym.as_bytes(), entry_type: Some(t.as_bytes()), price: Some(px), size: Some(size) }
+    }
+
+    #[test]
+    fn triggers_fire_and_change_while_running() {
+        let mut t = Triggers::new();
+        let set = parse_triggers(
+            "# the harness\n1: price_frac = 0 => buy 100\n2: symbol = \"AAPL\" and entry_type = \"2\" and price < 190 and size >= 500 => sell 200\n",
+        )
+        .unwrap();
+        assert_eq!(t.apply(&set).unwrap(), (2, 0));
+        let mut out = Vec::new();
+        t.fire(&entry("MSFT", 410_000_000_000, "0", 100), &mut out);
+        assert_eq!(out, vec![(1, TriggerAction { buy: true, qty: 100 })]);
+        t.fire(&entry("AAPL", 189_500_000_000, "2", 500), &mut out);
+        assert_eq!(out, vec![(2, TriggerAction { buy: false, qty: 200 })]);
+        t.fire(&entry("AAPL", 189_500_000_000, "1", 500), &mut out);
+        assert!(out.is_empty());
+        // Change one, drop one, add one: only those move.
+        let set = parse_triggers("1: price_frac = 0 => buy 300\n3: size > 1000 => sell 1\n").unwrap();
+        assert_eq!(t.apply(&set).unwrap(), (2, 2));
+        t.fire(&entry("AAPL", 190_000_000_000, "2", 5000), &mut out);
+        assert_eq!(out, vec![(1, TriggerAction { buy: true, qty: 300 }), (3, TriggerAction { buy: false, qty: 1 })]);
+        assert_eq!(t.len(), 2);
+        // A bad set changes nothing.
+        let bad = parse_triggers("4: symbol < 3 => buy 1\n").unwrap();
+        assert!(t.apply(&bad).is_err());
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn bad_lines_say_where() {
+        for (text, want) in [
+            ("1: price > 1", "line 1: expected `ID: conditions => buy|sell QTY`"),
+            ("x: price > 1 => buy 1", "is not a whole-number id"),
+            ("1: price > 1 => hold 1", "`buy QTY` or `sell QTY`"),
+            ("1: price > 1 => buy 0", "quantity above 0"),
+            ("1: price > 1 => buy 1\n\n1: size > 1 => sell 2", "line 3: trigger id 1 is used twice"),
+        ] {
+            let e = parse_triggers(text).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let mut t = Triggers::new();
+        let e = t.apply(&parse_triggers("1: price = \"x\" => buy 1").unwrap()).unwrap_err();
+        assert!(e.contains("price is a number attribute"), "{e}");
+    }
+}
