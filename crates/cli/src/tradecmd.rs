@@ -147,9 +147,14 @@ pub struct TradeArgs {
     /// FIX.4.4 or FIX.4.2.
     #[arg(long, default_value = "FIX.4.4")]
     pub begin_string: String,
-    /// The strategy: `fttc` (BUY on every whole-dollar price, SELL on each BUY's fill).
+    /// The strategy: `fttc` (BUY on every whole-dollar price, SELL on each BUY's fill), or
+    /// `triggers` (the rules of --triggers decide; fills are counted).
     #[arg(long, default_value = "fttc")]
     pub strategy: String,
+    /// Trigger rules, one per line: `ID: conditions => buy|sell QTY` (see
+    /// docs/tick-to-trade.md). The file is read again whenever it changes.
+    #[arg(long)]
+    pub triggers: Option<PathBuf>,
     /// Shares per order.
     #[arg(long, default_value_t = 100)]
     pub qty: u64,
@@ -189,8 +194,11 @@ pub struct TradeArgs {
 }
 
 pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
-    if a.strategy != "fttc" {
-        bail!("--strategy {:?}: only \"fttc\" is built in so far", a.strategy);
+    match (a.strategy.as_str(), &a.triggers) {
+        ("fttc", None) | ("triggers", Some(_)) => {}
+        ("triggers", None) => bail!("--strategy triggers needs --triggers FILE"),
+        ("fttc", Some(_)) => bail!("--triggers is for --strategy triggers"),
+        (other, _) => bail!("--strategy {other:?}: \"fttc\" or \"triggers\""),
     }
     if !matches!(a.begin_string.as_str(), "FIX.4.4" | "FIX.4.2") {
         bail!("--begin-string {:?}: FIX.4.4 or FIX.4.2", a.begin_string);
@@ -207,6 +215,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         heartbeat_s: a.heartbeat_s,
         store: a.store.clone(),
         kill_file: a.kill_file.clone(),
+        triggers: a.triggers.clone(),
         limits: RiskLimits {
             max_order_qty: a.max_order_qty,
             max_notional: a.max_notional,
@@ -235,6 +244,9 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     eprintln!("  latency (ns)          count        p50      p90      p99    p99.9        max");
     for (name, l) in &r.latency_ns {
         eprintln!("    {:<16} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10}", name, l.count, l.p50, l.p90, l.p99, l.p999, l.max);
+    }
+    for e in &r.trigger_errors {
+        eprintln!("trade: trigger file refused (the triggers in force stayed): {e}");
     }
     if let Some(p) = &a.report {
         std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}", p.display()))?;

@@ -33,6 +33,16 @@ fn json(p: &Path) -> serde_json::Value {
 
 /// Run the three parts; returns the trade report and the market data truth.
 fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    harness_with(dir, group, trade_extra, |_| {})
+}
+
+/// The same, with `during` run on its own thread from the moment the market data starts.
+fn harness_with(
+    dir: &Path,
+    group: &str,
+    trade_extra: &[&str],
+    during: impl FnOnce(std::time::Instant) + Send + 'static,
+) -> (serde_json::Value, serde_json::Value) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let port = free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
@@ -75,7 +85,10 @@ fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value,
             "truth.json",
         ],
     );
+    let started = std::time::Instant::now();
+    let side = std::thread::spawn(move || during(started));
     finish(md, "sim fix-md");
+    side.join().unwrap();
     finish(tr, "trade");
     finish(ex, "sim exchange");
     (json(&dir.join("report.json")), json(&dir.join("truth.json")))
@@ -126,12 +139,40 @@ fn the_kill_file_stops_every_order() {
 }
 
 #[test]
+fn triggers_decide_and_change_while_running() {
+    let d = tempfile::tempdir().unwrap();
+    let rules = d.path().join("rules.txt");
+    // At first a rule that never fires; about 0.7 s into the market data, the harness's
+    // rule as a trigger.
+    std::fs::write(&rules, "1: price < 0 => buy 1\n").unwrap();
+    let later = rules.clone();
+    let (r, truth) = harness_with(
+        d.path(),
+        "239.255.7.4:31704",
+        &["--strategy", "triggers", "--triggers", "rules.txt"],
+        move |t0| {
+            std::thread::sleep(Duration::from_millis(700).saturating_sub(t0.elapsed()));
+            std::fs::write(later, "# the harness, as a trigger\n1: price_frac = 0 => buy 100\n").unwrap();
+        },
+    );
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5);
+    assert_eq!(r["trigger_loads"].as_u64().unwrap(), 2, "{r}");
+    let buys = r["buys_sent"].as_u64().unwrap();
+    assert!(buys > 0 && buys < whole, "only the prices after the change trade: {buys} of {whole}");
+    assert_eq!(r["buy_fills"].as_u64().unwrap(), buys);
+    assert_eq!(r["sells_sent"].as_u64().unwrap(), 0, "triggers send no SELL of their own");
+}
+
+#[test]
 fn bad_arguments_say_what_is_wrong() {
     let o = Command::new(BIN).args(["trade", "--md", "10.0.0.1:5000"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a multicast group"));
     let o = Command::new(BIN).args(["trade", "--strategy", "momentum"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("only \"fttc\""));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"fttc\" or \"triggers\""));
+    let o = Command::new(BIN).args(["trade", "--strategy", "triggers"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs --triggers FILE"));
     let o = Command::new(BIN).args(["sim", "fix-md", "--duration", "3 parsecs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"));
 }

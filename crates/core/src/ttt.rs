@@ -47,6 +47,7 @@ impl Hasher for FxHasher {
 use tickplant_wire::fix::{self, DigitCounter, Message, OrderSpec, OrderTemplate, TemplateError};
 
 use crate::risk::{OrderIntent, Risk, RiskLimits, RiskReject};
+use crate::trigger::{Entry, TriggerAction, Triggers};
 
 /// Where the caller takes over: the orders to send, and (for latency marks) the moments
 /// the datagram was validated and an entry was decided.
@@ -130,6 +131,11 @@ pub struct Fttc {
     /// MsgSeqNum and ClOrdID as digits, shared by every symbol's template.
     counters: Counters,
     stats: FttcStats,
+    /// With triggers, they decide instead of the whole-dollar rule (and fills are only
+    /// counted).
+    triggers: Option<Triggers>,
+    fired: Vec<(u64, TriggerAction)>,
+    spare: Option<fix::FieldIndex<'static>>,
 }
 
 #[derive(Default)]
@@ -155,6 +161,9 @@ impl Fttc {
             cl_ord_id: 0,
             counters: Counters::default(),
             stats: FttcStats::default(),
+            triggers: None,
+            fired: Vec::new(),
+            spare: Some(fix::FieldIndex::new()),
         }
     }
     pub fn stats(&self) -> FttcStats {
@@ -166,6 +175,14 @@ impl Fttc {
     pub fn risk_mut(&mut self) -> &mut Risk {
         &mut self.risk
     }
+    /// Decide by `triggers` instead of the whole-dollar rule (`None`: back to the rule).
+    pub fn set_triggers(&mut self, triggers: Option<Triggers>) {
+        self.triggers = triggers;
+    }
+    pub fn triggers_mut(&mut self) -> Option<&mut Triggers> {
+        self.triggers.as_mut()
+    }
+
     /// Build the templates of symbols known in advance (otherwise built on first sight).
     pub fn prepare(&mut self, symbol: &[u8]) {
         self.id(symbol);
@@ -231,6 +248,9 @@ impl Fttc {
             }
         };
         send.parsed();
+        if self.triggers.is_some() {
+            return self.by_triggers(now, &m, next_seq, send);
+        }
         let mut symbol: &[u8] = &[];
         let mut orders = 0;
         let buf = m.as_bytes();
@@ -318,6 +338,16 @@ impl Fttc {
         let Some(i) = self.known(symbol) else { return Ok(()) };
         let st = &mut self.symbols[i as usize];
         let (id, px) = (st.id, st.last_px);
+        if self.triggers.is_some() {
+            // Triggers send their own orders: a fill is only counted.
+            if side == b"1" {
+                self.stats.buy_fills += 1;
+            } else {
+                self.stats.sell_fills += 1;
+            }
+            self.risk.on_fill(id, side == b"1", qty, true);
+            return Ok(());
+        }
         if side == b"1" {
             self.stats.buy_fills += 1;
             self.risk.on_fill(id, true, qty, true);
@@ -334,6 +364,86 @@ impl Fttc {
             self.risk.on_fill(id, false, qty, true);
         }
         Ok(())
+    }
+
+    /// The general path: every entry of the NoMDEntries group (its first field is its
+    /// delimiter) goes through the triggers.
+    fn by_triggers(
+        &mut self,
+        now: u64,
+        m: &Message<'_>,
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> Result<usize, MdError> {
+        let mut ix = self.spare.take().unwrap_or_default().recycle();
+        let r = self.by_triggers_in(now, m, &mut ix, next_seq, send);
+        self.spare = Some(ix.recycle());
+        r
+    }
+
+    fn by_triggers_in<'a>(
+        &mut self,
+        now: u64,
+        m: &Message<'a>,
+        ix: &mut fix::FieldIndex<'a>,
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> Result<usize, MdError> {
+        ix.parse(m).map_err(MdError::Fix)?;
+        let Some(p) = ix.fields().iter().position(|f| f.tag == fix::tag::NO_MD_ENTRIES) else { return Ok(0) };
+        let Some(delim) = ix.fields().get(p + 1).map(|f| f.tag) else { return Ok(0) };
+        let mut orders = 0;
+        let group = ix.group(fix::tag::NO_MD_ENTRIES, delim, &[]).map_err(MdError::Fix)?;
+        let mut fired = std::mem::take(&mut self.fired);
+        for e in group {
+            let mut entry = Entry::default();
+            for f in e {
+                match f.tag {
+                    55 => entry.symbol = f.value,
+                    269 => entry.entry_type = Some(f.value),
+                    270 => entry.price = Some(fix::parse_decimal(f.value).ok_or(MdError::Price { offset: f.offset })?),
+                    271 => entry.size = f.as_uint().ok(),
+                    _ => {}
+                }
+            }
+            if let Some(px) = entry.price {
+                self.stats.entries += 1;
+                if px % 1_000_000_000 == 0 {
+                    self.stats.whole_dollar += 1;
+                }
+            }
+            self.triggers.as_mut().expect("trigger mode").fire(&entry, &mut fired);
+            for &(_, action) in &fired {
+                send.decided();
+                let id = self.id(entry.symbol);
+                let price = entry.price.unwrap_or(0);
+                let intent = OrderIntent { symbol: id, buy: action.buy, qty: action.qty, price };
+                if self.risk.check(now, &intent).is_err() {
+                    continue;
+                }
+                let st = &mut self.symbols[id as usize];
+                st.last_px = price;
+                if st.template.set_qty(action.qty).is_err() {
+                    self.stats.template_errors += 1;
+                    continue;
+                }
+                self.cl_ord_id += 1;
+                let side = if action.buy { b'1' } else { b'2' };
+                match order(st, &mut self.counters, self.cl_ord_id, side, now, next_seq, send) {
+                    Ok(()) => {
+                        orders += 1;
+                        if action.buy {
+                            self.stats.buys += 1;
+                        } else {
+                            self.stats.sells += 1;
+                        }
+                    }
+                    Err(_) => self.stats.template_errors += 1,
+                }
+            }
+        }
+        self.fired = fired;
+        Ok(orders)
     }
 
     /// Refusals by reason.
@@ -475,6 +585,27 @@ mod tests {
             .unwrap();
         assert_eq!((n, seq), (0, 1));
         assert_eq!(f.rejects().find(|r| r.0 == RiskReject::MaxOrderQty).unwrap().1, 1);
+    }
+
+    #[test]
+    fn triggers_decide_instead_of_the_rule() {
+        let mut f = fttc(RiskLimits::default());
+        let mut t = Triggers::new();
+        t.apply(&crate::trigger::parse_triggers("5: symbol = \"IBM\" and price >= 99 => sell 300\n").unwrap()).unwrap();
+        f.set_triggers(Some(t));
+        let mut seq = 1;
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        let n = f
+            .on_market_data(0, &md(1, &[("AAPL", "190.000"), ("IBM", "99.5")]), &mut seq, &mut |_: u64, b: &[u8]| {
+                sent.push(b.to_vec())
+            })
+            .unwrap();
+        assert_eq!(n, 1, "AAPL's whole dollar does not trade now: only the trigger does");
+        assert_eq!(get(&sent[0], 55), b"IBM");
+        assert_eq!(get(&sent[0], 54), b"2");
+        assert_eq!(get(&sent[0], 38), b"000000300");
+        let s = f.stats();
+        assert_eq!((s.entries, s.whole_dollar, s.buys, s.sells), (2, 1, 0, 1));
     }
 
     /// The reference: every entry's symbol and price through the full reader.

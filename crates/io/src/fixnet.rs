@@ -23,6 +23,7 @@ use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 use tickplant_core::fix_session::{MemoryStore, Role, Session, SessionConfig, SessionEvent, SessionStore};
 use tickplant_core::risk::RiskLimits;
+use tickplant_core::trigger::{parse_triggers, Triggers};
 use tickplant_core::ttt::{Fttc, FttcConfig, FttcOutput};
 use tickplant_wire::fix::{self, FieldIndex, Message};
 
@@ -321,6 +322,9 @@ pub struct TradeConfig {
     /// The kill switch: while this file exists, every order is refused (checked about
     /// every 100 ms).
     pub kill_file: Option<std::path::PathBuf>,
+    /// Triggers decide instead of the whole-dollar rule; the file is read again whenever
+    /// it changes (checked about every 100 ms), so triggers come and go while running.
+    pub triggers: Option<std::path::PathBuf>,
 }
 
 /// Counts and stage latencies of a run of the engine.
@@ -331,6 +335,10 @@ pub struct TradeReport {
     pub md_undecodable: u64,
     /// Datagrams that arrived before the session was logged on (not traded).
     pub md_before_logon: u64,
+    /// Trigger files taken (the first load included), and the ones refused (the triggers
+    /// in force then stay as they were), with the reason.
+    pub trigger_loads: u64,
+    pub trigger_errors: Vec<String>,
     /// Market-data sequence gaps seen (MsgSeqNum of the datagrams).
     pub md_gaps: u64,
     pub whole_dollar_prices: u64,
@@ -422,12 +430,38 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     let mut last_md_seq = 0u64;
     let (mut logged_on, mut logging_out) = (false, false);
     let deadline = start + cfg.duration;
-    let mut next_kill_check = start;
+    let mut next_file_check = start;
+    let mut triggers_seen: Option<SystemTime> = None;
+    if let Some(p) = &cfg.triggers {
+        // The first load must succeed: trading on no rules would be a silent mistake.
+        let text =
+            std::fs::read_to_string(p).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+        let mut t = Triggers::new();
+        let set = parse_triggers(&text).map_err(|e| std::io::Error::other(format!("{}: {e}", p.display())))?;
+        t.apply(&set).map_err(|e| std::io::Error::other(format!("{}: {e}", p.display())))?;
+        fttc.set_triggers(Some(t));
+        triggers_seen = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        r.trigger_loads += 1;
+    }
     loop {
-        if let Some(k) = &cfg.kill_file {
-            if Instant::now() >= next_kill_check {
+        if Instant::now() >= next_file_check {
+            next_file_check = Instant::now() + Duration::from_millis(100);
+            if let Some(k) = &cfg.kill_file {
                 fttc.risk_mut().set_kill_switch(k.exists());
-                next_kill_check = Instant::now() + Duration::from_millis(100);
+            }
+            if let Some(p) = &cfg.triggers {
+                let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+                if modified.is_some() && modified != triggers_seen {
+                    triggers_seen = modified;
+                    let applied = std::fs::read_to_string(p)
+                        .map_err(|e| e.to_string())
+                        .and_then(|text| parse_triggers(&text))
+                        .and_then(|set| fttc.triggers_mut().expect("trigger mode").apply(&set));
+                    match applied {
+                        Ok(_) => r.trigger_loads += 1,
+                        Err(e) => r.trigger_errors.push(format!("{}: {e}", p.display())),
+                    }
+                }
             }
         }
         // Market data first: it is the latency that counts.
