@@ -68,6 +68,8 @@ pub fn parse_triggers(text: &str) -> Result<TriggerSet, String> {
 pub struct Triggers {
     matcher: Matcher,
     actions: HashMap<u64, (String, TriggerAction)>,
+    /// The ids of the attributes of [`ATTRS`], in its order, resolved once per set.
+    attrs: [Option<AttrId>; 5],
     event: MatchEvent,
     ids: Vec<u64>,
 }
@@ -136,6 +138,7 @@ impl Triggers {
             })
             .map(|(id, _)| *id)
             .collect();
+        self.attrs = ATTRS.map(|(name, _)| schema.attr_id(name));
         *self.matcher.schema_mut() = schema;
         for id in &gone {
             self.matcher.remove(*id);
@@ -150,10 +153,6 @@ impl Triggers {
         Ok((added, gone.len()))
     }
 
-    fn attr(&self, name: &str) -> Option<AttrId> {
-        self.matcher.schema().attr_id(name)
-    }
-
     /// The triggers an entry fires, with their actions, into `out` (cleared first).
     pub fn fire(&mut self, e: &Entry<'_>, out: &mut Vec<(u64, TriggerAction)>) {
         out.clear();
@@ -166,22 +165,18 @@ impl Triggers {
         let sym = |m: &Matcher, b: &[u8]| {
             Value::Sym(std::str::from_utf8(b).ok().and_then(|s| m.schema().sym_id(s)).unwrap_or(UNKNOWN_SYM))
         };
-        if let Some(a) = self.attr("symbol") {
-            self.event.values[a as usize] = Some(sym(&self.matcher, e.symbol));
-        }
-        if let (Some(a), Some(t)) = (self.attr("entry_type"), e.entry_type) {
-            self.event.values[a as usize] = Some(sym(&self.matcher, t));
-        }
-        if let Some(p) = e.price {
-            if let Some(a) = self.attr("price") {
-                self.event.values[a as usize] = Some(Value::Num(i128::from(p)));
+        let [symbol, entry_type, price, size, price_frac] = self.attrs;
+        let values = [
+            (symbol, Some(sym(&self.matcher, e.symbol))),
+            (entry_type, e.entry_type.map(|t| sym(&self.matcher, t))),
+            (price, e.price.map(|p| Value::Num(i128::from(p)))),
+            (size, e.size.map(|s| Value::Num(i128::from(s) * SCALE))),
+            (price_frac, e.price.map(|p| Value::Num(i128::from(p.rem_euclid(1_000_000_000))))),
+        ];
+        for (a, v) in values {
+            if let (Some(a), Some(v)) = (a, v) {
+                self.event.values[a as usize] = Some(v);
             }
-            if let Some(a) = self.attr("price_frac") {
-                self.event.values[a as usize] = Some(Value::Num(i128::from(p.rem_euclid(1_000_000_000))));
-            }
-        }
-        if let (Some(a), Some(s)) = (self.attr("size"), e.size) {
-            self.event.values[a as usize] = Some(Value::Num(i128::from(s) * SCALE));
         }
         self.matcher.match_event(&self.event, &mut self.ids);
         out.extend(self.ids.iter().filter_map(|id| self.actions.get(id).map(|(_, a)| (*id, *a))));

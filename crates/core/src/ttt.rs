@@ -12,37 +12,7 @@
 //! No allocation per message once a symbol has been seen (its template is built the first
 //! time it appears).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Symbols are hashed eight bytes at a time with one multiply each (FxHash): the key is a
-/// short ticker on the hot path, and SipHash would cost more than the rest of the lookup.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    #[inline]
-    fn write_u128(&mut self, n: u128) {
-        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        self.0 = (self.0.rotate_left(5) ^ (n >> 64) as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+use crate::fxhash::FxMap;
 
 use tickplant_wire::fix::{self, DigitCounter, Message, OrderSpec, OrderTemplate, TemplateError};
 
@@ -93,8 +63,8 @@ pub struct FttcStats {
     pub template_errors: u64,
 }
 
+/// A symbol's state; its index in `Fttc::symbols` is its id (for risk).
 struct SymbolState {
-    id: u32,
     template: OrderTemplate,
     /// The price of the last BUY (the SELL's risk checks use it).
     last_px: i64,
@@ -123,8 +93,8 @@ impl std::fmt::Display for MdError {
 pub struct Fttc {
     cfg: FttcConfig,
     /// Symbols of up to 8 bytes, by their bytes as one number (no byte comparison).
-    short_ids: HashMap<u128, u32, BuildHasherDefault<FxHasher>>,
-    ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
+    short_ids: FxMap<u128, u32>,
+    ids: FxMap<Box<[u8]>, u32>,
     symbols: Vec<SymbolState>,
     risk: Risk,
     cl_ord_id: u64,
@@ -155,8 +125,8 @@ impl Fttc {
         Fttc {
             risk: Risk::new(cfg.limits),
             cfg,
-            short_ids: HashMap::default(),
-            ids: HashMap::default(),
+            short_ids: FxMap::default(),
+            ids: FxMap::default(),
             symbols: Vec::new(),
             cl_ord_id: 0,
             counters: Counters::default(),
@@ -210,24 +180,22 @@ impl Fttc {
 
     #[cold]
     fn add(&mut self, symbol: &[u8]) -> u32 {
-        {
-            let id = self.symbols.len() as u32;
-            let spec = OrderSpec::new(
-                &self.cfg.begin_string,
-                &self.cfg.sender,
-                &self.cfg.target,
-                &String::from_utf8_lossy(symbol),
-            );
-            let mut template = OrderTemplate::new(&spec);
-            // The quantity never changes: written once.
-            let _ = template.set_qty(self.cfg.qty);
-            self.symbols.push(SymbolState { id, template, last_px: 0 });
-            match short_key(symbol) {
-                Some(k) => self.short_ids.insert(k, id),
-                None => self.ids.insert(symbol.into(), id),
-            };
-            id
-        }
+        let id = self.symbols.len() as u32;
+        let spec = OrderSpec::new(
+            &self.cfg.begin_string,
+            &self.cfg.sender,
+            &self.cfg.target,
+            &String::from_utf8_lossy(symbol),
+        );
+        let mut template = OrderTemplate::new(&spec);
+        // The configured quantity, written once (triggers patch their own per order).
+        let _ = template.set_qty(self.cfg.qty);
+        self.symbols.push(SymbolState { template, last_px: 0 });
+        match short_key(symbol) {
+            Some(k) => self.short_ids.insert(k, id),
+            None => self.ids.insert(symbol.into(), id),
+        };
+        id
     }
 
     /// One market-data datagram at `now` (UNIX ns). Each order decided is written with
@@ -337,7 +305,7 @@ impl Fttc {
         }
         let Some(i) = self.known(symbol) else { return Ok(()) };
         let st = &mut self.symbols[i as usize];
-        let (id, px) = (st.id, st.last_px);
+        let (id, px) = (i, st.last_px);
         if self.triggers.is_some() {
             // Triggers send their own orders: a fill is only counted.
             if side == b"1" {

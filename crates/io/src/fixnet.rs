@@ -470,12 +470,6 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                 let t0 = rdtsc();
                 r.md_messages += 1;
                 let bytes = &dgram[..n];
-                if let Some(seq) = md_seq(bytes) {
-                    if last_md_seq != 0 && seq > last_md_seq + 1 {
-                        r.md_gaps += 1;
-                    }
-                    last_md_seq = seq;
-                }
                 if !logged_on {
                     // Orders wait for the session: the prices are counted, not traded.
                     r.md_before_logon += 1;
@@ -500,6 +494,13 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                 }
                 if let Some(e) = out.error {
                     return Err(e);
+                }
+                // Gap counting after the orders are out: it is not on the latency path.
+                if let Some(seq) = md_seq(bytes) {
+                    if last_md_seq != 0 && seq > last_md_seq + 1 {
+                        r.md_gaps += 1;
+                    }
+                    last_md_seq = seq;
                 }
                 continue;
             }

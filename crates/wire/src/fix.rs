@@ -902,9 +902,9 @@ impl OrderTemplate {
             *o = n;
         }
     }
-    /// Write the number `v` into a numeric slot. The same number costs nothing, and the
-    /// next one (sequence numbers, order ids) is a carry from the last digit, not a
-    /// formatting.
+    /// Write the number `v` into a numeric slot (the same number costs nothing). Callers
+    /// that send many orders keep a [`DigitCounter`] and use the `_from` setters, where the
+    /// next number is a carry rather than a formatting.
     #[inline]
     fn set_number(
         buf: &mut [u8],
@@ -916,31 +916,9 @@ impl OrderTemplate {
         if v == slot.last {
             return Ok(());
         }
-        if slot.len < 20 && v >= 10u64.pow(slot.len as u32) {
-            return Err(TemplateError::TooWide(what));
-        }
-        let digits = &mut buf[slot.at..slot.at + slot.len];
-        if v == slot.last.wrapping_add(1) {
-            for d in digits.iter_mut().rev() {
-                if *d == b'9' {
-                    *d = b'0';
-                    *sum = sum.wrapping_sub(9);
-                } else {
-                    *d += 1;
-                    *sum = sum.wrapping_add(1);
-                    break;
-                }
-            }
-        } else {
-            let mut b = [0u8; 24];
-            put_digits(&mut b[..slot.len.min(24)], v);
-            for (o, &n) in digits.iter_mut().zip(&b) {
-                *sum = sum.wrapping_add(u32::from(n)).wrapping_sub(u32::from(*o));
-                *o = n;
-            }
-        }
-        slot.last = v;
-        Ok(())
+        let mut c = DigitCounter::default();
+        c.set(v);
+        Self::set_from(buf, sum, slot, &c, what)
     }
     /// MsgSeqNum from a counter (the fast way when one counter feeds many templates).
     #[inline]

@@ -29,7 +29,7 @@
 pub mod lang;
 pub mod market;
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap;
 
 pub use lang::{
     format_num, parse_num, AttrId, MatchEvent, Op, ParseError, Pred, Rhs, Schema, Strategy, SymId, Type, Value, SCALE,
@@ -52,47 +52,6 @@ const PENDING: usize = 32;
 const _: () = assert!(PENDING <= 64, "pending members are tracked in one u64");
 
 type ClusterId = u32;
-
-/// Strategy ids and cluster keys are hashed with one multiply (the FxHash scheme) instead of
-/// SipHash: the keys come from the user's own strategies, not from an adversary, and the
-/// id map is touched on every insert and remove. Written here rather than taking a crate for
-/// a dozen lines.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    #[inline]
-    fn write_u128(&mut self, n: u128) {
-        self.write_u64(n as u64);
-        self.write_u64((n >> 64) as u64);
-    }
-    #[inline]
-    fn write_i128(&mut self, n: i128) {
-        self.write_u128(n as u128);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// The value of an event's string that no strategy names: equal to no literal.
 pub const UNKNOWN_SYM: SymId = SymId::MAX;
