@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use fefix::prelude::*;
 use fefix::tagvalue::{Config, Decoder};
-use tickplant_wire::fix::{parse_decimal, tag, FieldIndex, Message, OrderSpec, OrderTemplate, Writer};
+use tickplant_wire::fix::{parse_decimal, tag, DigitCounter, FieldIndex, Message, OrderSpec, OrderTemplate, Writer};
 
 fn md_message() -> Vec<u8> {
     let mut w = Writer::new("FIX.4.4", "X");
@@ -94,10 +94,14 @@ fn main() {
     spec.ord_type = b'2';
     let mut t = OrderTemplate::new(&spec);
     let mut n = 0u64;
+    // The way the engine drives it: MsgSeqNum and ClOrdID from counters (a carry each).
+    let (mut seq, mut id) = (DigitCounter::default(), DigitCounter::default());
     let tmpl = best_of(rounds, iters, || {
         n += 1;
-        t.set_seq_num(n).expect("fits");
-        t.set_cl_ord_id(n).expect("fits");
+        seq.set(n);
+        id.set(n);
+        t.set_seq_num_from(&seq).expect("fits");
+        t.set_cl_ord_id_from(&id).expect("fits");
         t.set_qty(100).expect("fits");
         t.set_price(190_001_000_000 + (n as i64 % 7) * 100_000).expect("fits");
         t.set_time(1_795_271_400_123_456_789 + n * 1_000);
