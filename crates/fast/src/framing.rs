@@ -1,0 +1,189 @@
+//! How FAST messages sit in a file or a datagram.
+//!
+//! * `u32le`: `[u32 little-endian length][message]` repeated (the mFAST corpus).
+//! * `opra`: legacy OPRA FAST v2 blocks, `[u32 big-endian block length][SOH 0x01]`, then
+//!   `[u8 length][message]` repeated, then `[ETX 0x03]`; the block length counts SOH to ETX.
+//!   The dictionary is reset at the start of every block, as OPRA specifies.
+//! * `raw`: messages back to back with nothing between them; the decoder finds each end.
+//!
+//! A framing error says what was wrong and the byte offset in the input. A message whose
+//! decode takes fewer or more bytes than its frame gives is an error, never skipped silently.
+
+use crate::decoder::{Decoder, Message};
+use crate::error::Error;
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    U32Le,
+    Opra,
+    Raw,
+}
+
+impl std::str::FromStr for Framing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Framing, String> {
+        match s {
+            "u32le" => Ok(Framing::U32Le),
+            "opra" => Ok(Framing::Opra),
+            "raw" => Ok(Framing::Raw),
+            other => Err(format!("unknown framing {other:?} (u32le, opra or raw)")),
+        }
+    }
+}
+
+/// A stream error: where in the input, which message, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamError {
+    /// Byte offset in the whole input.
+    pub offset: usize,
+    /// Index of the message (counting from 0) being read.
+    pub message: u64,
+    pub reason: String,
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "message {} at byte {}: {}", self.message, self.offset, self.reason)
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+/// Where a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// Byte offset of the message's first byte in the input.
+    pub offset: usize,
+    /// Message length in bytes.
+    pub len: usize,
+    /// Index of the message.
+    pub index: u64,
+    /// Index of the block (OPRA), else 0.
+    pub block: u64,
+}
+
+fn decode_err(e: Error, base: usize, index: u64, p: &crate::Program) -> StreamError {
+    let field = p.fields.get(e.field as usize).map(|f| format!(" (field {:?})", f.name)).unwrap_or_default();
+    StreamError { offset: base + e.offset, message: index, reason: format!("{}{}", e.kind, field) }
+}
+
+/// Decode every message of `data`, calling `f` for each; `f` returns false to stop.
+/// Returns the number of messages decoded.
+pub fn for_each(
+    dec: &mut Decoder,
+    framing: Framing,
+    data: &[u8],
+    msg: &mut Message,
+    mut f: impl FnMut(&Message, Position) -> bool,
+) -> Result<u64, StreamError> {
+    let p = dec.program();
+    let mut n = 0u64;
+    let mut at = 0usize;
+    match framing {
+        Framing::U32Le => {
+            while at < data.len() {
+                let Some(h) = data.get(at..at + 4) else {
+                    return Err(StreamError {
+                        offset: at,
+                        message: n,
+                        reason: format!("{} bytes left, too few for a length prefix", data.len() - at),
+                    });
+                };
+                let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+                let start = at + 4;
+                let Some(body) = data.get(start..start.saturating_add(len)) else {
+                    return Err(StreamError {
+                        offset: at,
+                        message: n,
+                        reason: format!("length prefix {len} runs past the end of the input"),
+                    });
+                };
+                let used = dec.decode(body, msg).map_err(|e| decode_err(e, start, n, p))?;
+                if used != len {
+                    return Err(StreamError {
+                        offset: start + used,
+                        message: n,
+                        reason: format!("message decoded in {used} bytes, its frame has {len}"),
+                    });
+                }
+                let go = f(msg, Position { offset: start, len, index: n, block: 0 });
+                n += 1;
+                at = start + len;
+                if !go {
+                    break;
+                }
+            }
+        }
+        Framing::Opra => {
+            let mut block = 0u64;
+            'blocks: while at < data.len() {
+                let Some(h) = data.get(at..at + 4) else {
+                    return Err(StreamError {
+                        offset: at,
+                        message: n,
+                        reason: "too few bytes for a block length".into(),
+                    });
+                };
+                let blen = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
+                let bstart = at + 4;
+                let Some(b) = data.get(bstart..bstart.saturating_add(blen)) else {
+                    return Err(StreamError {
+                        offset: at,
+                        message: n,
+                        reason: format!("block length {blen} runs past the end of the input"),
+                    });
+                };
+                if b.len() < 2 || b[0] != 0x01 || b[b.len() - 1] != 0x03 {
+                    return Err(StreamError {
+                        offset: bstart,
+                        message: n,
+                        reason: "block does not start with SOH (0x01) and end with ETX (0x03)".into(),
+                    });
+                }
+                dec.reset();
+                let mut i = 1;
+                while i < b.len() - 1 {
+                    let len = b[i] as usize;
+                    let start = i + 1;
+                    if start + len > b.len() - 1 {
+                        return Err(StreamError {
+                            offset: bstart + i,
+                            message: n,
+                            reason: format!("message length {len} runs past the block's ETX"),
+                        });
+                    }
+                    let body = &b[start..start + len];
+                    let used = dec.decode(body, msg).map_err(|e| decode_err(e, bstart + start, n, p))?;
+                    if used != len {
+                        return Err(StreamError {
+                            offset: bstart + start + used,
+                            message: n,
+                            reason: format!("message decoded in {used} bytes, its length byte says {len}"),
+                        });
+                    }
+                    let go = f(msg, Position { offset: bstart + start, len, index: n, block });
+                    n += 1;
+                    i = start + len;
+                    if !go {
+                        break 'blocks;
+                    }
+                }
+                block += 1;
+                at = bstart + blen;
+            }
+        }
+        Framing::Raw => {
+            while at < data.len() {
+                let used = dec.decode(&data[at..], msg).map_err(|e| decode_err(e, at, n, p))?;
+                let go = f(msg, Position { offset: at, len: used, index: n, block: 0 });
+                n += 1;
+                at += used;
+                if !go {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(n)
+}

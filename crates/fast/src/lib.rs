@@ -1,0 +1,23 @@
+//! FAST 1.1 (FIX Adapted for STreaming): XML templates compiled to a flat decoding program,
+//! a decoder and an encoder.
+//!
+//! * [`template`]: the template XML model and its static checks.
+//! * [`program`]: templates compiled to instructions, with a readable listing.
+//! * [`codec`]: stop-bit integers, presence maps, strings.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+mod error;
+pub mod program;
+pub mod template;
+pub mod value;
+
+pub use error::{Error, ErrorKind, TemplateError};
+pub use program::{Code, FieldInfo, FieldKind, Insn, Program, TemplateInfo};
+pub use template::{FieldType, TemplateSet};
+pub use value::Decimal;
+pub mod decoder;
+pub use decoder::{Decoder, Entry, Message, Value};
+pub mod framing;
+pub mod json;
+pub use framing::{for_each, Framing, Position, StreamError};
