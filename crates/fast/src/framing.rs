@@ -3,7 +3,8 @@
 //! * `u32le`: `[u32 little-endian length][message]` repeated (the mFAST corpus).
 //! * `opra`: legacy OPRA FAST v2 blocks, `[u32 big-endian block length][SOH 0x01]`, then
 //!   `[u8 length][message]` repeated, then `[ETX 0x03]`; the block length counts SOH to ETX.
-//!   The dictionary is reset at the start of every block, as OPRA specifies.
+//!   Dictionary state carries from block to block (the OpenFAST OPRA capture needs it: its
+//!   last block's first message copies fields from the block before).
 //! * `raw`: messages back to back with nothing between them; the decoder finds each end.
 //!
 //! A framing error says what was wrong and the byte offset in the input. A message whose
@@ -141,7 +142,6 @@ pub fn for_each(
                         reason: "block does not start with SOH (0x01) and end with ETX (0x03)".into(),
                     });
                 }
-                dec.reset();
                 let mut i = 1;
                 while i < b.len() - 1 {
                     let len = b[i] as usize;

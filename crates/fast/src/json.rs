@@ -1,6 +1,8 @@
 //! Decoded messages as JSON lines: `{"template_id": N, "template": "Name", "fields": {...}}`.
 //!
-//! Integers are JSON numbers, decimals strings in plain notation (`"-5025.0"`), strings are
+//! Integers are JSON numbers, decimals strings in plain notation with the digits the exponent
+//! gives and at least one after the point (`-50250e-1` and `-5025e0` are both `"-5025.0"`,
+//! `94325e-3` is `"94.325"`), strings are
 //! strings, byte vectors hex, sequences arrays of objects, groups objects; absent optional
 //! fields are left out. A template without an id prints `"template_id": null`. A dynamic
 //! template reference is an object of the same shape under the key `"templateRef"`.
@@ -58,6 +60,10 @@ fn value(p: &Program, m: &Message, i: usize, out: &mut String) -> usize {
         Value::Decimal(d) => {
             out.push('"');
             d.write_plain(out);
+            // An exponent >= 0 has no fraction digits; ".0" keeps the text a decimal (-5025.0).
+            if d.exponent >= 0 {
+                out.push_str(".0");
+            }
             out.push('"');
         }
         Value::Bytes { start, len } => {
