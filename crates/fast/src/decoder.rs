@@ -64,16 +64,25 @@ pub struct Message {
     pub template: u32,
     pub entries: Vec<Entry>,
     pub bytes: Vec<u8>,
+    /// Every presence map as received (bits left-aligned, byte count), in stream order, for
+    /// [`crate::Encoder::encode_as_received`].
+    pub pmaps: Vec<(Pmap, u8)>,
 }
 
 impl Message {
     pub fn new() -> Message {
-        Message { template: 0, entries: Vec::with_capacity(256), bytes: Vec::with_capacity(1024) }
+        Message {
+            template: 0,
+            entries: Vec::with_capacity(256),
+            bytes: Vec::with_capacity(1024),
+            pmaps: Vec::with_capacity(16),
+        }
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
         self.bytes.clear();
+        self.pmaps.clear();
     }
 
     /// The bytes of a `Value::Bytes`.
@@ -207,6 +216,14 @@ fn read_int(ins: &Insn, buf: &[u8], pos: &mut usize) -> Result<Option<i64>, Erro
     Ok(v)
 }
 
+#[inline(always)]
+fn read_pmap(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Result<Pmap, Error> {
+    let at = *pos;
+    let p = codec::read_pmap(buf, pos)?;
+    msg.pmaps.push((p, (*pos - at) as u8));
+    Ok(p)
+}
+
 /// Decodes messages with one dictionary state.
 #[derive(Debug, Clone)]
 pub struct Decoder<'p> {
@@ -244,7 +261,7 @@ impl<'p> Decoder<'p> {
     pub fn decode(&mut self, buf: &[u8], msg: &mut Message) -> Result<usize, Error> {
         msg.clear();
         let mut pos = 0;
-        let mut pmap = codec::read_pmap(buf, &mut pos)?;
+        let mut pmap = read_pmap(buf, &mut pos, msg)?;
         let t = self.template_id(buf, &mut pos, &mut pmap)?;
         let info = &self.program.templates[t as usize];
         if info.reset {
@@ -747,7 +764,7 @@ impl<'p> Decoder<'p> {
                     let ei = msg.entries.len();
                     msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
                     if ins.has(flag::PMAP) {
-                        let mut inner = codec::read_pmap(buf, pos)?;
+                        let mut inner = read_pmap(buf, pos, msg)?;
                         self.run(i + 2, ins.a as usize, buf, pos, &mut inner, msg)?;
                     } else {
                         self.run(i + 2, ins.a as usize, buf, pos, pmap, msg)?;
@@ -768,7 +785,7 @@ impl<'p> Decoder<'p> {
                 let gi = msg.entries.len();
                 msg.entries.push(Entry { field: ins.field, value: Value::Group { end: 0 } });
                 if ins.has(flag::PMAP) {
-                    let mut inner = codec::read_pmap(buf, pos)?;
+                    let mut inner = read_pmap(buf, pos, msg)?;
                     self.run(i + 1, ins.a as usize, buf, pos, &mut inner, msg)?;
                 } else {
                     self.run(i + 1, ins.a as usize, buf, pos, pmap, msg)?;
@@ -780,7 +797,7 @@ impl<'p> Decoder<'p> {
             }
             Code::DynRef => {
                 self.enter(*pos)?;
-                let mut inner = codec::read_pmap(buf, pos)?;
+                let mut inner = read_pmap(buf, pos, msg)?;
                 let t = self.template_id(buf, pos, &mut inner)?;
                 let info = &self.program.templates[t as usize];
                 let ti = msg.entries.len();

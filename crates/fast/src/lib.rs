@@ -21,3 +21,5 @@ pub use decoder::{Decoder, Entry, Message, Value};
 pub mod framing;
 pub mod json;
 pub use framing::{for_each, Framing, Position, StreamError};
+pub mod encoder;
+pub use encoder::{Encoder, TemplateIdPolicy};

@@ -117,12 +117,16 @@ fn cqg_vectors_decode_in_order_with_one_decoder() {
     let mut checked = 0;
     for test in vectors["vectors"].as_array().unwrap() {
         let mut dec = Decoder::new(&p);
+        let mut enc = tickplant_fast::Encoder::new(&p);
         let mut msg = Message::new();
         let json_mode = test["mode"].as_str().unwrap().ends_with("json");
         for m in test["messages"].as_array().unwrap() {
             let bytes = hex(m["hex"].as_str().unwrap());
             let used = dec.decode(&bytes, &mut msg).unwrap_or_else(|e| panic!("{}: {e}", test["test"]));
             assert_eq!(used, bytes.len(), "{}", test["test"]);
+            let mut again = Vec::new();
+            enc.encode_as_received(&msg, &mut again).unwrap();
+            assert_eq!(again, bytes, "{}: re-encoded as received", test["test"]);
             let name = &p.templates[msg.template as usize].name;
             if json_mode {
                 let mut s = String::new();
@@ -241,5 +245,60 @@ fn fpl_example_decodes_to_data_xml() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn mfast_complex30000_reencodes_to_identical_bytes() {
+    let (Some(t), Some(d)) = (data("mfast/example.xml"), data("mfast/complex30000.dat")) else { return };
+    let p = Program::from_xml(&std::fs::read_to_string(t).unwrap()).unwrap();
+    let bytes = std::fs::read(d).unwrap();
+    let mut dec = Decoder::new(&p);
+    let mut enc = tickplant_fast::Encoder::new(&p);
+    let mut msg = Message::new();
+    let mut out = Vec::new();
+    let n = for_each(&mut dec, Framing::U32Le, &bytes, &mut msg, |m, pos| {
+        out.clear();
+        enc.encode(m, &mut out).unwrap();
+        assert_eq!(out, &bytes[pos.offset..pos.offset + pos.len], "message {}", pos.index);
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 30_001);
+}
+
+#[test]
+fn other_samples_reencode_as_received_to_identical_bytes() {
+    for (t, f, fr) in [
+        ("openfast/OPRA/OPRATemplate.xml", "openfast/OPRA/messages.fast", Framing::Opra),
+        ("openfast/CME/templates.xml", "openfast/CME/messages.fast", Framing::Raw),
+        ("openfast/FPL/FASTTestTemplate.xml", "openfast/FPL/messages.fast", Framing::Raw),
+    ] {
+        let (Some(t), Some(d)) = (data(t), data(f)) else { return };
+        let p = Program::from_xml(&std::fs::read_to_string(t).unwrap()).unwrap();
+        let bytes = std::fs::read(d).unwrap();
+        let mut dec = Decoder::new(&p);
+        let mut enc = tickplant_fast::Encoder::new(&p);
+        let mut msg = Message::new();
+        let mut out = Vec::new();
+        let mut same = 0;
+        let n = for_each(&mut dec, fr, &bytes, &mut msg, |m, pos| {
+            out.clear();
+            enc.encode_as_received(m, &mut out).unwrap();
+            if out == bytes[pos.offset..pos.offset + pos.len] {
+                same += 1;
+            } else {
+                eprintln!(
+                    "{f} message {}:\n  ours {:02x?}\n  file {:02x?}",
+                    pos.index,
+                    out,
+                    &bytes[pos.offset..pos.offset + pos.len]
+                );
+            }
+            true
+        })
+        .unwrap();
+        eprintln!("{f}: {same}/{n} identical");
+        assert_eq!(same, n, "{f}");
     }
 }
