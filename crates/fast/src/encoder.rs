@@ -243,7 +243,7 @@ impl<'p> Encoder<'p> {
         Ok(())
     }
 
-    fn entry<'m>(msg: &'m Message, k: usize, field: u32) -> Option<&'m Entry> {
+    fn entry(msg: &Message, k: usize, field: u32) -> Option<&Entry> {
         msg.entries.get(k).filter(|e| e.field == field)
     }
 
