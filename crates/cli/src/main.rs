@@ -3,6 +3,7 @@
 mod arbcmd;
 mod bench;
 mod democmd;
+mod fastcmd;
 mod itchcmd;
 mod matchcmd;
 mod runcmd;
@@ -50,6 +51,10 @@ enum Cmd {
     /// Tick-to-trade: read FIX market data from multicast and send orders over a FIX
     /// session (strategy fttc: BUY on each whole-dollar price, SELL on each BUY's fill).
     Trade(Box<tradecmd::TradeArgs>),
+    /// FAST 1.1: decode streams to JSON lines, compile templates to a program listing,
+    /// benchmark decoding. See docs/fast.md.
+    #[command(subcommand)]
+    Fast(fastcmd::FastCmd),
     /// Performance benchmarks with their targets and peers.
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -123,6 +128,9 @@ fn run(cli: Cli) -> Result<()> {
             tradecmd::trade(&a)?;
         }
         Cmd::Match(a) => matchcmd::run(&a)?,
+        Cmd::Fast(fastcmd::FastCmd::Decode(a)) => fastcmd::decode(&a)?,
+        Cmd::Fast(fastcmd::FastCmd::Compile(a)) => fastcmd::compile(&a)?,
+        Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {
             bench::decision_cost(packets, rounds.max(1), |l| println!("{l}"));

@@ -127,11 +127,15 @@ impl Message {
         None
     }
 
-    /// Number of scalar values in the message (sequence lengths included).
-    pub fn value_count(&self) -> usize {
+    /// Number of decoded values that are not constants (sequence lengths included): the
+    /// "values on the wire" of a decode-speed figure.
+    pub fn value_count(&self, program: &Program) -> usize {
         self.entries
             .iter()
-            .filter(|e| !matches!(e.value, Value::Element { .. } | Value::Group { .. } | Value::Template { .. }))
+            .filter(|e| {
+                !matches!(e.value, Value::Element { .. } | Value::Group { .. } | Value::Template { .. })
+                    && !program.fields[e.field as usize].constant
+            })
             .count()
     }
 }

@@ -140,6 +140,8 @@ pub struct FieldInfo {
     /// The `id` attribute (a FIX tag, usually numeric).
     pub id: Option<String>,
     pub kind: FieldKind,
+    /// A constant: its value never travels on the wire.
+    pub constant: bool,
 }
 
 /// A compiled template: where its instructions are.
@@ -223,7 +225,7 @@ impl Compiler<'_> {
     }
 
     fn add_field(&mut self, name: &str, id: Option<&str>, kind: FieldKind) -> u32 {
-        self.prog.fields.push(FieldInfo { name: name.to_string(), id: id.map(str::to_string), kind });
+        self.prog.fields.push(FieldInfo { name: name.to_string(), id: id.map(str::to_string), kind, constant: false });
         (self.prog.fields.len() - 1) as u32
     }
 
@@ -284,6 +286,12 @@ impl Compiler<'_> {
     fn field(&mut self, scope: Scope, f: &Field) -> Result<u32, TemplateError> {
         let optional = f.presence == Presence::Optional;
         let field = self.add_field(&f.name, f.id.as_deref(), FieldKind::Scalar(f.ty));
+        self.prog.fields[field as usize].constant = match &f.op {
+            FieldOp::Single(op) => op.kind == OpKind::Constant,
+            FieldOp::Split { exponent, mantissa } => {
+                exponent.kind == OpKind::Constant && mantissa.kind == OpKind::Constant
+            }
+        };
         let err = |reason: &str| TemplateError::new(scope.template, &f.name, reason.to_string());
         match (f.ty, &f.op) {
             (ty, FieldOp::Single(op)) if ty.is_integer() => {
