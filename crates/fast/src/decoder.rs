@@ -30,6 +30,11 @@ pub enum Value {
         start: u32,
         len: u32,
     },
+    /// A string or byte vector that is a template's constant or default: entry `index` of
+    /// [`Program::strings`] (no copy made).
+    Static {
+        index: u32,
+    },
     /// A sequence of `len` elements; its entries run to index `end` (exclusive).
     Sequence {
         len: u32,
@@ -88,6 +93,15 @@ impl Message {
     /// The bytes of a `Value::Bytes`.
     pub fn slice(&self, start: u32, len: u32) -> &[u8] {
         &self.bytes[start as usize..(start + len) as usize]
+    }
+
+    /// The bytes of a string or byte-vector value (`None` for other values).
+    pub fn bytes_of<'a>(&'a self, program: &'a Program, v: &Value) -> Option<&'a [u8]> {
+        match *v {
+            Value::Bytes { start, len } => Some(self.slice(start, len)),
+            Value::Static { index } => program.strings.get(index as usize).map(Vec::as_slice),
+            _ => None,
+        }
     }
 
     /// Index one past the entry at `i` and everything nested in it.
@@ -191,7 +205,7 @@ pub(crate) fn widen(ins: &Insn, v: i64) -> i128 {
 }
 
 #[inline(always)]
-fn int_value(ins: &Insn, v: i64) -> Value {
+pub(crate) fn int_value(ins: &Insn, v: i64) -> Value {
     if ins.has(flag::SIGNED) {
         Value::Int(v)
     } else {
@@ -199,34 +213,37 @@ fn int_value(ins: &Insn, v: i64) -> Value {
     }
 }
 
-/// Read a field's integer in its encoding (nullable or not, signed or not), range-checked.
+/// The 7-bit groups of an integer of up to 9 bytes, and its byte count; `None` sends the
+/// caller to the exact (slow) reader, which handles 10-byte values and says what is wrong.
 #[inline(always)]
-fn read_int(ins: &Insn, buf: &[u8], pos: &mut usize) -> Result<Option<i64>, Error> {
-    let at = *pos;
-    let v = match (ins.has(flag::SIGNED), ins.has(flag::NULLABLE)) {
-        (false, false) => Some(codec::read_u64(buf, pos)? as i64),
-        (false, true) => codec::read_u64_nullable(buf, pos)?.map(|v| v as i64),
-        (true, false) => Some(codec::read_i64(buf, pos)?),
-        (true, true) => codec::read_i64_nullable(buf, pos)?,
-    };
-    if ins.has(flag::W32) {
-        if let Some(v) = v {
-            if !fits(ins, widen(ins, v)) {
-                let ty = if ins.has(flag::SIGNED) { "int32" } else { "uInt32" };
-                return Err(Error::new(ErrorKind::IntegerOverflow(ty), at));
-            }
+fn groups(buf: &[u8], p: &mut usize) -> Option<(u64, u32)> {
+    let start = *p;
+    let b = *buf.get(start)?;
+    if b & 0x80 != 0 {
+        *p = start + 1;
+        return Some((u64::from(b & 0x7f), 1));
+    }
+    let mut v = u64::from(b);
+    let mut i = start + 1;
+    loop {
+        let b = *buf.get(i)?;
+        i += 1;
+        v = (v << 7) | u64::from(b & 0x7f);
+        if b & 0x80 != 0 {
+            *p = i;
+            return Some((v, (i - start) as u32));
+        }
+        if i - start == 9 {
+            return None;
         }
     }
-    Ok(v)
 }
 
-#[inline(always)]
-fn read_pmap(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Result<Pmap, Error> {
-    let at = *pos;
-    let p = codec::read_pmap(buf, pos)?;
-    msg.pmaps.push((p, (*pos - at) as u8));
-    Ok(p)
-}
+/// A failed decode: the details are in [`Decoder::err`]. Zero-sized, so every internal
+/// result fits in registers.
+#[derive(Debug, Clone, Copy)]
+struct Fail;
+type R<T> = Result<T, Fail>;
 
 /// Decodes messages with one dictionary state.
 #[derive(Debug, Clone)]
@@ -235,6 +252,8 @@ pub struct Decoder<'p> {
     ints: Vec<IntSlot>,
     strs: Vec<StrSlot>,
     depth: u32,
+    err: Error,
+    profile: Option<Box<crate::program::Profile>>,
 }
 
 impl<'p> Decoder<'p> {
@@ -244,11 +263,24 @@ impl<'p> Decoder<'p> {
             ints: vec![IntSlot::default(); program.int_slots.len()],
             strs: vec![StrSlot::default(); program.str_slots.len()],
             depth: 0,
+            err: Error::new(ErrorKind::Truncated("nothing"), 0),
+            profile: None,
         }
     }
 
     pub fn program(&self) -> &'p Program {
         self.program
+    }
+
+    /// Count (segment, presence map) pairs while decoding, for
+    /// [`Program::specialise`](crate::Program::specialise).
+    pub fn start_profile(&mut self) {
+        self.profile = Some(Box::default());
+    }
+
+    /// The counts gathered since [`Decoder::start_profile`].
+    pub fn take_profile(&mut self) -> crate::program::Profile {
+        self.profile.take().map(|b| *b).unwrap_or_default()
     }
 
     /// Reset every dictionary entry to undefined (the template id's too).
@@ -261,30 +293,71 @@ impl<'p> Decoder<'p> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, kind: ErrorKind, at: usize) -> Fail {
+        self.err = Error::new(kind, at);
+        Fail
+    }
+
     /// Decode one message from the start of `buf`; returns the bytes it took.
     pub fn decode(&mut self, buf: &[u8], msg: &mut Message) -> Result<usize, Error> {
         msg.clear();
         let mut pos = 0;
-        let mut pmap = read_pmap(buf, &mut pos, msg)?;
-        let t = self.template_id(buf, &mut pos, &mut pmap)?;
-        let info = &self.program.templates[t as usize];
+        match self.message(buf, &mut pos, msg) {
+            Ok(()) => Ok(pos),
+            Err(Fail) => Err(self.err),
+        }
+    }
+
+    fn message(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<()> {
+        let mut pmap = self.pmap(buf, pos, msg)?;
+        let t = self.template_id(buf, pos, &mut pmap)?;
+        let program = self.program;
+        let info = &program.templates[t as usize];
         if info.reset {
             self.reset();
             self.ints[0] = IntSlot { v: i64::from(t), exp: 0, state: ASSIGNED };
         }
         msg.template = t;
         self.depth = 0;
-        self.run(info.start as usize, info.end as usize, buf, &mut pos, &mut pmap, msg)?;
-        Ok(pos)
+        self.segment(info.start as usize, info.end as usize, info.special, buf, pos, pmap, msg)
+    }
+
+    #[inline(always)]
+    fn pmap(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<Pmap> {
+        let at = *pos;
+        if let Some(&b) = buf.get(at) {
+            if b & 0x80 != 0 {
+                *pos = at + 1;
+                let p = u128::from(b & 0x7f) << 121;
+                msg.pmaps.push((p, 1));
+                return Ok(p);
+            }
+        }
+        match codec::read_pmap(buf, pos) {
+            Ok(p) => {
+                msg.pmaps.push((p, (*pos - at) as u8));
+                Ok(p)
+            }
+            Err(e) => Err(self.fail(e.kind, e.offset)),
+        }
     }
 
     /// The template id: copy operator on the global slot 0, holding the template index.
-    fn template_id(&mut self, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> Result<u32, Error> {
+    fn template_id(&mut self, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<u32> {
         if take(pmap) {
             let at = *pos;
-            let id = codec::read_u64(buf, pos)?;
-            let id = u32::try_from(id).map_err(|_| Error::new(ErrorKind::IntegerOverflow("uInt32"), at))?;
-            let t = self.program.template_index(id).ok_or_else(|| Error::new(ErrorKind::UnknownTemplate(id), at))?;
+            let id = match codec::read_u64(buf, pos) {
+                Ok(v) => v,
+                Err(e) => return Err(self.fail(e.kind, e.offset)),
+            };
+            let Ok(id) = u32::try_from(id) else {
+                return Err(self.fail(ErrorKind::IntegerOverflow("uInt32"), at));
+            };
+            let Some(t) = self.program.template_index(id) else {
+                return Err(self.fail(ErrorKind::UnknownTemplate(id), at));
+            };
             self.ints[0] = IntSlot { v: i64::from(t), exp: 0, state: ASSIGNED };
             return Ok(t);
         }
@@ -293,45 +366,181 @@ impl<'p> Decoder<'p> {
         }
         match self.program.default_template {
             Some(t) => Ok(t),
-            None => Err(Error::new(ErrorKind::NoInitialValue, *pos)),
+            None => Err(self.fail(ErrorKind::NoInitialValue, *pos)),
         }
     }
 
-    fn run(
+    /// Run a segment's body: a specialised straight-line version when one matches the
+    /// presence map, else the generic instructions.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn segment(
         &mut self,
         start: usize,
         end: usize,
+        special: u64,
         buf: &[u8],
         pos: &mut usize,
-        pmap: &mut Pmap,
+        mut pmap: Pmap,
         msg: &mut Message,
-    ) -> Result<(), Error> {
-        let program = self.program;
-        let mut i = start;
-        while i < end {
-            let ins = program.insns[i];
-            i = match self.exec(i, ins, buf, pos, pmap, msg) {
-                Ok(next) => next,
-                Err(mut e) => {
-                    if e.field == u32::MAX {
-                        e.field = ins.field;
-                    }
-                    return Err(e);
-                }
-            };
+    ) -> R<()> {
+        if let Some(profile) = &mut self.profile {
+            *profile.counts.entry((start as u32, pmap)).or_insert(0) += 1;
         }
-        Ok(())
+        if special != 0 {
+            let lo = (special as u32 - 1) as usize;
+            let n = (special >> 32) as usize;
+            let program = self.program;
+            for sp in &program.specials[lo..lo + n] {
+                if sp.pmap == pmap {
+                    let mut none = 0;
+                    return self.run(sp.start as usize, sp.end as usize, buf, pos, &mut none, msg);
+                }
+            }
+        }
+        self.run(start, end, buf, pos, &mut pmap, msg)
     }
 
-    /// The integer operators; `None` is absent.
+    /// The exact reader for what the fast path declined: 10-byte values and errors.
+    #[cold]
+    #[inline(never)]
+    fn int_slow(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
+        let r = match (ins.has(flag::SIGNED), nullable) {
+            (false, false) => codec::read_u64(buf, pos).map(|v| Some(v as i64)),
+            (false, true) => codec::read_u64_nullable(buf, pos).map(|v| v.map(|v| v as i64)),
+            (true, false) => codec::read_i64(buf, pos).map(Some),
+            (true, true) => codec::read_i64_nullable(buf, pos),
+        };
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.fail(e.kind, e.offset)),
+        }
+    }
+
+    /// Read a field's integer in its encoding (nullable or not, signed or not), range-checked.
     #[inline(always)]
-    fn int_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> Result<Option<i64>, Error> {
+    fn int(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
+        let at = *pos;
+        let v = match groups(buf, pos) {
+            Some((v, n)) => {
+                if ins.has(flag::SIGNED) {
+                    let shift = 64 - 7 * n;
+                    let v = ((v << shift) as i64) >> shift;
+                    if nullable {
+                        match v {
+                            0 => None,
+                            v if v > 0 => Some(v - 1),
+                            v => Some(v),
+                        }
+                    } else {
+                        Some(v)
+                    }
+                } else if nullable {
+                    v.checked_sub(1).map(|v| v as i64)
+                } else {
+                    Some(v as i64)
+                }
+            }
+            None => self.int_slow(ins, nullable, buf, pos)?,
+        };
+        if ins.has(flag::W32) {
+            if let Some(v) = v {
+                if !fits(ins, widen(ins, v)) {
+                    let ty = if ins.has(flag::SIGNED) { "int32" } else { "uInt32" };
+                    return Err(self.fail(ErrorKind::IntegerOverflow(ty), at));
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// A signed integer as a delta or exponent is sent (nullable or not), no range check.
+    #[inline(always)]
+    fn signed(&mut self, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
+        const I64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0 };
+        self.int(&I64, nullable, buf, pos)
+    }
+
+    /// Store a value read for copy or increment; `None` leaves the entry empty.
+    #[inline(always)]
+    fn store(&mut self, slot: u32, v: Option<i64>) {
+        self.ints[slot as usize] = match v {
+            Some(v) => IntSlot { v, exp: 0, state: ASSIGNED },
+            None => IntSlot { v: 0, exp: 0, state: EMPTY },
+        };
+    }
+
+    /// Copy or increment with no value in the stream: the previous value's three states.
+    #[inline(always)]
+    fn load(&mut self, ins: &Insn, incr: bool, at: usize) -> R<Option<i64>> {
+        let slot = ins.slot as usize;
+        let s = self.ints[slot];
+        if s.state == ASSIGNED {
+            if !incr {
+                return Ok(Some(s.v));
+            }
+            let next = widen(ins, s.v) + 1;
+            if !fits(ins, next) {
+                return Err(self.fail(ErrorKind::DeltaOverflow, at));
+            }
+            self.ints[slot].v = next as i64;
+            return Ok(Some(next as i64));
+        }
+        self.load_unassigned(ins, s.state, at)
+    }
+
+    #[inline(never)]
+    fn load_unassigned(&mut self, ins: &Insn, state: u8, at: usize) -> R<Option<i64>> {
+        let slot = ins.slot as usize;
+        if state == UNDEFINED {
+            if ins.has(flag::HAS_INIT) {
+                self.ints[slot] = IntSlot { v: ins.init, exp: 0, state: ASSIGNED };
+                return Ok(Some(ins.init));
+            }
+            if ins.has(flag::OPT) {
+                self.ints[slot].state = EMPTY;
+                return Ok(None);
+            }
+            return Err(self.fail(ErrorKind::NoInitialValue, at));
+        }
+        if ins.has(flag::OPT) {
+            Ok(None)
+        } else {
+            Err(self.fail(ErrorKind::EmptyPrevious, at))
+        }
+    }
+
+    #[inline(always)]
+    fn delta(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
+        let at = *pos;
+        let Some(d) = self.signed(ins.has(flag::NULLABLE), buf, pos)? else {
+            return Ok(None);
+        };
+        let slot = ins.slot as usize;
+        let s = self.ints[slot];
+        let base = match s.state {
+            ASSIGNED => widen(ins, s.v),
+            UNDEFINED if ins.has(flag::HAS_INIT) => widen(ins, ins.init),
+            UNDEFINED => 0,
+            _ => return Err(self.fail(ErrorKind::EmptyPrevious, at)),
+        };
+        let v = base + i128::from(d);
+        if !fits(ins, v) {
+            return Err(self.fail(ErrorKind::DeltaOverflow, at));
+        }
+        self.ints[slot] = IntSlot { v: v as i64, exp: 0, state: ASSIGNED };
+        Ok(Some(v as i64))
+    }
+
+    /// The integer operators (generic and resolved); `None` is absent.
+    #[inline(always)]
+    fn int_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<i64>> {
         match ins.code {
-            Code::IntNone => read_int(ins, buf, pos),
+            Code::IntNone => self.int(ins, ins.has(flag::NULLABLE), buf, pos),
             Code::IntConst => Ok(if !ins.has(flag::OPT) || take(pmap) { Some(ins.init) } else { None }),
             Code::IntDefault => {
                 if take(pmap) {
-                    read_int(ins, buf, pos)
+                    self.int(ins, ins.has(flag::NULLABLE), buf, pos)
                 } else if ins.has(flag::HAS_INIT) {
                     Ok(Some(ins.init))
                 } else {
@@ -339,215 +548,167 @@ impl<'p> Decoder<'p> {
                 }
             }
             Code::IntCopy | Code::IntIncr => {
-                let slot = ins.slot as usize;
                 if take(pmap) {
-                    let v = read_int(ins, buf, pos)?;
-                    self.ints[slot] = match v {
-                        Some(v) => IntSlot { v, exp: 0, state: ASSIGNED },
-                        None => IntSlot { v: 0, exp: 0, state: EMPTY },
-                    };
-                    return Ok(v);
-                }
-                let s = self.ints[slot];
-                match s.state {
-                    ASSIGNED => {
-                        if ins.code == Code::IntCopy {
-                            return Ok(Some(s.v));
-                        }
-                        let next = widen(ins, s.v) + 1;
-                        if !fits(ins, next) {
-                            return Err(Error::new(ErrorKind::DeltaOverflow, *pos));
-                        }
-                        self.ints[slot].v = next as i64;
-                        Ok(Some(next as i64))
-                    }
-                    UNDEFINED => {
-                        if ins.has(flag::HAS_INIT) {
-                            self.ints[slot] = IntSlot { v: ins.init, exp: 0, state: ASSIGNED };
-                            Ok(Some(ins.init))
-                        } else if ins.has(flag::OPT) {
-                            self.ints[slot].state = EMPTY;
-                            Ok(None)
-                        } else {
-                            Err(Error::new(ErrorKind::NoInitialValue, *pos))
-                        }
-                    }
-                    _ => {
-                        if ins.has(flag::OPT) {
-                            Ok(None)
-                        } else {
-                            Err(Error::new(ErrorKind::EmptyPrevious, *pos))
-                        }
-                    }
-                }
-            }
-            Code::IntDelta => {
-                let at = *pos;
-                let d = if ins.has(flag::NULLABLE) {
-                    match codec::read_i64_nullable(buf, pos)? {
-                        None => return Ok(None),
-                        Some(d) => d,
-                    }
+                    let v = self.int(ins, ins.has(flag::NULLABLE), buf, pos)?;
+                    self.store(ins.slot, v);
+                    Ok(v)
                 } else {
-                    codec::read_i64(buf, pos)?
-                };
-                let slot = ins.slot as usize;
-                let s = self.ints[slot];
-                let base = match s.state {
-                    ASSIGNED => widen(ins, s.v),
-                    UNDEFINED => {
-                        if ins.has(flag::HAS_INIT) {
-                            widen(ins, ins.init)
-                        } else {
-                            0
-                        }
-                    }
-                    _ => return Err(Error::new(ErrorKind::EmptyPrevious, at)),
-                };
-                let v = base + i128::from(d);
-                if !fits(ins, v) {
-                    return Err(Error::new(ErrorKind::DeltaOverflow, at));
+                    self.load(ins, ins.code == Code::IntIncr, *pos)
                 }
-                self.ints[slot] = IntSlot { v: v as i64, exp: 0, state: ASSIGNED };
-                Ok(Some(v as i64))
             }
+            Code::IntStore => {
+                let v = self.int(ins, ins.has(flag::NULLABLE), buf, pos)?;
+                self.store(ins.slot, v);
+                Ok(v)
+            }
+            Code::IntLoad => self.load(ins, false, *pos),
+            Code::IntLoadIncr => self.load(ins, true, *pos),
+            Code::IntDelta => self.delta(ins, buf, pos),
             _ => Ok(None),
         }
     }
 
     /// Read a decimal's exponent and mantissa as a pair (nullable exponent when optional).
     #[inline(always)]
-    fn read_decimal(ins: &Insn, buf: &[u8], pos: &mut usize) -> Result<Option<Decimal>, Error> {
+    fn decimal(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize) -> R<Option<Decimal>> {
         let at = *pos;
-        let e = if ins.has(flag::NULLABLE) {
-            match codec::read_i64_nullable(buf, pos)? {
-                None => return Ok(None),
-                Some(e) => e,
-            }
-        } else {
-            codec::read_i64(buf, pos)?
+        let Some(e) = self.signed(ins.has(flag::NULLABLE), buf, pos)? else {
+            return Ok(None);
         };
         if !(-63..=63).contains(&e) {
-            return Err(Error::new(ErrorKind::ExponentRange, at));
+            return Err(self.fail(ErrorKind::ExponentRange, at));
         }
-        let m = codec::read_i64(buf, pos)?;
+        let m = self.signed(false, buf, pos)?.unwrap_or(0);
         Ok(Some(Decimal { exponent: e as i32, mantissa: m }))
     }
 
-    fn dec_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> Result<Option<Decimal>, Error> {
+    #[inline(never)]
+    fn dec_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<Decimal>> {
         let init = Decimal { exponent: ins.a as i32, mantissa: ins.init };
-        match ins.code {
-            Code::DecNone => Self::read_decimal(ins, buf, pos),
-            Code::DecConst => Ok(if !ins.has(flag::OPT) || take(pmap) { Some(init) } else { None }),
+        let slot = ins.slot as usize;
+        let present = match ins.code {
+            Code::DecNone => return self.decimal(ins, buf, pos),
+            Code::DecConst => return Ok(if !ins.has(flag::OPT) || take(pmap) { Some(init) } else { None }),
             Code::DecDefault => {
-                if take(pmap) {
-                    Self::read_decimal(ins, buf, pos)
+                return if take(pmap) {
+                    self.decimal(ins, buf, pos)
                 } else if ins.has(flag::HAS_INIT) {
                     Ok(Some(init))
                 } else {
                     Ok(None)
-                }
+                };
             }
-            Code::DecCopy => {
-                let slot = ins.slot as usize;
-                if take(pmap) {
-                    let v = Self::read_decimal(ins, buf, pos)?;
-                    self.ints[slot] = match v {
-                        Some(d) => IntSlot { v: d.mantissa, exp: d.exponent, state: ASSIGNED },
-                        None => IntSlot { v: 0, exp: 0, state: EMPTY },
-                    };
-                    return Ok(v);
-                }
-                let s = self.ints[slot];
-                match s.state {
-                    ASSIGNED => Ok(Some(Decimal { exponent: s.exp, mantissa: s.v })),
-                    UNDEFINED => {
-                        if ins.has(flag::HAS_INIT) {
-                            self.ints[slot] = IntSlot { v: init.mantissa, exp: init.exponent, state: ASSIGNED };
-                            Ok(Some(init))
-                        } else if ins.has(flag::OPT) {
-                            self.ints[slot].state = EMPTY;
-                            Ok(None)
-                        } else {
-                            Err(Error::new(ErrorKind::NoInitialValue, *pos))
-                        }
-                    }
-                    _ => {
-                        if ins.has(flag::OPT) {
-                            Ok(None)
-                        } else {
-                            Err(Error::new(ErrorKind::EmptyPrevious, *pos))
-                        }
-                    }
-                }
-            }
+            Code::DecCopy => take(pmap),
+            Code::DecStore => true,
+            Code::DecLoad => false,
             Code::DecDelta => {
                 let at = *pos;
-                let ed = if ins.has(flag::NULLABLE) {
-                    match codec::read_i64_nullable(buf, pos)? {
-                        None => return Ok(None),
-                        Some(e) => e,
-                    }
-                } else {
-                    codec::read_i64(buf, pos)?
+                let Some(ed) = self.signed(ins.has(flag::NULLABLE), buf, pos)? else {
+                    return Ok(None);
                 };
-                let md = codec::read_i64(buf, pos)?;
-                let slot = ins.slot as usize;
+                let md = self.signed(false, buf, pos)?.unwrap_or(0);
                 let s = self.ints[slot];
                 let base = match s.state {
                     ASSIGNED => Decimal { exponent: s.exp, mantissa: s.v },
-                    UNDEFINED => {
-                        if ins.has(flag::HAS_INIT) {
-                            init
-                        } else {
-                            Decimal::default()
-                        }
-                    }
-                    _ => return Err(Error::new(ErrorKind::EmptyPrevious, at)),
+                    UNDEFINED if ins.has(flag::HAS_INIT) => init,
+                    UNDEFINED => Decimal::default(),
+                    _ => return Err(self.fail(ErrorKind::EmptyPrevious, at)),
                 };
                 let e = i64::from(base.exponent) + ed;
                 if !(-63..=63).contains(&e) {
-                    return Err(Error::new(ErrorKind::ExponentRange, at));
+                    return Err(self.fail(ErrorKind::ExponentRange, at));
                 }
-                let m = base.mantissa.checked_add(md).ok_or_else(|| Error::new(ErrorKind::DeltaOverflow, at))?;
+                let Some(m) = base.mantissa.checked_add(md) else {
+                    return Err(self.fail(ErrorKind::DeltaOverflow, at));
+                };
                 self.ints[slot] = IntSlot { v: m, exp: e as i32, state: ASSIGNED };
-                Ok(Some(Decimal { exponent: e as i32, mantissa: m }))
+                return Ok(Some(Decimal { exponent: e as i32, mantissa: m }));
             }
-            _ => Ok(None),
+            _ => return Ok(None),
+        };
+        if present {
+            let v = self.decimal(ins, buf, pos)?;
+            self.ints[slot] = match v {
+                Some(d) => IntSlot { v: d.mantissa, exp: d.exponent, state: ASSIGNED },
+                None => IntSlot { v: 0, exp: 0, state: EMPTY },
+            };
+            return Ok(v);
+        }
+        let s = self.ints[slot];
+        match s.state {
+            ASSIGNED => Ok(Some(Decimal { exponent: s.exp, mantissa: s.v })),
+            UNDEFINED => {
+                if ins.has(flag::HAS_INIT) {
+                    self.ints[slot] = IntSlot { v: init.mantissa, exp: init.exponent, state: ASSIGNED };
+                    Ok(Some(init))
+                } else if ins.has(flag::OPT) {
+                    self.ints[slot].state = EMPTY;
+                    Ok(None)
+                } else {
+                    Err(self.fail(ErrorKind::NoInitialValue, *pos))
+                }
+            }
+            _ => {
+                if ins.has(flag::OPT) {
+                    Ok(None)
+                } else {
+                    Err(self.fail(ErrorKind::EmptyPrevious, *pos))
+                }
+            }
         }
     }
 
     /// Read a string or byte vector value into the message arena. `Ok(None)` is NULL.
     #[inline(always)]
-    fn read_vector(
+    fn vector(
+        &mut self,
         ins: &Insn,
         nullable: bool,
         buf: &[u8],
         pos: &mut usize,
         msg: &mut Message,
-    ) -> Result<Option<(u32, u32)>, Error> {
+    ) -> R<Option<(u32, u32)>> {
         let start = msg.bytes.len() as u32;
         if ins.flags & (flag::UNICODE | flag::BYTES) == 0 {
-            match codec::read_ascii(buf, pos, nullable)? {
-                AsciiRead::Null => return Ok(None),
-                AsciiRead::Empty => {}
-                AsciiRead::Chars { start: s, end: e } => {
+            // The common case: a short string that is not NULL and does not start with 0.
+            let at = *pos;
+            let first = match buf.get(at) {
+                Some(&b) => b,
+                None => return Err(self.fail(ErrorKind::Truncated("an ASCII string"), at)),
+            };
+            if first != 0 && first != 0x80 {
+                let rest = &buf[at..];
+                let Some(n) = rest.iter().position(|&b| b & 0x80 != 0) else {
+                    return Err(self.fail(ErrorKind::Truncated("an ASCII string"), at));
+                };
+                msg.bytes.extend_from_slice(&rest[..=n]);
+                let last = msg.bytes.len() - 1;
+                msg.bytes[last] &= 0x7f;
+                *pos = at + n + 1;
+                return Ok(Some((start, n as u32 + 1)));
+            }
+            match codec::read_ascii(buf, pos, nullable) {
+                Ok(AsciiRead::Null) => return Ok(None),
+                Ok(AsciiRead::Empty) => {}
+                Ok(AsciiRead::Chars { start: s, end: e }) => {
                     msg.bytes.extend_from_slice(&buf[s..e]);
                     if let Some(last) = msg.bytes.last_mut() {
                         *last &= 0x7f;
                     }
                 }
+                Err(e) => return Err(self.fail(e.kind, e.offset)),
             }
         } else {
             let at = *pos;
-            match codec::read_bytes(buf, pos, nullable)? {
-                None => return Ok(None),
-                Some(b) => {
+            match codec::read_bytes(buf, pos, nullable) {
+                Ok(None) => return Ok(None),
+                Ok(Some(b)) => {
                     if ins.has(flag::UNICODE) && std::str::from_utf8(b).is_err() {
-                        return Err(Error::new(ErrorKind::InvalidUtf8, at));
+                        return Err(self.fail(ErrorKind::InvalidUtf8, at));
                     }
                     msg.bytes.extend_from_slice(b);
                 }
+                Err(e) => return Err(self.fail(e.kind, e.offset)),
             }
         }
         Ok(Some((start, msg.bytes.len() as u32 - start)))
@@ -559,147 +720,169 @@ impl<'p> Decoder<'p> {
         msg.entries.push(Entry { field, value: Value::Bytes { start, len: b.len() as u32 } });
     }
 
-    fn str_op(
-        &mut self,
-        ins: &Insn,
-        buf: &[u8],
-        pos: &mut usize,
-        pmap: &mut Pmap,
-        msg: &mut Message,
-    ) -> Result<(), Error> {
-        let program = self.program;
+    #[inline(never)]
+    fn str_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap, msg: &mut Message) -> R<()> {
         let field = ins.field;
-        let init: &[u8] = if ins.has(flag::HAS_INIT) { &program.strings[ins.a as usize] } else { &[] };
         let slot = ins.slot as usize;
-        match ins.code {
+        let (present, tail) = match ins.code {
             Code::StrNone => {
-                if let Some((start, len)) = Self::read_vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
+                if let Some((start, len)) = self.vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
                     msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
                 }
+                return Ok(());
             }
             Code::StrConst => {
                 let present = !ins.has(flag::OPT) || take(pmap);
                 if present {
-                    Self::push_bytes(msg, field, init);
+                    msg.entries.push(Entry { field, value: Value::Static { index: ins.a } });
                 }
+                return Ok(());
             }
             Code::StrDefault => {
                 if take(pmap) {
-                    if let Some((start, len)) = Self::read_vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
+                    if let Some((start, len)) = self.vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
                         msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
                     }
                 } else if ins.has(flag::HAS_INIT) {
-                    Self::push_bytes(msg, field, init);
+                    msg.entries.push(Entry { field, value: Value::Static { index: ins.a } });
                 }
+                return Ok(());
             }
-            Code::StrCopy | Code::StrTail => {
-                if take(pmap) {
-                    let at = *pos;
-                    match Self::read_vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
-                        None => {
-                            if ins.code == Code::StrCopy {
-                                self.strs[slot].state = EMPTY;
-                            }
-                        }
-                        Some((start, len)) => {
-                            let s = &mut self.strs[slot];
-                            if ins.code == Code::StrCopy {
-                                s.buf.clear();
-                                s.buf.extend_from_slice(msg.slice(start, len));
-                                s.state = ASSIGNED;
-                                msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
-                            } else {
-                                // Tail: the value replaces the base's last len bytes.
-                                if s.state != ASSIGNED {
-                                    s.buf.clear();
-                                    s.buf.extend_from_slice(init);
-                                }
-                                let keep = s.buf.len().saturating_sub(len as usize);
-                                s.buf.truncate(keep);
-                                let tail_start = start as usize;
-                                s.buf.extend_from_slice(&msg.bytes[tail_start..tail_start + len as usize]);
-                                s.state = ASSIGNED;
-                                msg.bytes.truncate(tail_start);
-                                let _ = at;
-                                Self::push_bytes(msg, field, &self.strs[slot].buf);
-                            }
-                        }
+            Code::StrDelta => return self.str_delta(ins, buf, pos, msg),
+            Code::StrCopy => (take(pmap), false),
+            Code::StrTail => (take(pmap), true),
+            Code::StrStore => (true, false),
+            Code::StrLoad => (false, false),
+            _ => return Ok(()),
+        };
+        let program = self.program;
+        let init: &[u8] = if ins.has(flag::HAS_INIT) { &program.strings[ins.a as usize] } else { &[] };
+        if present {
+            match self.vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
+                None => {
+                    if !tail {
+                        self.strs[slot].state = EMPTY;
                     }
-                    return Ok(());
                 }
-                match self.strs[slot].state {
-                    ASSIGNED => Self::push_bytes(msg, field, &self.strs[slot].buf),
-                    UNDEFINED => {
-                        if ins.has(flag::HAS_INIT) {
-                            let s = &mut self.strs[slot];
+                Some((start, len)) => {
+                    let s = &mut self.strs[slot];
+                    if !tail {
+                        s.buf.clear();
+                        s.buf.extend_from_slice(msg.slice(start, len));
+                        s.state = ASSIGNED;
+                        msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
+                    } else {
+                        // Tail: the value replaces the base's last len bytes.
+                        if s.state != ASSIGNED {
                             s.buf.clear();
                             s.buf.extend_from_slice(init);
-                            s.state = ASSIGNED;
-                            Self::push_bytes(msg, field, init);
-                        } else if ins.has(flag::OPT) {
-                            self.strs[slot].state = EMPTY;
-                        } else {
-                            return Err(Error::new(ErrorKind::NoInitialValue, *pos));
                         }
-                    }
-                    _ => {
-                        if !ins.has(flag::OPT) {
-                            return Err(Error::new(ErrorKind::EmptyPrevious, *pos));
-                        }
+                        let keep = s.buf.len().saturating_sub(len as usize);
+                        s.buf.truncate(keep);
+                        let tail_start = start as usize;
+                        s.buf.extend_from_slice(&msg.bytes[tail_start..tail_start + len as usize]);
+                        s.state = ASSIGNED;
+                        msg.bytes.truncate(tail_start);
+                        Self::push_bytes(msg, field, &self.strs[slot].buf);
                     }
                 }
             }
-            Code::StrDelta => {
-                let at = *pos;
-                let sub = if ins.has(flag::NULLABLE) {
-                    match codec::read_i64_nullable(buf, pos)? {
-                        None => return Ok(()),
-                        Some(s) => s,
-                    }
+            return Ok(());
+        }
+        match self.strs[slot].state {
+            ASSIGNED => Self::push_bytes(msg, field, &self.strs[slot].buf),
+            UNDEFINED => {
+                if ins.has(flag::HAS_INIT) {
+                    let s = &mut self.strs[slot];
+                    s.buf.clear();
+                    s.buf.extend_from_slice(init);
+                    s.state = ASSIGNED;
+                    msg.entries.push(Entry { field, value: Value::Static { index: ins.a } });
+                } else if ins.has(flag::OPT) {
+                    self.strs[slot].state = EMPTY;
                 } else {
-                    codec::read_i64(buf, pos)?
-                };
-                if i32::try_from(sub).is_err() {
-                    return Err(Error::new(ErrorKind::IntegerOverflow("int32"), at));
+                    return Err(self.fail(ErrorKind::NoInitialValue, *pos));
                 }
-                let Some((start, len)) = Self::read_vector(ins, false, buf, pos, msg)? else {
-                    return Ok(());
-                };
+            }
+            _ => {
+                if !ins.has(flag::OPT) {
+                    return Err(self.fail(ErrorKind::EmptyPrevious, *pos));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn str_delta(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<()> {
+        let at = *pos;
+        let Some(sub) = self.signed(ins.has(flag::NULLABLE), buf, pos)? else {
+            return Ok(());
+        };
+        if i32::try_from(sub).is_err() {
+            return Err(self.fail(ErrorKind::IntegerOverflow("int32"), at));
+        }
+        let Some((start, len)) = self.vector(ins, false, buf, pos, msg)? else {
+            return Ok(());
+        };
+        let program = self.program;
+        let init: &[u8] = if ins.has(flag::HAS_INIT) { &program.strings[ins.a as usize] } else { &[] };
+        let slot = ins.slot as usize;
+        match self.strs[slot].state {
+            ASSIGNED => {}
+            UNDEFINED => {
                 let s = &mut self.strs[slot];
-                match s.state {
-                    ASSIGNED => {}
-                    UNDEFINED => {
-                        s.buf.clear();
-                        s.buf.extend_from_slice(init);
-                    }
-                    _ => return Err(Error::new(ErrorKind::EmptyPrevious, at)),
-                }
-                let diff_start = start as usize;
-                let diff_end = diff_start + len as usize;
-                if sub >= 0 {
-                    let n = sub as usize;
-                    if n > s.buf.len() {
-                        return Err(Error::new(ErrorKind::SubtractionTooLong, at));
-                    }
-                    let keep = s.buf.len() - n;
-                    s.buf.truncate(keep);
-                    s.buf.extend_from_slice(&msg.bytes[diff_start..diff_end]);
-                } else {
-                    let n = (-(sub + 1)) as usize;
-                    if n > s.buf.len() {
-                        return Err(Error::new(ErrorKind::SubtractionTooLong, at));
-                    }
-                    let diff = msg.bytes[diff_start..diff_end].to_vec();
-                    s.buf.splice(0..n, diff);
-                }
-                s.state = ASSIGNED;
-                if ins.has(flag::UNICODE) && std::str::from_utf8(&s.buf).is_err() {
-                    return Err(Error::new(ErrorKind::InvalidUtf8, at));
-                }
-                msg.bytes.truncate(diff_start);
-                Self::push_bytes(msg, field, &self.strs[slot].buf);
+                s.buf.clear();
+                s.buf.extend_from_slice(init);
             }
-            _ => {}
+            _ => return Err(self.fail(ErrorKind::EmptyPrevious, at)),
+        }
+        let diff_start = start as usize;
+        let diff_end = diff_start + len as usize;
+        let blen = self.strs[slot].buf.len();
+        let n = if sub >= 0 { sub as usize } else { (-(sub + 1)) as usize };
+        if n > blen {
+            return Err(self.fail(ErrorKind::SubtractionTooLong, at));
+        }
+        let s = &mut self.strs[slot];
+        if sub >= 0 {
+            s.buf.truncate(blen - n);
+            s.buf.extend_from_slice(&msg.bytes[diff_start..diff_end]);
+        } else {
+            let diff = msg.bytes[diff_start..diff_end].to_vec();
+            s.buf.splice(0..n, diff);
+        }
+        s.state = ASSIGNED;
+        if ins.has(flag::UNICODE) && std::str::from_utf8(&self.strs[slot].buf).is_err() {
+            return Err(self.fail(ErrorKind::InvalidUtf8, at));
+        }
+        msg.bytes.truncate(diff_start);
+        Self::push_bytes(msg, ins.field, &self.strs[slot].buf);
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        start: usize,
+        end: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        pmap: &mut Pmap,
+        msg: &mut Message,
+    ) -> R<()> {
+        let program = self.program;
+        let insns = &program.insns[..end];
+        let mut i = start;
+        while let Some(ins) = insns.get(i) {
+            let r = self.exec(i, ins, buf, pos, pmap, msg);
+            match r {
+                Ok(next) => i = next,
+                Err(Fail) => {
+                    if self.err.field == u32::MAX {
+                        self.err.field = ins.field;
+                    }
+                    return Err(Fail);
+                }
+            }
         }
         Ok(())
     }
@@ -708,36 +891,56 @@ impl<'p> Decoder<'p> {
     fn exec(
         &mut self,
         i: usize,
-        ins: Insn,
+        ins: &Insn,
         buf: &[u8],
         pos: &mut usize,
         pmap: &mut Pmap,
         msg: &mut Message,
-    ) -> Result<usize, Error> {
+    ) -> R<usize> {
         match ins.code {
-            Code::IntNone | Code::IntConst | Code::IntDefault | Code::IntCopy | Code::IntIncr | Code::IntDelta => {
-                if let Some(v) = self.int_op(&ins, buf, pos, pmap)? {
-                    msg.entries.push(Entry { field: ins.field, value: int_value(&ins, v) });
+            Code::IntNone
+            | Code::IntConst
+            | Code::IntDefault
+            | Code::IntCopy
+            | Code::IntIncr
+            | Code::IntDelta
+            | Code::IntStore
+            | Code::IntLoad
+            | Code::IntLoadIncr => {
+                if let Some(v) = self.int_op(ins, buf, pos, pmap)? {
+                    msg.entries.push(Entry { field: ins.field, value: int_value(ins, v) });
                 }
                 Ok(i + 1)
             }
-            Code::DecNone | Code::DecConst | Code::DecDefault | Code::DecCopy | Code::DecDelta => {
-                if let Some(d) = self.dec_op(&ins, buf, pos, pmap)? {
+            Code::Consts => {
+                let program = self.program;
+                let lo = ins.a as usize;
+                msg.entries.extend_from_slice(&program.consts[lo..lo + ins.init as usize]);
+                Ok(i + 1)
+            }
+            Code::DecNone
+            | Code::DecConst
+            | Code::DecDefault
+            | Code::DecCopy
+            | Code::DecDelta
+            | Code::DecStore
+            | Code::DecLoad => {
+                if let Some(d) = self.dec_op(ins, buf, pos, pmap)? {
                     msg.entries.push(Entry { field: ins.field, value: Value::Decimal(d) });
                 }
                 Ok(i + 1)
             }
             Code::DecSplit => {
                 let program = self.program;
-                let e_ins = program.insns[i + 1];
-                let m_ins = program.insns[i + 2];
-                if let Some(e) = self.int_op(&e_ins, buf, pos, pmap)? {
+                let e_ins = &program.insns[i + 1];
+                let m_ins = &program.insns[i + 2];
+                if let Some(e) = self.int_op(e_ins, buf, pos, pmap)? {
                     if !(-63..=63).contains(&e) {
-                        return Err(Error::new(ErrorKind::ExponentRange, *pos));
+                        return Err(self.fail(ErrorKind::ExponentRange, *pos));
                     }
-                    let m = self
-                        .int_op(&m_ins, buf, pos, pmap)?
-                        .ok_or_else(|| Error::new(ErrorKind::NoInitialValue, *pos))?;
+                    let Some(m) = self.int_op(m_ins, buf, pos, pmap)? else {
+                        return Err(self.fail(ErrorKind::NoInitialValue, *pos));
+                    };
                     msg.entries.push(Entry {
                         field: ins.field,
                         value: Value::Decimal(Decimal { exponent: e as i32, mantissa: m }),
@@ -745,80 +948,118 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(i + 3)
             }
-            Code::StrNone | Code::StrConst | Code::StrDefault | Code::StrCopy | Code::StrDelta | Code::StrTail => {
-                self.str_op(&ins, buf, pos, pmap, msg)?;
+            Code::StrNone
+            | Code::StrConst
+            | Code::StrDefault
+            | Code::StrCopy
+            | Code::StrDelta
+            | Code::StrTail
+            | Code::StrStore
+            | Code::StrLoad => {
+                self.str_op(ins, buf, pos, pmap, msg)?;
                 Ok(i + 1)
             }
-            Code::Seq => {
-                let program = self.program;
-                let len_ins = program.insns[i + 1];
-                let at = *pos;
-                let Some(len) = self.int_op(&len_ins, buf, pos, pmap)? else {
-                    return Ok(ins.a as usize);
-                };
-                let len = len as u64;
-                let remaining = (buf.len() - *pos) as u64;
-                if len > remaining.max(65_536) {
-                    return Err(Error::new(ErrorKind::LimitExceeded("sequence length beyond the bytes left"), at));
-                }
-                self.enter(*pos)?;
-                let si = msg.entries.len();
-                msg.entries.push(Entry { field: ins.field, value: Value::Sequence { len: len as u32, end: 0 } });
-                for _ in 0..len {
-                    let ei = msg.entries.len();
-                    msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
-                    if ins.has(flag::PMAP) {
-                        let mut inner = read_pmap(buf, pos, msg)?;
-                        self.run(i + 2, ins.a as usize, buf, pos, &mut inner, msg)?;
-                    } else {
-                        self.run(i + 2, ins.a as usize, buf, pos, pmap, msg)?;
-                    }
-                    let end = msg.entries.len() as u32;
-                    msg.entries[ei].value = Value::Element { end };
-                }
-                let end = msg.entries.len() as u32;
-                msg.entries[si].value = Value::Sequence { len: len as u32, end };
-                self.depth -= 1;
-                Ok(ins.a as usize)
-            }
-            Code::Group => {
-                if ins.has(flag::OPT) && !take(pmap) {
-                    return Ok(ins.a as usize);
-                }
-                self.enter(*pos)?;
-                let gi = msg.entries.len();
-                msg.entries.push(Entry { field: ins.field, value: Value::Group { end: 0 } });
-                if ins.has(flag::PMAP) {
-                    let mut inner = read_pmap(buf, pos, msg)?;
-                    self.run(i + 1, ins.a as usize, buf, pos, &mut inner, msg)?;
-                } else {
-                    self.run(i + 1, ins.a as usize, buf, pos, pmap, msg)?;
-                }
-                let end = msg.entries.len() as u32;
-                msg.entries[gi].value = Value::Group { end };
-                self.depth -= 1;
-                Ok(ins.a as usize)
-            }
-            Code::DynRef => {
-                self.enter(*pos)?;
-                let mut inner = read_pmap(buf, pos, msg)?;
-                let t = self.template_id(buf, pos, &mut inner)?;
-                let info = &self.program.templates[t as usize];
-                let ti = msg.entries.len();
-                msg.entries.push(Entry { field: ins.field, value: Value::Template { template: t, end: 0 } });
-                self.run(info.start as usize, info.end as usize, buf, pos, &mut inner, msg)?;
-                let end = msg.entries.len() as u32;
-                msg.entries[ti].value = Value::Template { template: t, end };
-                self.depth -= 1;
-                Ok(i + 1)
-            }
+            Code::Seq => self.sequence(i, ins, buf, pos, pmap, msg),
+            Code::Group => self.group(i, ins, buf, pos, pmap, msg),
+            Code::DynRef => self.dynref(i, ins, buf, pos, msg),
         }
     }
 
-    fn enter(&mut self, at: usize) -> Result<(), Error> {
+    #[inline(never)]
+    fn sequence(
+        &mut self,
+        i: usize,
+        ins: &Insn,
+        buf: &[u8],
+        pos: &mut usize,
+        pmap: &mut Pmap,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let program = self.program;
+        let len_ins = &program.insns[i + 1];
+        let at = *pos;
+        let next = if ins.has(flag::INLINE) { i + 2 } else { ins.a as usize };
+        let Some(len) = self.int_op(len_ins, buf, pos, pmap)? else {
+            return Ok(next);
+        };
+        let len = len as u64;
+        let remaining = (buf.len() - *pos) as u64;
+        if len > remaining.max(65_536) {
+            return Err(self.fail(ErrorKind::LimitExceeded("sequence length beyond the bytes left"), at));
+        }
+        self.enter(*pos)?;
+        let si = msg.entries.len();
+        msg.entries.push(Entry { field: ins.field, value: Value::Sequence { len: len as u32, end: 0 } });
+        let (body, end) = (ins.slot as usize, ins.a as usize);
+        let special = ins.init as u64;
+        for _ in 0..len {
+            let ei = msg.entries.len();
+            msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
+            if ins.has(flag::PMAP) {
+                let inner = self.pmap(buf, pos, msg)?;
+                self.segment(body, end, special, buf, pos, inner, msg)?;
+            } else {
+                self.run(body, end, buf, pos, pmap, msg)?;
+            }
+            let end = msg.entries.len() as u32;
+            msg.entries[ei].value = Value::Element { end };
+        }
+        let end = msg.entries.len() as u32;
+        msg.entries[si].value = Value::Sequence { len: len as u32, end };
+        self.depth -= 1;
+        Ok(next)
+    }
+
+    #[inline(never)]
+    fn group(
+        &mut self,
+        i: usize,
+        ins: &Insn,
+        buf: &[u8],
+        pos: &mut usize,
+        pmap: &mut Pmap,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let next = if ins.has(flag::INLINE) { i + 1 } else { ins.a as usize };
+        if ins.has(flag::OPT) && !take(pmap) {
+            return Ok(next);
+        }
+        self.enter(*pos)?;
+        let gi = msg.entries.len();
+        msg.entries.push(Entry { field: ins.field, value: Value::Group { end: 0 } });
+        let (body, end) = (ins.slot as usize, ins.a as usize);
+        if ins.has(flag::PMAP) {
+            let inner = self.pmap(buf, pos, msg)?;
+            self.segment(body, end, ins.init as u64, buf, pos, inner, msg)?;
+        } else {
+            self.run(body, end, buf, pos, pmap, msg)?;
+        }
+        let end = msg.entries.len() as u32;
+        msg.entries[gi].value = Value::Group { end };
+        self.depth -= 1;
+        Ok(next)
+    }
+
+    #[inline(never)]
+    fn dynref(&mut self, i: usize, ins: &Insn, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<usize> {
+        self.enter(*pos)?;
+        let mut inner = self.pmap(buf, pos, msg)?;
+        let t = self.template_id(buf, pos, &mut inner)?;
+        let program = self.program;
+        let info = &program.templates[t as usize];
+        let ti = msg.entries.len();
+        msg.entries.push(Entry { field: ins.field, value: Value::Template { template: t, end: 0 } });
+        self.segment(info.start as usize, info.end as usize, info.special, buf, pos, inner, msg)?;
+        let end = msg.entries.len() as u32;
+        msg.entries[ti].value = Value::Template { template: t, end };
+        self.depth -= 1;
+        Ok(i + 1)
+    }
+
+    fn enter(&mut self, at: usize) -> R<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(Error::new(ErrorKind::LimitExceeded("nesting deeper than 32"), at));
+            return Err(self.fail(ErrorKind::LimitExceeded("nesting deeper than 32"), at));
         }
         Ok(())
     }

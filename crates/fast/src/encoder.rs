@@ -585,7 +585,7 @@ impl<'p> Encoder<'p> {
                 Code::StrNone | Code::StrConst | Code::StrDefault | Code::StrCopy | Code::StrDelta | Code::StrTail => {
                     let v = match e.map(|e| e.value) {
                         None => None,
-                        Some(Value::Bytes { start, len }) => Some(msg.slice(start, len)),
+                        Some(v @ (Value::Bytes { .. } | Value::Static { .. })) => msg.bytes_of(program, &v),
                         Some(_) => return Err(mismatch("value of another type", out.len(), ins.field)),
                     };
                     *k += usize::from(e.is_some());
@@ -624,6 +624,18 @@ impl<'p> Encoder<'p> {
                         self.segment(i + 1, ins.a as usize, ins.has(flag::PMAP), msg, k, bits, out, depth + 1)?;
                     }
                     i = ins.a as usize;
+                }
+                Code::IntStore
+                | Code::IntLoad
+                | Code::IntLoadIncr
+                | Code::DecStore
+                | Code::DecLoad
+                | Code::StrStore
+                | Code::StrLoad
+                | Code::Consts => {
+                    // Resolved forms live only in specialised segments, which the encoder
+                    // never walks: it encodes from the templates' generic instructions.
+                    return Err(mismatch("specialised instruction in a template body", out.len(), ins.field));
                 }
                 Code::DynRef => {
                     let Some(Value::Template { template, .. }) = e.map(|e| e.value) else {

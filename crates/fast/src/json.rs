@@ -66,8 +66,8 @@ fn value(p: &Program, m: &Message, i: usize, out: &mut String) -> usize {
             }
             out.push('"');
         }
-        Value::Bytes { start, len } => {
-            let b = m.slice(start, len);
+        Value::Bytes { .. } | Value::Static { .. } => {
+            let b = m.bytes_of(p, &e.value).unwrap_or_default();
             match p.fields[e.field as usize].kind {
                 FieldKind::Scalar(FieldType::Bytes) => {
                     out.push('"');

@@ -14,6 +14,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::codec::Pmap;
+use crate::decoder::{int_value, Entry, Value};
 use crate::error::TemplateError;
 use crate::template::{Field, FieldOp, FieldType, Instruction, OpKind, Operator, Presence, Template, TemplateSet};
 use crate::value::{parse_initial, Decimal, Initial};
@@ -48,6 +50,19 @@ pub enum Code {
     Group,
     /// A dynamic template reference: a presence map and a template id follow in the stream.
     DynRef,
+    // Resolved forms, only in specialised segments (the presence map bit is known):
+    /// Copy or increment with the value in the stream: read it and store it.
+    IntStore,
+    /// Copy with no value in the stream: the previous value.
+    IntLoad,
+    /// Increment with no value in the stream: the previous value plus one.
+    IntLoadIncr,
+    DecStore,
+    DecLoad,
+    StrStore,
+    StrLoad,
+    /// `init` prebuilt entries from [`Program::consts`] at `a`: constants and absent defaults.
+    Consts,
 }
 
 impl Code {
@@ -64,6 +79,10 @@ impl Code {
             Code::Seq => "seq",
             Code::Group => "group",
             Code::DynRef => "dynref",
+            Code::IntStore | Code::DecStore | Code::StrStore => "store",
+            Code::IntLoad | Code::DecLoad | Code::StrLoad => "load",
+            Code::IntLoadIncr => "load+1",
+            Code::Consts => "consts",
         }
     }
 
@@ -92,6 +111,9 @@ pub mod flag {
     pub const SIGNED: u8 = 8;
     /// 32-bit integer (range-checked).
     pub const W32: u8 = 16;
+    /// On a sequence or group in a specialised segment: the next instruction follows it
+    /// (and its length), not its body's end.
+    pub const INLINE: u8 = 16;
     /// A sequence element or group is a segment with its own presence map.
     pub const PMAP: u8 = 32;
     /// String as unicode (UTF-8 in a byte vector).
@@ -110,9 +132,10 @@ pub struct Insn {
     /// Dictionary slot (integer slots and string slots are numbered separately).
     pub slot: u32,
     /// Sequence/group: index one past the body. Decimal: the initial exponent. String: the
-    /// initial value's index in [`Program::strings`].
+    /// initial value's index in [`Program::strings`]. Consts: first entry.
     pub a: u32,
-    /// Integer initial value, or a decimal's initial mantissa.
+    /// Integer initial value, or a decimal's initial mantissa. Sequence/group: its
+    /// specialised segments (see [`Program::specials`]), 0 when none. Consts: the count.
     pub init: i64,
 }
 
@@ -152,8 +175,34 @@ pub struct TemplateInfo {
     pub start: u32,
     pub end: u32,
     pub reset: bool,
-    /// Whether its top-level segment needs presence map bits besides the template id's.
+    /// Presence map bits its top-level segment uses besides the template id's.
     pub bits: u32,
+    /// Its specialised top-level segments: `(count << 32) | (first + 1)` in
+    /// [`Program::specials`], 0 when none.
+    pub special: u64,
+}
+
+/// A straight-line segment for one (segment, presence map) pair: the segment's instructions
+/// with every presence bit resolved, absent fields without a value dropped, and constants
+/// and absent defaults gathered into prebuilt entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Special {
+    /// Index of the segment body's first generic instruction.
+    pub segment: u32,
+    pub pmap: Pmap,
+    /// Its instructions: `insns[start..end]`.
+    pub start: u32,
+    pub end: u32,
+    /// Times the profile saw the pair.
+    pub hits: u64,
+    /// Generic instructions the segment runs / resolved instructions it runs instead.
+    pub generic_len: u32,
+}
+
+/// How often each (segment, presence map) pair occurred while decoding a sample.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub counts: HashMap<(u32, Pmap), u64>,
 }
 
 /// Templates compiled to instructions.
@@ -171,6 +220,10 @@ pub struct Program {
     /// Template index used when a message's presence map has no template id and none came
     /// before (a set with exactly one template, or [`Program::set_default_template`]).
     pub default_template: Option<u32>,
+    /// Prebuilt entries of `Consts` instructions.
+    pub consts: Vec<Entry>,
+    /// Specialised segments, grouped by segment.
+    pub specials: Vec<Special>,
     dense: Vec<u32>,
     sparse: HashMap<u32, u32>,
 }
@@ -427,6 +480,7 @@ impl Compiler<'_> {
                     let len = self.int_insn(inner, FieldType::UInt32, lop, optional, &s.length.name, lfield)?;
                     self.prog.insns.push(len);
                     bits += u32::from(len.code.uses_bit(optional));
+                    self.prog.insns[at].slot = at as u32 + 2;
                     let inner_bits = self.body(inner, &s.body, depth + 1)?;
                     let end = self.prog.insns.len() as u32;
                     self.prog.insns[at].a = end;
@@ -452,6 +506,7 @@ impl Compiler<'_> {
                         init: 0,
                     });
                     bits += u32::from(optional);
+                    self.prog.insns[at].slot = at as u32 + 1;
                     let inner_bits = self.body(inner, &g.body, depth + 1)?;
                     self.prog.insns[at].a = self.prog.insns.len() as u32;
                     if inner_bits > 0 {
@@ -495,7 +550,15 @@ impl Program {
             let start = c.prog.insns.len() as u32;
             let bits = c.body(scope, &t.body, 0)?;
             let end = c.prog.insns.len() as u32;
-            c.prog.templates.push(TemplateInfo { name: t.name.clone(), id: t.id, start, end, reset: t.reset, bits });
+            c.prog.templates.push(TemplateInfo {
+                name: t.name.clone(),
+                id: t.id,
+                start,
+                end,
+                reset: t.reset,
+                bits,
+                special: 0,
+            });
         }
         let mut prog = c.prog;
         for (i, t) in prog.templates.iter().enumerate() {
@@ -581,6 +644,44 @@ impl Program {
                 let _ = writeln!(out, "{:04}  {}end", e, "  ".repeat(ends.len() + 1));
             }
         }
+        for sp in &self.specials {
+            let owner = self
+                .templates
+                .iter()
+                .find(|t| t.start == sp.segment)
+                .map(|t| format!("template {}", t.name))
+                .or_else(|| {
+                    self.insns
+                        .iter()
+                        .find(|i| matches!(i.code, Code::Seq | Code::Group) && i.slot == sp.segment)
+                        .map(|i| format!("{} {}", i.code.mnemonic(), self.fields[i.field as usize].name))
+                })
+                .unwrap_or_default();
+            let bits: String = (0..(128 - sp.pmap.trailing_zeros()).clamp(1, 126))
+                .map(|k| if (sp.pmap >> (127 - k)) & 1 == 1 { '1' } else { '0' })
+                .collect();
+            let _ = writeln!(
+                out,
+                "\nspecial {owner} pmap={bits} hits={} insns={}..{} ({} generic instructions -> {})",
+                sp.hits,
+                sp.start,
+                sp.end,
+                sp.generic_len,
+                sp.end - sp.start
+            );
+            for i in sp.start..sp.end {
+                let ins = &self.insns[i as usize];
+                if ins.code == Code::Consts {
+                    let names: Vec<&str> = self.consts[ins.a as usize..ins.a as usize + ins.init as usize]
+                        .iter()
+                        .map(|e| self.fields[e.field as usize].name.as_str())
+                        .collect();
+                    let _ = writeln!(out, "{i:04}    consts        {}", names.join(" "));
+                } else {
+                    let _ = writeln!(out, "{i:04}    {}", self.describe(ins));
+                }
+            }
+        }
         out
     }
 
@@ -606,7 +707,23 @@ impl Program {
                     "ascii"
                 }
             }
-            Code::Seq | Code::Group | Code::DynRef => "",
+            Code::IntStore | Code::IntLoad | Code::IntLoadIncr => match (ins.has(flag::SIGNED), ins.has(flag::W32)) {
+                (false, true) => "u32",
+                (true, true) => "i32",
+                (false, false) => "u64",
+                (true, false) => "i64",
+            },
+            Code::DecStore | Code::DecLoad => "dec",
+            Code::StrStore | Code::StrLoad => {
+                if ins.has(flag::BYTES) {
+                    "bytes"
+                } else if ins.has(flag::UNICODE) {
+                    "utf8"
+                } else {
+                    "ascii"
+                }
+            }
+            Code::Seq | Code::Group | Code::DynRef | Code::Consts => "",
         }
     }
 
@@ -652,10 +769,19 @@ impl Program {
             }
         }
         match ins.code {
-            Code::IntCopy | Code::IntIncr | Code::IntDelta | Code::DecCopy | Code::DecDelta => {
+            Code::IntCopy
+            | Code::IntIncr
+            | Code::IntDelta
+            | Code::DecCopy
+            | Code::DecDelta
+            | Code::IntStore
+            | Code::IntLoad
+            | Code::IntLoadIncr
+            | Code::DecStore
+            | Code::DecLoad => {
                 let _ = write!(s, " slot=i{} [{}]", ins.slot, self.int_slots[ins.slot as usize]);
             }
-            Code::StrCopy | Code::StrDelta | Code::StrTail => {
+            Code::StrCopy | Code::StrDelta | Code::StrTail | Code::StrStore | Code::StrLoad => {
                 let _ = write!(s, " slot=s{} [{}]", ins.slot, self.str_slots[ins.slot as usize]);
             }
             _ => {}
@@ -664,6 +790,322 @@ impl Program {
             s.push_str(" bit");
         }
         s
+    }
+}
+
+/// What a resolved integer operation gives: an instruction to run, a known value, or nothing.
+enum Resolved {
+    Run(Insn),
+    Value(i64),
+    Absent,
+}
+
+/// Builds one specialised segment.
+struct Resolver<'a> {
+    p: &'a Program,
+    pmap: Pmap,
+    out: Vec<Insn>,
+    consts: Vec<Entry>,
+    pending: Vec<Entry>,
+}
+
+impl Resolver<'_> {
+    fn bit(&mut self) -> bool {
+        let b = (self.pmap >> 127) != 0;
+        self.pmap <<= 1;
+        b
+    }
+
+    fn constant(&mut self, e: Entry) {
+        self.pending.push(e);
+    }
+
+    fn emit(&mut self, ins: Insn) {
+        self.flush();
+        self.out.push(ins);
+    }
+
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let a = self.consts.len() as u32;
+        let n = self.pending.len() as i64;
+        self.consts.append(&mut self.pending);
+        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n });
+    }
+
+    /// An integer operation with its presence bit resolved.
+    fn int(&mut self, ins: &Insn) -> Resolved {
+        let mut r = *ins;
+        match ins.code {
+            Code::IntNone | Code::IntDelta => Resolved::Run(r),
+            Code::IntConst => {
+                if !ins.has(flag::OPT) || self.bit() {
+                    Resolved::Value(ins.init)
+                } else {
+                    Resolved::Absent
+                }
+            }
+            Code::IntDefault => {
+                if self.bit() {
+                    r.code = Code::IntNone;
+                    Resolved::Run(r)
+                } else if ins.has(flag::HAS_INIT) {
+                    Resolved::Value(ins.init)
+                } else {
+                    Resolved::Absent
+                }
+            }
+            Code::IntCopy | Code::IntIncr => {
+                r.code = match (self.bit(), ins.code) {
+                    (true, _) => Code::IntStore,
+                    (false, Code::IntCopy) => Code::IntLoad,
+                    _ => Code::IntLoadIncr,
+                };
+                Resolved::Run(r)
+            }
+            _ => Resolved::Run(r),
+        }
+    }
+
+    /// A resolved integer as an instruction (a known value becomes a constant).
+    fn int_insn(ins: &Insn, r: Resolved) -> Option<Insn> {
+        match r {
+            Resolved::Run(i) => Some(i),
+            Resolved::Value(v) => Some(Insn { code: Code::IntConst, flags: ins.flags & !flag::OPT, init: v, ..*ins }),
+            Resolved::Absent => None,
+        }
+    }
+
+    /// Resolve `insns[start..end]`; false when the segment cannot be specialised (a tail
+    /// operator, a dynamic template reference, or a decimal whose mantissa bit depends on
+    /// whether its exponent turns out NULL).
+    fn body(&mut self, start: usize, end: usize) -> bool {
+        let insns = &self.p.insns;
+        let mut i = start;
+        while i < end {
+            let ins = insns[i];
+            match ins.code {
+                Code::IntNone | Code::IntConst | Code::IntDefault | Code::IntCopy | Code::IntIncr | Code::IntDelta => {
+                    match self.int(&ins) {
+                        Resolved::Run(r) => self.emit(r),
+                        Resolved::Value(v) => self.constant(Entry { field: ins.field, value: int_value(&ins, v) }),
+                        Resolved::Absent => {}
+                    }
+                    i += 1;
+                }
+                Code::DecNone | Code::DecDelta => {
+                    self.emit(ins);
+                    i += 1;
+                }
+                Code::DecConst | Code::DecDefault | Code::DecCopy => {
+                    let init = Decimal { exponent: ins.a as i32, mantissa: ins.init };
+                    let present = ins.code.uses_bit(ins.has(flag::OPT)) && self.bit();
+                    match ins.code {
+                        Code::DecConst if present || !ins.has(flag::OPT) => {
+                            self.constant(Entry { field: ins.field, value: Value::Decimal(init) })
+                        }
+                        Code::DecDefault if present => self.emit(Insn { code: Code::DecNone, ..ins }),
+                        Code::DecDefault if ins.has(flag::HAS_INIT) => {
+                            self.constant(Entry { field: ins.field, value: Value::Decimal(init) })
+                        }
+                        Code::DecCopy => {
+                            self.emit(Insn { code: if present { Code::DecStore } else { Code::DecLoad }, ..ins })
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                Code::DecSplit => {
+                    let (e, m) = (insns[i + 1], insns[i + 2]);
+                    let re = self.int(&e);
+                    let maybe_null = match &re {
+                        Resolved::Run(r) => {
+                            r.has(flag::NULLABLE)
+                                || (r.has(flag::OPT) && matches!(r.code, Code::IntLoad | Code::IntLoadIncr))
+                        }
+                        _ => false,
+                    };
+                    if matches!(re, Resolved::Absent) {
+                        i += 3;
+                        continue;
+                    }
+                    if maybe_null && m.code.uses_bit(false) {
+                        return false;
+                    }
+                    let rm = self.int(&m);
+                    let (Some(ei), Some(mi)) = (Self::int_insn(&e, re), Self::int_insn(&m, rm)) else {
+                        return false;
+                    };
+                    self.emit(ins);
+                    self.out.push(ei);
+                    self.out.push(mi);
+                    i += 3;
+                }
+                Code::StrNone | Code::StrDelta => {
+                    self.emit(ins);
+                    i += 1;
+                }
+                Code::StrConst => {
+                    if !ins.has(flag::OPT) || self.bit() {
+                        self.constant(Entry { field: ins.field, value: Value::Static { index: ins.a } });
+                    }
+                    i += 1;
+                }
+                Code::StrDefault => {
+                    if self.bit() {
+                        self.emit(Insn { code: Code::StrNone, ..ins });
+                    } else if ins.has(flag::HAS_INIT) {
+                        self.constant(Entry { field: ins.field, value: Value::Static { index: ins.a } });
+                    }
+                    i += 1;
+                }
+                Code::StrCopy => {
+                    let code = if self.bit() { Code::StrStore } else { Code::StrLoad };
+                    self.emit(Insn { code, ..ins });
+                    i += 1;
+                }
+                Code::Seq => {
+                    let len = insns[i + 1];
+                    match self.int(&len) {
+                        Resolved::Absent => {}
+                        r => {
+                            let Some(li) = Self::int_insn(&len, r) else { return false };
+                            self.emit(Insn { flags: ins.flags | flag::INLINE, ..ins });
+                            self.out.push(li);
+                        }
+                    }
+                    i = ins.a as usize;
+                }
+                Code::Group => {
+                    if !ins.has(flag::OPT) || self.bit() {
+                        self.emit(Insn { flags: (ins.flags & !flag::OPT) | flag::INLINE, ..ins });
+                    }
+                    i = ins.a as usize;
+                }
+                _ => return false,
+            }
+        }
+        self.flush();
+        true
+    }
+}
+
+impl Program {
+    /// Build straight-line segments for the hottest (segment, presence map) pairs of a
+    /// profile: at most `per_segment` per segment and `max_total` in all, each seen in at
+    /// least `min_share` of its segment's occurrences. Replaces earlier specialisations.
+    /// Returns how many were built.
+    pub fn specialise(&mut self, profile: &Profile, per_segment: usize, max_total: usize, min_share: f64) -> usize {
+        // Undo an earlier specialisation.
+        if let Some(first) = self.specials.iter().map(|s| s.start).min() {
+            self.insns.truncate(first as usize);
+        }
+        self.specials.clear();
+        self.consts.clear();
+        for t in &mut self.templates {
+            t.special = 0;
+        }
+        for ins in &mut self.insns {
+            if matches!(ins.code, Code::Seq | Code::Group) {
+                ins.init = 0;
+            }
+        }
+        // Segments: template bodies and sequence/group bodies with their own presence maps.
+        let mut segments: HashMap<u32, (u32, Option<usize>, Option<usize>)> = HashMap::new();
+        for (ti, t) in self.templates.iter().enumerate() {
+            segments.insert(t.start, (t.end, Some(ti), None));
+        }
+        for (i, ins) in self.insns.iter().enumerate() {
+            if matches!(ins.code, Code::Seq | Code::Group) && ins.has(flag::PMAP) {
+                segments.insert(ins.slot, (ins.a, None, Some(i)));
+            }
+        }
+        let mut by_segment: HashMap<u32, Vec<(Pmap, u64)>> = HashMap::new();
+        let mut totals: HashMap<u32, u64> = HashMap::new();
+        for (&(seg, pmap), &n) in &profile.counts {
+            if segments.contains_key(&seg) {
+                by_segment.entry(seg).or_default().push((pmap, n));
+                *totals.entry(seg).or_default() += n;
+            }
+        }
+        let mut candidates: Vec<(u64, u32, Pmap)> = Vec::new();
+        for (seg, mut v) in by_segment {
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let total = totals[&seg] as f64;
+            for (pmap, n) in v.into_iter().take(per_segment) {
+                if n as f64 >= min_share * total {
+                    candidates.push((n, seg, pmap));
+                }
+            }
+        }
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        candidates.truncate(max_total);
+        candidates.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+        let mut specials = Vec::new();
+        let mut consts = Vec::new();
+        let mut extra = Vec::new();
+        let base = self.insns.len();
+        for (n, seg, pmap) in candidates {
+            let (end, _, _) = segments[&seg];
+            let mut r =
+                Resolver { p: self, pmap, out: Vec::new(), consts: std::mem::take(&mut consts), pending: Vec::new() };
+            let ok = r.body(seg as usize, end as usize);
+            let (out, c) = (r.out, r.consts);
+            consts = c;
+            if !ok {
+                continue;
+            }
+            let start = (base + extra.len()) as u32;
+            extra.extend_from_slice(&out);
+            specials.push(Special {
+                segment: seg,
+                pmap,
+                start,
+                end: start + out.len() as u32,
+                hits: n,
+                generic_len: end - seg,
+            });
+        }
+        self.insns.extend_from_slice(&extra);
+        self.consts = consts;
+        // Point each segment at its run of specials.
+        let mut k = 0;
+        while k < specials.len() {
+            let seg = specials[k].segment;
+            let n = specials[k..].iter().take_while(|s| s.segment == seg).count();
+            let packed = ((n as u64) << 32) | (k as u64 + 1);
+            let (_, template, insn) = segments[&seg];
+            if let Some(t) = template {
+                self.templates[t].special = packed;
+            }
+            if let Some(i) = insn {
+                self.insns[i].init = packed as i64;
+            }
+            // The copies of the opener inside specialised segments point there too.
+            for ins in &mut self.insns[base..] {
+                if matches!(ins.code, Code::Seq | Code::Group) && ins.slot == seg {
+                    ins.init = packed as i64;
+                }
+            }
+            k += n;
+        }
+        self.specials = specials;
+        self.specials.len()
+    }
+
+    /// Profile a sample with a fresh decoder and specialise for it: the 4 hottest presence
+    /// maps of each segment seen in at least 5% of its occurrences, at most 64 in all.
+    pub fn specialise_for(&mut self, sample: &[u8], framing: crate::Framing) -> Result<usize, crate::StreamError> {
+        let profile = {
+            let mut dec = crate::Decoder::new(self);
+            dec.start_profile();
+            let mut msg = crate::Message::new();
+            crate::for_each(&mut dec, framing, sample, &mut msg, |_, _| true)?;
+            dec.take_profile()
+        };
+        Ok(self.specialise(&profile, 4, 64, 0.05))
     }
 }
 

@@ -84,7 +84,9 @@ fn text(p: &Program, m: &Message, from: usize, to: usize, out: &mut String) {
             Value::UInt(v) => out.push_str(&v.to_string()),
             Value::Int(v) => out.push_str(&v.to_string()),
             Value::Decimal(d) => out.push_str(&normalized(d)),
-            Value::Bytes { start, len } => out.push_str(&String::from_utf8_lossy(m.slice(start, len))),
+            Value::Bytes { .. } | Value::Static { .. } => {
+                out.push_str(&String::from_utf8_lossy(m.bytes_of(p, &e.value).unwrap()))
+            }
             Value::Sequence { end, .. } => {
                 let mut j = i + 1;
                 while j < end as usize {
@@ -300,5 +302,57 @@ fn other_samples_reencode_as_received_to_identical_bytes() {
         .unwrap();
         eprintln!("{f}: {same}/{n} identical");
         assert_eq!(same, n, "{f}");
+    }
+}
+
+/// Specialised segments decode exactly what the generic program decodes.
+#[test]
+fn specialised_segments_decode_as_the_generic_program() {
+    for (t, f, fr) in [
+        ("mfast/example.xml", "mfast/complex30000.dat", Framing::U32Le),
+        ("openfast/OPRA/OPRATemplate.xml", "openfast/OPRA/messages.fast", Framing::Opra),
+        ("openfast/FPL/FASTTestTemplate.xml", "openfast/FPL/messages.fast", Framing::Raw),
+    ] {
+        let (Some(t), Some(d)) = (data(t), data(f)) else { return };
+        let generic = Program::from_xml(&std::fs::read_to_string(t).unwrap()).unwrap();
+        let bytes = std::fs::read(d).unwrap();
+        let mut special = generic.clone();
+        let built = special.specialise_for(&bytes, fr).unwrap();
+        assert!(built > 0, "{f}");
+        let mut expected = Vec::new();
+        let mut dec = Decoder::new(&generic);
+        let mut msg = Message::new();
+        for_each(&mut dec, fr, &bytes, &mut msg, |m, _| {
+            expected.push((m.template, m.entries.clone(), m.bytes.clone()));
+            true
+        })
+        .unwrap();
+        let mut dec = Decoder::new(&special);
+        let mut k = 0;
+        let mut frames = Vec::new();
+        let r = for_each(&mut dec, fr, &bytes, &mut msg, |m, pos| {
+            frames.push(pos);
+            // Values compare by meaning: a static string in one is bytes in the other.
+            let (t, e, b) = &expected[k];
+            assert_eq!(m.template, *t, "{f} message {k}");
+            assert_eq!(m.entries.len(), e.len(), "{f} message {k}");
+            for (x, y) in m.entries.iter().zip(e) {
+                assert_eq!(x.field, y.field, "{f} message {k}");
+                let xb = m.bytes_of(&special, &x.value);
+                let yb = match y.value {
+                    tickplant_fast::Value::Bytes { start, len } => Some(&b[start as usize..(start + len) as usize]),
+                    tickplant_fast::Value::Static { index } => Some(generic.strings[index as usize].as_slice()),
+                    _ => None,
+                };
+                match (xb, yb) {
+                    (Some(x), Some(y)) => assert_eq!(x, y, "{f} message {k}"),
+                    _ => assert_eq!(x.value, y.value, "{f} message {k}"),
+                }
+            }
+            k += 1;
+            true
+        });
+        r.unwrap_or_else(|e| panic!("{f}: {e}\n{}", special.listing()));
+        assert_eq!(k, expected.len());
     }
 }
