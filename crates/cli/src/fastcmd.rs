@@ -122,14 +122,11 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
 }
 
 pub fn compile(a: &CompileArgs) -> Result<()> {
-    let p = load_program(&a.templates)?;
+    let mut p = load_program(&a.templates)?;
     if let Some(sample) = &a.profile {
         let data = read(sample)?;
-        let mut dec = Decoder::new(&p);
-        let mut msg = Message::new();
-        let n = for_each(&mut dec, a.framing, &data, &mut msg, |_, _| true)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", sample.display()))?;
-        eprintln!("profile: {n} messages from {}", sample.display());
+        let built = p.specialise_for(&data, a.framing).map_err(|e| anyhow::anyhow!("{}: {e}", sample.display()))?;
+        eprintln!("profile of {}: {built} specialised segments", sample.display());
     }
     if a.listing {
         print!("{}", p.listing());

@@ -1095,8 +1095,8 @@ impl Program {
         self.specials.len()
     }
 
-    /// Profile a sample with a fresh decoder and specialise for it: the 4 hottest presence
-    /// maps of each segment seen in at least 5% of its occurrences, at most 64 in all.
+    /// Profile a sample with a fresh decoder and specialise for it: the 8 hottest presence
+    /// maps of each segment seen in at least 2% of its occurrences, at most 64 in all.
     pub fn specialise_for(&mut self, sample: &[u8], framing: crate::Framing) -> Result<usize, crate::StreamError> {
         let profile = {
             let mut dec = crate::Decoder::new(self);
@@ -1105,7 +1105,7 @@ impl Program {
             crate::for_each(&mut dec, framing, sample, &mut msg, |_, _| true)?;
             dec.take_profile()
         };
-        Ok(self.specialise(&profile, 4, 64, 0.05))
+        Ok(self.specialise(&profile, 8, 64, 0.02))
     }
 }
 
