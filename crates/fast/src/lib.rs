@@ -6,6 +6,10 @@
 //! * [`codec`]: stop-bit integers, presence maps, strings.
 #![forbid(unsafe_code)]
 
+/// The user guide (`docs/fast.md`); its Rust example runs as a doctest.
+#[doc = include_str!("../../../docs/fast.md")]
+pub mod guide {}
+
 pub mod codec;
 mod error;
 pub mod program;

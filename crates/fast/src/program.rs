@@ -593,6 +593,11 @@ impl Program {
         self.sparse.get(&id).copied()
     }
 
+    /// The index of the first field called `name` (in template order).
+    pub fn field_index(&self, name: &str) -> Option<u32> {
+        self.fields.iter().position(|f| f.name == name).map(|i| i as u32)
+    }
+
     /// The template index of a template name.
     pub fn template_by_name(&self, name: &str) -> Option<u32> {
         self.templates.iter().position(|t| t.name == name).map(|i| i as u32)
@@ -609,7 +614,7 @@ impl Program {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "; tickplant FAST program: {} templates, {} instructions, {} fields, {} integer and {} string dictionary slots",
+            "; tickplant FAST program: templates {}, instructions {}, fields {}, dictionary slots {} integer and {} string",
             self.templates.len(),
             self.insns.len(),
             self.fields.len(),

@@ -1,0 +1,151 @@
+//! `tickplant fast`: the examples of docs/fast.md as written, decoding the real samples,
+//! and errors that say what and where.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shared() -> Option<PathBuf> {
+    let p = root().join("../shared/data/fast");
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} absent (an outside checkout has no ../shared)", p.display());
+        None
+    }
+}
+
+/// Every `tickplant` command of docs/fast.md runs, and prints the output block after it.
+/// Commands on ../shared data run from the repository root (skipped when it is absent).
+#[test]
+fn fast_doc_examples_run_as_shown() {
+    let doc = std::fs::read_to_string(root().join("docs/fast.md")).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut last: Option<(String, String)> = None;
+    let (mut files, mut checked) = (0, 0);
+    for b in doc.split("```").skip(1).step_by(2) {
+        let (info, body) = b.split_once('\n').unwrap();
+        if let Some(name) = info.strip_prefix("text file=") {
+            std::fs::write(d.path().join(name), body).unwrap();
+            files += 1;
+        } else if info == "sh" {
+            for cmd in body.lines().filter(|l| l.starts_with("tickplant ")) {
+                let needs_shared = cmd.contains("../shared");
+                if needs_shared && shared().is_none() {
+                    last = None;
+                    continue;
+                }
+                let dir = if needs_shared { root() } else { d.path().to_path_buf() };
+                let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+                let o = Command::new(BIN).args(&args).current_dir(dir).output().unwrap();
+                assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
+                last = Some((cmd.to_string(), String::from_utf8_lossy(&o.stdout).into_owned()));
+            }
+        } else if info == "text output" {
+            if let Some((cmd, out)) = last.take() {
+                assert_eq!(out, body, "{cmd}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(files, 1);
+    assert!(checked >= 1);
+}
+
+#[test]
+fn decode_writes_one_json_line_per_message() {
+    let Some(s) = shared() else { return };
+    let o = Command::new(BIN)
+        .args(["fast", "decode", "--templates"])
+        .arg(s.join("mfast/example.xml"))
+        .arg(s.join("mfast/complex30000.dat"))
+        .args(["--limit", "3", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["template_id"], 1);
+    assert_eq!(lines[1]["template"], "MarketData");
+    assert_eq!(lines[1]["fields"]["MDEntries"][0]["MDEntryPx"], "26.0");
+    // The OPRA capture: id-less template, 63 messages.
+    let o = Command::new(BIN)
+        .args(["fast", "decode", "--framing", "opra", "--templates"])
+        .arg(s.join("openfast/OPRA/OPRATemplate.xml"))
+        .arg(s.join("openfast/OPRA/messages.fast"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 63);
+    assert!(out.lines().next().unwrap().contains("\"TEXT\": \"START OF DAY\""));
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        r#"<templates><template name="T" id="1"><string name="S"><increment/></string></template></templates>"#,
+    )
+    .unwrap();
+    let data = d.path().join("d.fast");
+    std::fs::write(&data, [0xc0u8, 0x81]).unwrap();
+    let o = Command::new(BIN).args(["fast", "decode", "--templates"]).arg(&bad).arg(&data).output().unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("template \"T\", field \"S\": [S2]"), "{e}");
+    // A truncated stream: the message, the byte and the field.
+    let good = d.path().join("good.xml");
+    std::fs::write(
+        &good,
+        r#"<templates><template name="T" id="1"><uInt32 name="A"/><uInt32 name="B"/></template></templates>"#,
+    )
+    .unwrap();
+    std::fs::write(&data, [0xc0u8, 0x81, 0x85, 0x01]).unwrap();
+    let o = Command::new(BIN)
+        .args(["fast", "decode", "--framing", "raw", "--templates"])
+        .arg(&good)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("message 0 at byte 3") && e.contains("field \"B\""), "{e}");
+    // The first message still came out.
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "");
+    let o = Command::new(BIN)
+        .args(["fast", "decode", "--framing", "zip", "--templates"])
+        .arg(&good)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("u32le, opra or raw"));
+    let o = Command::new(BIN).args(["fast", "decode", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("--framing") && help.contains("--limit"), "{help}");
+}
+
+#[test]
+fn bench_prints_its_figures_and_ratios() {
+    let Some(s) = shared() else { return };
+    let o = Command::new(BIN)
+        .args(["fast", "bench", "--rounds", "2", "--templates"])
+        .arg(s.join("mfast/example.xml"))
+        .arg(s.join("mfast/complex30000.dat"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in ["ns/message", "values/s", "MB/s", "21-byte", "mFAST", "57.9 values per message"] {
+        assert!(out.contains(want), "{want} missing from:\n{out}");
+    }
+}
