@@ -381,7 +381,7 @@ impl<'p> Decoder<'p> {
         special: u64,
         buf: &[u8],
         pos: &mut usize,
-        mut pmap: Pmap,
+        pmap: Pmap,
         msg: &mut Message,
     ) -> R<()> {
         if let Some(profile) = &mut self.profile {
@@ -393,26 +393,28 @@ impl<'p> Decoder<'p> {
             let program = self.program;
             for sp in &program.specials[lo..lo + n] {
                 if sp.pmap == pmap {
-                    let mut none = 0;
-                    return self.run(sp.start as usize, sp.end as usize, buf, pos, &mut none, msg);
+                    *pos = self.run(sp.start as usize, sp.end as usize, buf, *pos, 0, msg)?;
+                    return Ok(());
                 }
             }
         }
-        self.run(start, end, buf, pos, &mut pmap, msg)
+        *pos = self.run(start, end, buf, *pos, pmap, msg)?;
+        Ok(())
     }
 
     /// The exact reader for what the fast path declined: 10-byte values and errors.
     #[cold]
     #[inline(never)]
-    fn int_slow(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
+    fn int_slow(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: usize) -> R<(Option<i64>, usize)> {
+        let mut pos = pos;
         let r = match (ins.has(flag::SIGNED), nullable) {
-            (false, false) => codec::read_u64(buf, pos).map(|v| Some(v as i64)),
-            (false, true) => codec::read_u64_nullable(buf, pos).map(|v| v.map(|v| v as i64)),
-            (true, false) => codec::read_i64(buf, pos).map(Some),
-            (true, true) => codec::read_i64_nullable(buf, pos),
+            (false, false) => codec::read_u64(buf, &mut pos).map(|v| Some(v as i64)),
+            (false, true) => codec::read_u64_nullable(buf, &mut pos).map(|v| v.map(|v| v as i64)),
+            (true, false) => codec::read_i64(buf, &mut pos).map(Some),
+            (true, true) => codec::read_i64_nullable(buf, &mut pos),
         };
         match r {
-            Ok(v) => Ok(v),
+            Ok(v) => Ok((v, pos)),
             Err(e) => Err(self.fail(e.kind, e.offset)),
         }
     }
@@ -441,7 +443,11 @@ impl<'p> Decoder<'p> {
                     Some(v as i64)
                 }
             }
-            None => self.int_slow(ins, nullable, buf, pos)?,
+            None => {
+                let (v, q) = self.int_slow(ins, nullable, buf, *pos)?;
+                *pos = q;
+                v
+            }
         };
         if ins.has(flag::W32) {
             if let Some(v) = v {
@@ -533,9 +539,34 @@ impl<'p> Decoder<'p> {
     }
 
     /// The integer operators (generic and resolved); `None` is absent.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn int_arm(
+        &mut self,
+        code: Code,
+        i: usize,
+        ins: &Insn,
+        buf: &[u8],
+        pos: &mut usize,
+        pmap: &mut Pmap,
+        msg: &mut Message,
+    ) -> R<usize> {
+        if let Some(v) = self.int_code(code, ins, buf, pos, pmap)? {
+            msg.entries.push(Entry { field: ins.field, value: int_value(ins, v) });
+        }
+        Ok(i + 1)
+    }
+
     #[inline(always)]
     fn int_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<i64>> {
-        match ins.code {
+        self.int_code(ins.code, ins, buf, pos, pmap)
+    }
+
+    /// The integer operators with the operator given apart, so a caller that knows it gets
+    /// the match folded away.
+    #[inline(always)]
+    fn int_code(&mut self, code: Code, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<i64>> {
+        match code {
             Code::IntNone => self.int(ins, ins.has(flag::NULLABLE), buf, pos),
             Code::IntConst => Ok(if !ins.has(flag::OPT) || take(pmap) { Some(ins.init) } else { None }),
             Code::IntDefault => {
@@ -553,7 +584,7 @@ impl<'p> Decoder<'p> {
                     self.store(ins.slot, v);
                     Ok(v)
                 } else {
-                    self.load(ins, ins.code == Code::IntIncr, *pos)
+                    self.load(ins, code == Code::IntIncr, *pos)
                 }
             }
             Code::IntStore => {
@@ -583,14 +614,21 @@ impl<'p> Decoder<'p> {
     }
 
     #[inline(never)]
-    fn dec_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<Decimal>> {
+    fn dec_op(&mut self, ins: &Insn, bit: bool, buf: &[u8], p: usize) -> R<(Option<Decimal>, usize)> {
+        let mut p = p;
+        let v = self.dec_inner(ins, bit, buf, &mut p)?;
+        Ok((v, p))
+    }
+
+    #[inline(always)]
+    fn dec_inner(&mut self, ins: &Insn, bit: bool, buf: &[u8], pos: &mut usize) -> R<Option<Decimal>> {
         let init = Decimal { exponent: ins.a as i32, mantissa: ins.init };
         let slot = ins.slot as usize;
         let present = match ins.code {
             Code::DecNone => return self.decimal(ins, buf, pos),
-            Code::DecConst => return Ok(if !ins.has(flag::OPT) || take(pmap) { Some(init) } else { None }),
+            Code::DecConst => return Ok(if !ins.has(flag::OPT) || bit { Some(init) } else { None }),
             Code::DecDefault => {
-                return if take(pmap) {
+                return if bit {
                     self.decimal(ins, buf, pos)
                 } else if ins.has(flag::HAS_INIT) {
                     Ok(Some(init))
@@ -598,7 +636,7 @@ impl<'p> Decoder<'p> {
                     Ok(None)
                 };
             }
-            Code::DecCopy => take(pmap),
+            Code::DecCopy => bit,
             Code::DecStore => true,
             Code::DecLoad => false,
             Code::DecDelta => {
@@ -721,7 +759,14 @@ impl<'p> Decoder<'p> {
     }
 
     #[inline(never)]
-    fn str_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap, msg: &mut Message) -> R<()> {
+    fn str_op(&mut self, ins: &Insn, bit: bool, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let mut p = p;
+        self.str_inner(ins, bit, buf, &mut p, msg)?;
+        Ok(p)
+    }
+
+    #[inline(always)]
+    fn str_inner(&mut self, ins: &Insn, bit: bool, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<()> {
         let field = ins.field;
         let slot = ins.slot as usize;
         let (present, tail) = match ins.code {
@@ -732,14 +777,14 @@ impl<'p> Decoder<'p> {
                 return Ok(());
             }
             Code::StrConst => {
-                let present = !ins.has(flag::OPT) || take(pmap);
+                let present = !ins.has(flag::OPT) || bit;
                 if present {
                     msg.entries.push(Entry { field, value: Value::Static { index: ins.a } });
                 }
                 return Ok(());
             }
             Code::StrDefault => {
-                if take(pmap) {
+                if bit {
                     if let Some((start, len)) = self.vector(ins, ins.has(flag::NULLABLE), buf, pos, msg)? {
                         msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
                     }
@@ -749,8 +794,8 @@ impl<'p> Decoder<'p> {
                 return Ok(());
             }
             Code::StrDelta => return self.str_delta(ins, buf, pos, msg),
-            Code::StrCopy => (take(pmap), false),
-            Code::StrTail => (take(pmap), true),
+            Code::StrCopy => (bit, false),
+            Code::StrTail => (bit, true),
             Code::StrStore => (true, false),
             Code::StrLoad => (false, false),
             _ => return Ok(()),
@@ -860,21 +905,17 @@ impl<'p> Decoder<'p> {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        start: usize,
-        end: usize,
-        buf: &[u8],
-        pos: &mut usize,
-        pmap: &mut Pmap,
-        msg: &mut Message,
-    ) -> R<()> {
+    /// Run instructions `start..end` from byte `p` with presence map `pm`; returns the byte
+    /// after them. The cursor and the presence map stay in registers: every function this
+    /// loop does not inline takes them by value.
+    fn run(&mut self, start: usize, end: usize, buf: &[u8], p: usize, pm: Pmap, msg: &mut Message) -> R<usize> {
         let program = self.program;
         let insns = &program.insns[..end];
+        let mut p = p;
+        let mut pm = pm;
         let mut i = start;
         while let Some(ins) = insns.get(i) {
-            let r = self.exec(i, ins, buf, pos, pmap, msg);
-            match r {
+            match self.exec(i, ins, buf, &mut p, &mut pm, msg) {
                 Ok(next) => i = next,
                 Err(Fail) => {
                     if self.err.field == u32::MAX {
@@ -884,7 +925,7 @@ impl<'p> Decoder<'p> {
                 }
             }
         }
-        Ok(())
+        Ok(p)
     }
 
     #[inline(always)]
@@ -898,20 +939,17 @@ impl<'p> Decoder<'p> {
         msg: &mut Message,
     ) -> R<usize> {
         match ins.code {
-            Code::IntNone
-            | Code::IntConst
-            | Code::IntDefault
-            | Code::IntCopy
-            | Code::IntIncr
-            | Code::IntDelta
-            | Code::IntStore
-            | Code::IntLoad
-            | Code::IntLoadIncr => {
-                if let Some(v) = self.int_op(ins, buf, pos, pmap)? {
-                    msg.entries.push(Entry { field: ins.field, value: int_value(ins, v) });
-                }
-                Ok(i + 1)
-            }
+            // One arm per operator, each with its operator known, so the operator match
+            // inside folds away: one dispatch per instruction.
+            Code::IntNone => self.int_arm(Code::IntNone, i, ins, buf, pos, pmap, msg),
+            Code::IntConst => self.int_arm(Code::IntConst, i, ins, buf, pos, pmap, msg),
+            Code::IntDefault => self.int_arm(Code::IntDefault, i, ins, buf, pos, pmap, msg),
+            Code::IntCopy => self.int_arm(Code::IntCopy, i, ins, buf, pos, pmap, msg),
+            Code::IntIncr => self.int_arm(Code::IntIncr, i, ins, buf, pos, pmap, msg),
+            Code::IntDelta => self.int_arm(Code::IntDelta, i, ins, buf, pos, pmap, msg),
+            Code::IntStore => self.int_arm(Code::IntStore, i, ins, buf, pos, pmap, msg),
+            Code::IntLoad => self.int_arm(Code::IntLoad, i, ins, buf, pos, pmap, msg),
+            Code::IntLoadIncr => self.int_arm(Code::IntLoadIncr, i, ins, buf, pos, pmap, msg),
             Code::Consts => {
                 let program = self.program;
                 let lo = ins.a as usize;
@@ -925,7 +963,10 @@ impl<'p> Decoder<'p> {
             | Code::DecDelta
             | Code::DecStore
             | Code::DecLoad => {
-                if let Some(d) = self.dec_op(ins, buf, pos, pmap)? {
+                let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
+                let (v, q) = self.dec_op(ins, bit, buf, *pos)?;
+                *pos = q;
+                if let Some(d) = v {
                     msg.entries.push(Entry { field: ins.field, value: Value::Decimal(d) });
                 }
                 Ok(i + 1)
@@ -956,38 +997,43 @@ impl<'p> Decoder<'p> {
             | Code::StrTail
             | Code::StrStore
             | Code::StrLoad => {
-                self.str_op(ins, buf, pos, pmap, msg)?;
+                let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
+                *pos = self.str_op(ins, bit, buf, *pos, msg)?;
                 Ok(i + 1)
             }
-            Code::Seq => self.sequence(i, ins, buf, pos, pmap, msg),
-            Code::Group => self.group(i, ins, buf, pos, pmap, msg),
-            Code::DynRef => self.dynref(i, ins, buf, pos, msg),
+            Code::Seq => {
+                let program = self.program;
+                let at = *pos;
+                let next = if ins.has(flag::INLINE) { i + 2 } else { ins.a as usize };
+                if let Some(len) = self.int_op(&program.insns[i + 1], buf, pos, pmap)? {
+                    *pos = self.sequence(ins, len as u64, at, buf, *pos, msg)?;
+                }
+                Ok(next)
+            }
+            Code::Group => {
+                let next = if ins.has(flag::INLINE) { i + 1 } else { ins.a as usize };
+                if !ins.has(flag::OPT) || take(pmap) {
+                    *pos = self.group(ins, buf, *pos, msg)?;
+                }
+                Ok(next)
+            }
+            Code::DynRef => {
+                *pos = self.dynref(ins, buf, *pos, msg)?;
+                Ok(i + 1)
+            }
         }
     }
 
+    /// The elements of a sequence of `len` (its length already read, at byte `at`).
     #[inline(never)]
-    fn sequence(
-        &mut self,
-        i: usize,
-        ins: &Insn,
-        buf: &[u8],
-        pos: &mut usize,
-        pmap: &mut Pmap,
-        msg: &mut Message,
-    ) -> R<usize> {
-        let program = self.program;
-        let len_ins = &program.insns[i + 1];
-        let at = *pos;
-        let next = if ins.has(flag::INLINE) { i + 2 } else { ins.a as usize };
-        let Some(len) = self.int_op(len_ins, buf, pos, pmap)? else {
-            return Ok(next);
-        };
-        let len = len as u64;
-        let remaining = (buf.len() - *pos) as u64;
+    #[allow(clippy::too_many_arguments)]
+    fn sequence(&mut self, ins: &Insn, len: u64, at: usize, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let mut pos = p;
+        let remaining = (buf.len() - pos) as u64;
         if len > remaining.max(65_536) {
             return Err(self.fail(ErrorKind::LimitExceeded("sequence length beyond the bytes left"), at));
         }
-        self.enter(*pos)?;
+        self.enter(pos)?;
         let si = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Sequence { len: len as u32, end: 0 } });
         let (body, end) = (ins.slot as usize, ins.a as usize);
@@ -996,10 +1042,11 @@ impl<'p> Decoder<'p> {
             let ei = msg.entries.len();
             msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
             if ins.has(flag::PMAP) {
-                let inner = self.pmap(buf, pos, msg)?;
-                self.segment(body, end, special, buf, pos, inner, msg)?;
+                let inner = self.pmap(buf, &mut pos, msg)?;
+                self.segment(body, end, special, buf, &mut pos, inner, msg)?;
             } else {
-                self.run(body, end, buf, pos, pmap, msg)?;
+                // No bits in the body: no presence map of its own, none used from ours.
+                pos = self.run(body, end, buf, pos, 0, msg)?;
             }
             let end = msg.entries.len() as u32;
             msg.entries[ei].value = Value::Element { end };
@@ -1007,53 +1054,44 @@ impl<'p> Decoder<'p> {
         let end = msg.entries.len() as u32;
         msg.entries[si].value = Value::Sequence { len: len as u32, end };
         self.depth -= 1;
-        Ok(next)
+        Ok(pos)
     }
 
+    /// A group that is present.
     #[inline(never)]
-    fn group(
-        &mut self,
-        i: usize,
-        ins: &Insn,
-        buf: &[u8],
-        pos: &mut usize,
-        pmap: &mut Pmap,
-        msg: &mut Message,
-    ) -> R<usize> {
-        let next = if ins.has(flag::INLINE) { i + 1 } else { ins.a as usize };
-        if ins.has(flag::OPT) && !take(pmap) {
-            return Ok(next);
-        }
-        self.enter(*pos)?;
+    fn group(&mut self, ins: &Insn, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let mut pos = p;
+        self.enter(pos)?;
         let gi = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Group { end: 0 } });
         let (body, end) = (ins.slot as usize, ins.a as usize);
         if ins.has(flag::PMAP) {
-            let inner = self.pmap(buf, pos, msg)?;
-            self.segment(body, end, ins.init as u64, buf, pos, inner, msg)?;
+            let inner = self.pmap(buf, &mut pos, msg)?;
+            self.segment(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
         } else {
-            self.run(body, end, buf, pos, pmap, msg)?;
+            pos = self.run(body, end, buf, pos, 0, msg)?;
         }
         let end = msg.entries.len() as u32;
         msg.entries[gi].value = Value::Group { end };
         self.depth -= 1;
-        Ok(next)
+        Ok(pos)
     }
 
     #[inline(never)]
-    fn dynref(&mut self, i: usize, ins: &Insn, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<usize> {
-        self.enter(*pos)?;
-        let mut inner = self.pmap(buf, pos, msg)?;
-        let t = self.template_id(buf, pos, &mut inner)?;
+    fn dynref(&mut self, ins: &Insn, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let mut pos = p;
+        self.enter(pos)?;
+        let mut inner = self.pmap(buf, &mut pos, msg)?;
+        let t = self.template_id(buf, &mut pos, &mut inner)?;
         let program = self.program;
         let info = &program.templates[t as usize];
         let ti = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Template { template: t, end: 0 } });
-        self.segment(info.start as usize, info.end as usize, info.special, buf, pos, inner, msg)?;
+        self.segment(info.start as usize, info.end as usize, info.special, buf, &mut pos, inner, msg)?;
         let end = msg.entries.len() as u32;
         msg.entries[ti].value = Value::Template { template: t, end };
         self.depth -= 1;
-        Ok(i + 1)
+        Ok(pos)
     }
 
     fn enter(&mut self, at: usize) -> R<()> {
