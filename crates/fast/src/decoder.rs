@@ -13,7 +13,7 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
-use crate::program::{flag, Code, FieldKind, Insn, Program};
+use crate::program::{flag, Code, FieldKind, Insn, Program, INT_CODES};
 use crate::value::Decimal;
 
 /// A decoded value.
@@ -237,6 +237,31 @@ fn groups(buf: &[u8], p: &mut usize) -> Option<(u64, u32)> {
             return None;
         }
     }
+}
+
+/// A short ASCII string that is not NULL, empty or led by a zero byte, with 8 bytes of
+/// buffer to read: one word load, the stop bit by a trailing-zero count, the word appended
+/// whole (a fixed-size copy) and cut back. `None` leaves every other case to `str_op`.
+#[inline(always)]
+fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u32)> {
+    let at = *pos;
+    let w = buf.get(at..at + 8)?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    if b[0] == 0 || b[0] == 0x80 {
+        return None;
+    }
+    let stops = u64::from_le_bytes(b) & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    let n = (stops.trailing_zeros() / 8 + 1) as usize;
+    let start = msg.bytes.len();
+    msg.bytes.extend_from_slice(&b);
+    msg.bytes.truncate(start + n);
+    msg.bytes[start + n - 1] &= 0x7f;
+    *pos = at + n;
+    Some((start as u32, n as u32))
 }
 
 /// A failed decode: the details are in [`Decoder::err`]. Zero-sized, so every internal
@@ -463,7 +488,7 @@ impl<'p> Decoder<'p> {
     /// A signed integer as a delta or exponent is sent (nullable or not), no range check.
     #[inline(always)]
     fn signed(&mut self, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
-        const I64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0 };
+        const I64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1 };
         self.int(&I64, nullable, buf, pos)
     }
 
@@ -539,6 +564,114 @@ impl<'p> Decoder<'p> {
     }
 
     /// The integer operators (generic and resolved); `None` is absent.
+
+    /// [`Decoder::int`] with the type fixed at compile time.
+    #[inline(always)]
+    fn int_t<const S: bool, const N: bool, const W: bool>(
+        &mut self,
+        ins: &Insn,
+        buf: &[u8],
+        pos: &mut usize,
+    ) -> R<Option<i64>> {
+        let at = *pos;
+        let v = match groups(buf, pos) {
+            Some((v, n)) => {
+                if S {
+                    let shift = 64 - 7 * n;
+                    let v = ((v << shift) as i64) >> shift;
+                    if N {
+                        match v {
+                            0 => None,
+                            v if v > 0 => Some(v - 1),
+                            v => Some(v),
+                        }
+                    } else {
+                        Some(v)
+                    }
+                } else if N {
+                    v.checked_sub(1).map(|v| v as i64)
+                } else {
+                    Some(v as i64)
+                }
+            }
+            None => {
+                let (v, q) = self.int_slow(ins, N, buf, *pos)?;
+                *pos = q;
+                v
+            }
+        };
+        if W {
+            if let Some(v) = v {
+                let ok = if S { i32::try_from(v).is_ok() } else { u32::try_from(v as u64).is_ok() };
+                if !ok {
+                    return Err(self.fail(ErrorKind::IntegerOverflow(if S { "int32" } else { "uInt32" }), at));
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// One integer instruction with its operator (`C`, an index of [`INT_CODES`]) and type
+    /// fixed: the arms of the engine's match.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn int_typed<const C: u8, const S: bool, const N: bool, const W: bool>(
+        &mut self,
+        i: usize,
+        ins: &Insn,
+        buf: &[u8],
+        pos: &mut usize,
+        pmap: &mut Pmap,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let code = INT_CODES[C as usize];
+        let v = match code {
+            Code::IntNone => self.int_t::<S, N, W>(ins, buf, pos)?,
+            Code::IntConst => {
+                if !ins.has(flag::OPT) || take(pmap) {
+                    Some(ins.init)
+                } else {
+                    None
+                }
+            }
+            Code::IntDefault => {
+                if take(pmap) {
+                    self.int_t::<S, N, W>(ins, buf, pos)?
+                } else if ins.has(flag::HAS_INIT) {
+                    Some(ins.init)
+                } else {
+                    None
+                }
+            }
+            Code::IntCopy | Code::IntIncr | Code::IntStore | Code::IntLoad | Code::IntLoadIncr => {
+                let present = match code {
+                    Code::IntStore => true,
+                    Code::IntLoad | Code::IntLoadIncr => false,
+                    _ => take(pmap),
+                };
+                if present {
+                    let v = self.int_t::<S, N, W>(ins, buf, pos)?;
+                    self.store(ins.slot, v);
+                    v
+                } else {
+                    let slot = ins.slot as usize;
+                    let s = self.ints[slot];
+                    let incr = matches!(code, Code::IntIncr | Code::IntLoadIncr);
+                    if s.state == ASSIGNED && !incr {
+                        Some(s.v)
+                    } else {
+                        self.load(ins, incr, *pos)?
+                    }
+                }
+            }
+            _ => self.delta(ins, buf, pos)?,
+        };
+        if let Some(v) = v {
+            msg.entries.push(Entry { field: ins.field, value: if S { Value::Int(v) } else { Value::UInt(v as u64) } });
+        }
+        Ok(i + 1)
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn int_arm(
@@ -938,6 +1071,82 @@ impl<'p> Decoder<'p> {
         pmap: &mut Pmap,
         msg: &mut Message,
     ) -> R<usize> {
+        // Integer instructions: one arm per operator and type (see `Insn::op`).
+        match ins.op {
+            0 => return self.int_typed::<0, false, false, false>(i, ins, buf, pos, pmap, msg),
+            1 => return self.int_typed::<0, true, false, false>(i, ins, buf, pos, pmap, msg),
+            2 => return self.int_typed::<0, false, true, false>(i, ins, buf, pos, pmap, msg),
+            3 => return self.int_typed::<0, true, true, false>(i, ins, buf, pos, pmap, msg),
+            4 => return self.int_typed::<0, false, false, true>(i, ins, buf, pos, pmap, msg),
+            5 => return self.int_typed::<0, true, false, true>(i, ins, buf, pos, pmap, msg),
+            6 => return self.int_typed::<0, false, true, true>(i, ins, buf, pos, pmap, msg),
+            7 => return self.int_typed::<0, true, true, true>(i, ins, buf, pos, pmap, msg),
+            8 => return self.int_typed::<1, false, false, false>(i, ins, buf, pos, pmap, msg),
+            9 => return self.int_typed::<1, true, false, false>(i, ins, buf, pos, pmap, msg),
+            10 => return self.int_typed::<1, false, true, false>(i, ins, buf, pos, pmap, msg),
+            11 => return self.int_typed::<1, true, true, false>(i, ins, buf, pos, pmap, msg),
+            12 => return self.int_typed::<1, false, false, true>(i, ins, buf, pos, pmap, msg),
+            13 => return self.int_typed::<1, true, false, true>(i, ins, buf, pos, pmap, msg),
+            14 => return self.int_typed::<1, false, true, true>(i, ins, buf, pos, pmap, msg),
+            15 => return self.int_typed::<1, true, true, true>(i, ins, buf, pos, pmap, msg),
+            16 => return self.int_typed::<2, false, false, false>(i, ins, buf, pos, pmap, msg),
+            17 => return self.int_typed::<2, true, false, false>(i, ins, buf, pos, pmap, msg),
+            18 => return self.int_typed::<2, false, true, false>(i, ins, buf, pos, pmap, msg),
+            19 => return self.int_typed::<2, true, true, false>(i, ins, buf, pos, pmap, msg),
+            20 => return self.int_typed::<2, false, false, true>(i, ins, buf, pos, pmap, msg),
+            21 => return self.int_typed::<2, true, false, true>(i, ins, buf, pos, pmap, msg),
+            22 => return self.int_typed::<2, false, true, true>(i, ins, buf, pos, pmap, msg),
+            23 => return self.int_typed::<2, true, true, true>(i, ins, buf, pos, pmap, msg),
+            24 => return self.int_typed::<3, false, false, false>(i, ins, buf, pos, pmap, msg),
+            25 => return self.int_typed::<3, true, false, false>(i, ins, buf, pos, pmap, msg),
+            26 => return self.int_typed::<3, false, true, false>(i, ins, buf, pos, pmap, msg),
+            27 => return self.int_typed::<3, true, true, false>(i, ins, buf, pos, pmap, msg),
+            28 => return self.int_typed::<3, false, false, true>(i, ins, buf, pos, pmap, msg),
+            29 => return self.int_typed::<3, true, false, true>(i, ins, buf, pos, pmap, msg),
+            30 => return self.int_typed::<3, false, true, true>(i, ins, buf, pos, pmap, msg),
+            31 => return self.int_typed::<3, true, true, true>(i, ins, buf, pos, pmap, msg),
+            32 => return self.int_typed::<4, false, false, false>(i, ins, buf, pos, pmap, msg),
+            33 => return self.int_typed::<4, true, false, false>(i, ins, buf, pos, pmap, msg),
+            34 => return self.int_typed::<4, false, true, false>(i, ins, buf, pos, pmap, msg),
+            35 => return self.int_typed::<4, true, true, false>(i, ins, buf, pos, pmap, msg),
+            36 => return self.int_typed::<4, false, false, true>(i, ins, buf, pos, pmap, msg),
+            37 => return self.int_typed::<4, true, false, true>(i, ins, buf, pos, pmap, msg),
+            38 => return self.int_typed::<4, false, true, true>(i, ins, buf, pos, pmap, msg),
+            39 => return self.int_typed::<4, true, true, true>(i, ins, buf, pos, pmap, msg),
+            40 => return self.int_typed::<5, false, false, false>(i, ins, buf, pos, pmap, msg),
+            41 => return self.int_typed::<5, true, false, false>(i, ins, buf, pos, pmap, msg),
+            42 => return self.int_typed::<5, false, true, false>(i, ins, buf, pos, pmap, msg),
+            43 => return self.int_typed::<5, true, true, false>(i, ins, buf, pos, pmap, msg),
+            44 => return self.int_typed::<5, false, false, true>(i, ins, buf, pos, pmap, msg),
+            45 => return self.int_typed::<5, true, false, true>(i, ins, buf, pos, pmap, msg),
+            46 => return self.int_typed::<5, false, true, true>(i, ins, buf, pos, pmap, msg),
+            47 => return self.int_typed::<5, true, true, true>(i, ins, buf, pos, pmap, msg),
+            48 => return self.int_typed::<6, false, false, false>(i, ins, buf, pos, pmap, msg),
+            49 => return self.int_typed::<6, true, false, false>(i, ins, buf, pos, pmap, msg),
+            50 => return self.int_typed::<6, false, true, false>(i, ins, buf, pos, pmap, msg),
+            51 => return self.int_typed::<6, true, true, false>(i, ins, buf, pos, pmap, msg),
+            52 => return self.int_typed::<6, false, false, true>(i, ins, buf, pos, pmap, msg),
+            53 => return self.int_typed::<6, true, false, true>(i, ins, buf, pos, pmap, msg),
+            54 => return self.int_typed::<6, false, true, true>(i, ins, buf, pos, pmap, msg),
+            55 => return self.int_typed::<6, true, true, true>(i, ins, buf, pos, pmap, msg),
+            56 => return self.int_typed::<7, false, false, false>(i, ins, buf, pos, pmap, msg),
+            57 => return self.int_typed::<7, true, false, false>(i, ins, buf, pos, pmap, msg),
+            58 => return self.int_typed::<7, false, true, false>(i, ins, buf, pos, pmap, msg),
+            59 => return self.int_typed::<7, true, true, false>(i, ins, buf, pos, pmap, msg),
+            60 => return self.int_typed::<7, false, false, true>(i, ins, buf, pos, pmap, msg),
+            61 => return self.int_typed::<7, true, false, true>(i, ins, buf, pos, pmap, msg),
+            62 => return self.int_typed::<7, false, true, true>(i, ins, buf, pos, pmap, msg),
+            63 => return self.int_typed::<7, true, true, true>(i, ins, buf, pos, pmap, msg),
+            64 => return self.int_typed::<8, false, false, false>(i, ins, buf, pos, pmap, msg),
+            65 => return self.int_typed::<8, true, false, false>(i, ins, buf, pos, pmap, msg),
+            66 => return self.int_typed::<8, false, true, false>(i, ins, buf, pos, pmap, msg),
+            67 => return self.int_typed::<8, true, true, false>(i, ins, buf, pos, pmap, msg),
+            68 => return self.int_typed::<8, false, false, true>(i, ins, buf, pos, pmap, msg),
+            69 => return self.int_typed::<8, true, false, true>(i, ins, buf, pos, pmap, msg),
+            70 => return self.int_typed::<8, false, true, true>(i, ins, buf, pos, pmap, msg),
+            71 => return self.int_typed::<8, true, true, true>(i, ins, buf, pos, pmap, msg),
+            _ => {}
+        }
         match ins.code {
             // One arm per operator, each with its operator known, so the operator match
             // inside folds away: one dispatch per instruction.
@@ -953,7 +1162,10 @@ impl<'p> Decoder<'p> {
             Code::Consts => {
                 let program = self.program;
                 let lo = ins.a as usize;
-                msg.entries.extend_from_slice(&program.consts[lo..lo + ins.init as usize]);
+                // Runs are short (one to four entries): a push loop beats a memcpy call.
+                for e in &program.consts[lo..lo + ins.init as usize] {
+                    msg.entries.push(*e);
+                }
                 Ok(i + 1)
             }
             Code::DecNone
@@ -988,6 +1200,35 @@ impl<'p> Decoder<'p> {
                     });
                 }
                 Ok(i + 3)
+            }
+            // The common string cases in line: a short ASCII value read or stored, a copied
+            // value loaded. Everything else goes through `str_op`.
+            Code::StrNone | Code::StrStore if ins.flags & (flag::UNICODE | flag::BYTES) == 0 => {
+                if let Some((start, len)) = ascii_fast(buf, pos, msg) {
+                    if ins.code == Code::StrStore {
+                        let s = &mut self.strs[ins.slot as usize];
+                        s.buf.clear();
+                        s.buf.extend_from_slice(&msg.bytes[start as usize..][..len as usize]);
+                        s.state = ASSIGNED;
+                    }
+                    msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len } });
+                } else {
+                    *pos = self.str_op(ins, false, buf, *pos, msg)?;
+                }
+                Ok(i + 1)
+            }
+            Code::StrLoad if self.strs[ins.slot as usize].state == ASSIGNED => {
+                let v = &self.strs[ins.slot as usize].buf;
+                let start = msg.bytes.len() as u32;
+                if v.len() <= 8 {
+                    for &b in v {
+                        msg.bytes.push(b);
+                    }
+                } else {
+                    msg.bytes.extend_from_slice(v);
+                }
+                msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len: v.len() as u32 } });
+                Ok(i + 1)
             }
             Code::StrNone
             | Code::StrConst

@@ -137,6 +137,36 @@ pub struct Insn {
     /// Integer initial value, or a decimal's initial mantissa. Sequence/group: its
     /// specialised segments (see [`Program::specials`]), 0 when none. Consts: the count.
     pub init: i64,
+    /// The engine's dispatch key: for integer operators the operator and the integer type
+    /// together (`8 * operator + signed + 2 * nullable + 4 * 32-bit`), so each arm of the
+    /// engine's one match has its type fixed; 72 + code for the rest. Set by the compiler.
+    pub op: u8,
+}
+
+/// Integer operators in dispatch-key order.
+pub const INT_CODES: [Code; 9] = [
+    Code::IntNone,
+    Code::IntConst,
+    Code::IntDefault,
+    Code::IntCopy,
+    Code::IntIncr,
+    Code::IntDelta,
+    Code::IntStore,
+    Code::IntLoad,
+    Code::IntLoadIncr,
+];
+
+/// The dispatch key of an instruction (see [`Insn::op`]).
+pub fn op_of(ins: &Insn) -> u8 {
+    match INT_CODES.iter().position(|&c| c == ins.code) {
+        Some(k) => {
+            let t = u8::from(ins.has(flag::SIGNED))
+                | u8::from(ins.has(flag::NULLABLE)) << 1
+                | u8::from(ins.has(flag::W32)) << 2;
+            k as u8 * 8 + t
+        }
+        None => 72 + ins.code as u8,
+    }
 }
 
 impl Insn {
@@ -333,7 +363,7 @@ impl Compiler<'_> {
             }
             _ => 0,
         };
-        Ok(Insn { code, flags, field, slot, a: 0, init })
+        Ok(Insn { code, flags, field, slot, a: 0, init, op: 0 })
     }
 
     fn field(&mut self, scope: Scope, f: &Field) -> Result<u32, TemplateError> {
@@ -384,13 +414,13 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                let insn = Insn { code, flags, field, slot, a, init };
+                let insn = Insn { code, flags, field, slot, a, init, op: 0 };
                 self.prog.insns.push(insn);
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (FieldType::Decimal, FieldOp::Split { exponent, mantissa }) => {
                 let flags = if optional { flag::OPT } else { 0 };
-                self.prog.insns.push(Insn { code: Code::DecSplit, flags, field, slot: 0, a: 0, init: 0 });
+                self.prog.insns.push(Insn { code: Code::DecSplit, flags, field, slot: 0, a: 0, init: 0, op: 0 });
                 let ek = format!("{}:exponent", f.name);
                 let mk = format!("{}:mantissa", f.name);
                 let e = self.int_insn(scope, FieldType::Int32, exponent, optional, &ek, field)?;
@@ -439,7 +469,7 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                self.prog.insns.push(Insn { code, flags, field, slot, a, init: 0 });
+                self.prog.insns.push(Insn { code, flags, field, slot, a, init: 0, op: 0 });
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (_, FieldOp::Split { .. }) => Err(err("exponent/mantissa operators on a field that is not a decimal")),
@@ -471,6 +501,7 @@ impl Compiler<'_> {
                         slot: 0,
                         a: 0,
                         init: 0,
+                        op: 0,
                     });
                     let lfield =
                         self.add_field(&s.length.name, s.length.id.as_deref(), FieldKind::Scalar(FieldType::UInt32));
@@ -504,6 +535,7 @@ impl Compiler<'_> {
                         slot: 0,
                         a: 0,
                         init: 0,
+                        op: 0,
                     });
                     bits += u32::from(optional);
                     self.prog.insns[at].slot = at as u32 + 1;
@@ -527,7 +559,7 @@ impl Compiler<'_> {
                 }
                 Instruction::TemplateRef(None) => {
                     let field = self.add_field("templateRef", None, FieldKind::TemplateRef);
-                    self.prog.insns.push(Insn { code: Code::DynRef, flags: 0, field, slot: 0, a: 0, init: 0 });
+                    self.prog.insns.push(Insn { code: Code::DynRef, flags: 0, field, slot: 0, a: 0, init: 0, op: 0 });
                 }
             }
         }
@@ -576,12 +608,20 @@ impl Program {
         if prog.templates.len() == 1 {
             prog.default_template = Some(0);
         }
+        prog.seal();
         Ok(prog)
     }
 
     /// Parse and compile template XML.
     pub fn from_xml(xml: &str) -> Result<Program, TemplateError> {
         Program::compile(&TemplateSet::parse(xml)?)
+    }
+
+    /// Set every instruction's dispatch key.
+    fn seal(&mut self) {
+        for ins in &mut self.insns {
+            ins.op = op_of(ins);
+        }
     }
 
     /// The template index for a template id.
@@ -837,7 +877,7 @@ impl Resolver<'_> {
         let a = self.consts.len() as u32;
         let n = self.pending.len() as i64;
         self.consts.append(&mut self.pending);
-        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n });
+        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n, op: 0 });
     }
 
     /// An integer operation with its presence bit resolved.
@@ -1097,6 +1137,7 @@ impl Program {
             k += n;
         }
         self.specials = specials;
+        self.seal();
         self.specials.len()
     }
 
