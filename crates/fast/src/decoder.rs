@@ -563,8 +563,6 @@ impl<'p> Decoder<'p> {
         Ok(Some(v as i64))
     }
 
-    /// The integer operators (generic and resolved); `None` is absent.
-
     /// [`Decoder::int`] with the type fixed at compile time.
     #[inline(always)]
     fn int_t<const S: bool, const N: bool, const W: bool>(
@@ -690,6 +688,7 @@ impl<'p> Decoder<'p> {
         Ok(i + 1)
     }
 
+    /// The integer operators (generic and resolved); `None` is absent.
     #[inline(always)]
     fn int_op(&mut self, ins: &Insn, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<Option<i64>> {
         self.int_code(ins.code, ins, buf, pos, pmap)
