@@ -6,7 +6,123 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use tickplant_fast::{for_each, json, Decoder, Framing, Message, Program};
+use tickplant_core::LinkType;
+use tickplant_fast::{for_each, json, Decoder, Framing, Message, Position, Program};
+use tickplant_wire::{ethernet, ipv4, udp};
+
+/// How messages sit in the input: a FAST framing of a file, or UDP datagrams in a pcap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    File(Framing),
+    /// A pcap or pcapng capture: each UDP payload holds messages back to back.
+    Udp,
+}
+
+impl std::str::FromStr for Input {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Input, String> {
+        if s == "udp" {
+            return Ok(Input::Udp);
+        }
+        s.parse::<Framing>().map(Input::File).map_err(|_| format!("unknown framing {s:?} (u32le, opra, raw or udp)"))
+    }
+}
+
+/// Options of the `udp` framing.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct UdpArgs {
+    /// udp framing: bytes of packet header to skip at the start of each UDP payload (a
+    /// venue's sequence-number header, for example).
+    #[arg(long, default_value_t = 0)]
+    pub header_bytes: usize,
+    /// udp framing: reset the dictionary at the start of every datagram (venues that
+    /// reset per packet).
+    #[arg(long)]
+    pub reset_per_packet: bool,
+}
+
+/// The UDP payload of a captured frame (IPv4, no fragments), if it is one.
+fn udp_payload(link: LinkType, frame: &[u8]) -> Option<&[u8]> {
+    let ip = match link {
+        LinkType::Ethernet => {
+            let f = ethernet::Frame::new_checked(frame).ok()?;
+            if f.ethertype() != ethernet::ethertype::IPV4 {
+                return None;
+            }
+            &frame[f.header_len()..]
+        }
+        LinkType::RawIp => frame,
+        LinkType::LinuxSll => frame.get(16..)?,
+    };
+    // The views validate the lengths; the slices are taken by offset so they borrow `frame`.
+    let p = ipv4::Packet::new_checked(ip).ok()?;
+    if p.protocol() != ipv4::protocol::UDP || p.is_fragment() {
+        return None;
+    }
+    let hl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let seg = ip.get(hl..total)?;
+    udp::Packet::new_checked(seg).ok()?;
+    let ulen = usize::from(u16::from_be_bytes([seg[4], seg[5]]));
+    seg.get(udp::HEADER_LEN..ulen)
+}
+
+/// Decode every message of every UDP datagram of a capture. Non-UDP frames are counted and
+/// skipped (reported at the end); a datagram that does not decode stops with its frame
+/// number and the offset in its payload.
+pub fn for_each_udp(
+    dec: &mut Decoder,
+    path: &Path,
+    opts: UdpArgs,
+    msg: &mut Message,
+    mut f: impl FnMut(&Message, Position) -> bool,
+) -> Result<(u64, u64)> {
+    let mut r = tickplant_io::pcap::FrameReader::open(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let link = r.link_type();
+    let (mut n, mut skipped, mut frame_no) = (0u64, 0u64, 0u64);
+    while let Some(fr) = r.next_frame().map_err(|e| anyhow::anyhow!("{e}"))? {
+        frame_no += 1;
+        let Some(payload) = udp_payload(link, fr.data) else {
+            skipped += 1;
+            continue;
+        };
+        let Some(body) = payload.get(opts.header_bytes..) else {
+            bail!(
+                "{}: frame {frame_no}: UDP payload of {} bytes is shorter than --header-bytes {}",
+                path.display(),
+                payload.len(),
+                opts.header_bytes
+            );
+        };
+        if opts.reset_per_packet {
+            dec.reset();
+        }
+        let mut at = 0;
+        while at < body.len() {
+            let used = dec.decode(&body[at..], msg).map_err(|e| {
+                let field = dec
+                    .program()
+                    .fields
+                    .get(e.field as usize)
+                    .map(|f| format!(" (field {:?})", f.name))
+                    .unwrap_or_default();
+                anyhow::anyhow!(
+                    "{}: frame {frame_no}, message {n}: {} at byte {} of the UDP payload{field}",
+                    path.display(),
+                    e.kind,
+                    opts.header_bytes + at + e.offset
+                )
+            })?;
+            let go = f(msg, Position { offset: opts.header_bytes + at, len: used, index: n, block: frame_no - 1 });
+            n += 1;
+            at += used;
+            if !go {
+                return Ok((n, skipped));
+            }
+        }
+    }
+    Ok((n, skipped))
+}
 
 #[derive(Debug, clap::Subcommand)]
 pub enum FastCmd {
@@ -24,9 +140,12 @@ pub struct DecodeArgs {
     #[arg(long)]
     pub templates: PathBuf,
     /// How messages sit in FILE: u32le ([u32 LE length][message]), opra (OPRA FAST v2
-    /// blocks) or raw (back to back).
+    /// blocks), raw (back to back), or udp (FILE is a pcap/pcapng capture; each UDP payload
+    /// holds messages back to back).
     #[arg(long, default_value = "u32le")]
-    pub framing: Framing,
+    pub framing: Input,
+    #[command(flatten)]
+    pub udp: UdpArgs,
     /// The FAST stream.
     pub file: PathBuf,
     /// Stop after N messages.
@@ -89,7 +208,6 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
         let t = p.template_by_name(name).with_context(|| format!("--default-template {name:?}: no such template"))?;
         p.set_default_template(t);
     }
-    let data = read(&a.file)?;
     let mut dec = Decoder::new(&p);
     let mut msg = Message::new();
     let stdout = std::io::stdout();
@@ -97,7 +215,7 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
     let mut line = String::new();
     let mut io_err = None;
     let limit = a.limit.unwrap_or(u64::MAX);
-    let r = for_each(&mut dec, a.framing, &data, &mut msg, |m, pos| {
+    let mut emit = |m: &Message, pos: Position| {
         if pos.index >= limit {
             return false;
         }
@@ -109,7 +227,20 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
             return false;
         }
         pos.index + 1 < limit
-    });
+    };
+    let r = match a.framing {
+        Input::File(framing) => {
+            let data = read(&a.file)?;
+            for_each(&mut dec, framing, &data, &mut msg, &mut emit)
+                .map(|_| ())
+                .map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))
+        }
+        Input::Udp => for_each_udp(&mut dec, &a.file, a.udp, &mut msg, &mut emit).map(|(_, skipped)| {
+            if skipped > 0 {
+                eprintln!("{}: {skipped} frames were not UDP/IPv4 and were skipped", a.file.display());
+            }
+        }),
+    };
     if let Some(e) = io_err {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e.into());
@@ -117,8 +248,7 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
         return Ok(());
     }
     out.flush().ok();
-    r.map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))?;
-    Ok(())
+    r
 }
 
 pub fn compile(a: &CompileArgs) -> Result<()> {
