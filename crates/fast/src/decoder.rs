@@ -239,9 +239,22 @@ fn groups(buf: &[u8], p: &mut usize) -> Option<(u64, u32)> {
     }
 }
 
+/// Append `src` to `v`. Field values are mostly a few bytes, where a push loop is shorter
+/// than the call the generic slice append makes; long ones take the slice append.
+#[inline(always)]
+fn append(v: &mut Vec<u8>, src: &[u8]) {
+    if src.len() <= 16 {
+        for &x in src {
+            v.push(x);
+        }
+    } else {
+        v.extend_from_slice(src);
+    }
+}
+
 /// A short ASCII string that is not NULL, empty or led by a zero byte, with 8 bytes of
-/// buffer to read: one word load, the stop bit by a trailing-zero count, the word appended
-/// whole (a fixed-size copy) and cut back. `None` leaves every other case to `str_op`.
+/// buffer to read: one word load, the stop bit found by a trailing-zero count. `None`
+/// leaves every other case to `str_op`.
 #[inline(always)]
 fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u32)> {
     let at = *pos;
@@ -257,9 +270,11 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u3
     }
     let n = (stops.trailing_zeros() / 8 + 1) as usize;
     let start = msg.bytes.len();
-    msg.bytes.extend_from_slice(&b);
-    msg.bytes.truncate(start + n);
-    msg.bytes[start + n - 1] &= 0x7f;
+    b[n - 1] &= 0x7f;
+    // A byte loop: shorter than a call to the generic slice append for a few bytes.
+    for &x in &b[..n] {
+        msg.bytes.push(x);
+    }
     *pos = at + n;
     Some((start as u32, n as u32))
 }
@@ -851,7 +866,7 @@ impl<'p> Decoder<'p> {
                 let Some(n) = rest.iter().position(|&b| b & 0x80 != 0) else {
                     return Err(self.fail(ErrorKind::Truncated("an ASCII string"), at));
                 };
-                msg.bytes.extend_from_slice(&rest[..=n]);
+                append(&mut msg.bytes, &rest[..=n]);
                 let last = msg.bytes.len() - 1;
                 msg.bytes[last] &= 0x7f;
                 *pos = at + n + 1;
@@ -861,7 +876,7 @@ impl<'p> Decoder<'p> {
                 Ok(AsciiRead::Null) => return Ok(None),
                 Ok(AsciiRead::Empty) => {}
                 Ok(AsciiRead::Chars { start: s, end: e }) => {
-                    msg.bytes.extend_from_slice(&buf[s..e]);
+                    append(&mut msg.bytes, &buf[s..e]);
                     if let Some(last) = msg.bytes.last_mut() {
                         *last &= 0x7f;
                     }
@@ -876,7 +891,7 @@ impl<'p> Decoder<'p> {
                     if ins.has(flag::UNICODE) && std::str::from_utf8(b).is_err() {
                         return Err(self.fail(ErrorKind::InvalidUtf8, at));
                     }
-                    msg.bytes.extend_from_slice(b);
+                    append(&mut msg.bytes, b);
                 }
                 Err(e) => return Err(self.fail(e.kind, e.offset)),
             }
@@ -886,7 +901,7 @@ impl<'p> Decoder<'p> {
 
     fn push_bytes(msg: &mut Message, field: u32, b: &[u8]) {
         let start = msg.bytes.len() as u32;
-        msg.bytes.extend_from_slice(b);
+        append(&mut msg.bytes, b);
         msg.entries.push(Entry { field, value: Value::Bytes { start, len: b.len() as u32 } });
     }
 
@@ -945,19 +960,19 @@ impl<'p> Decoder<'p> {
                     let s = &mut self.strs[slot];
                     if !tail {
                         s.buf.clear();
-                        s.buf.extend_from_slice(msg.slice(start, len));
+                        append(&mut s.buf, msg.slice(start, len));
                         s.state = ASSIGNED;
                         msg.entries.push(Entry { field, value: Value::Bytes { start, len } });
                     } else {
                         // Tail: the value replaces the base's last len bytes.
                         if s.state != ASSIGNED {
                             s.buf.clear();
-                            s.buf.extend_from_slice(init);
+                            append(&mut s.buf, init);
                         }
                         let keep = s.buf.len().saturating_sub(len as usize);
                         s.buf.truncate(keep);
                         let tail_start = start as usize;
-                        s.buf.extend_from_slice(&msg.bytes[tail_start..tail_start + len as usize]);
+                        append(&mut s.buf, &msg.bytes[tail_start..tail_start + len as usize]);
                         s.state = ASSIGNED;
                         msg.bytes.truncate(tail_start);
                         Self::push_bytes(msg, field, &self.strs[slot].buf);
@@ -972,7 +987,7 @@ impl<'p> Decoder<'p> {
                 if ins.has(flag::HAS_INIT) {
                     let s = &mut self.strs[slot];
                     s.buf.clear();
-                    s.buf.extend_from_slice(init);
+                    append(&mut s.buf, init);
                     s.state = ASSIGNED;
                     msg.entries.push(Entry { field, value: Value::Static { index: ins.a } });
                 } else if ins.has(flag::OPT) {
@@ -1009,7 +1024,7 @@ impl<'p> Decoder<'p> {
             UNDEFINED => {
                 let s = &mut self.strs[slot];
                 s.buf.clear();
-                s.buf.extend_from_slice(init);
+                append(&mut s.buf, init);
             }
             _ => return Err(self.fail(ErrorKind::EmptyPrevious, at)),
         }
@@ -1023,7 +1038,7 @@ impl<'p> Decoder<'p> {
         let s = &mut self.strs[slot];
         if sub >= 0 {
             s.buf.truncate(blen - n);
-            s.buf.extend_from_slice(&msg.bytes[diff_start..diff_end]);
+            append(&mut s.buf, &msg.bytes[diff_start..diff_end]);
         } else {
             let diff = msg.bytes[diff_start..diff_end].to_vec();
             s.buf.splice(0..n, diff);
@@ -1207,7 +1222,9 @@ impl<'p> Decoder<'p> {
                     if ins.code == Code::StrStore {
                         let s = &mut self.strs[ins.slot as usize];
                         s.buf.clear();
-                        s.buf.extend_from_slice(&msg.bytes[start as usize..][..len as usize]);
+                        for &x in &msg.bytes[start as usize..][..len as usize] {
+                            s.buf.push(x);
+                        }
                         s.state = ASSIGNED;
                     }
                     msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len } });
@@ -1219,13 +1236,7 @@ impl<'p> Decoder<'p> {
             Code::StrLoad if self.strs[ins.slot as usize].state == ASSIGNED => {
                 let v = &self.strs[ins.slot as usize].buf;
                 let start = msg.bytes.len() as u32;
-                if v.len() <= 8 {
-                    for &b in v {
-                        msg.bytes.push(b);
-                    }
-                } else {
-                    msg.bytes.extend_from_slice(v);
-                }
+                append(&mut msg.bytes, v);
                 msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len: v.len() as u32 } });
                 Ok(i + 1)
             }
