@@ -367,12 +367,21 @@ impl<'p> Decoder<'p> {
     #[inline(always)]
     fn pmap(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<Pmap> {
         let at = *pos;
+        // One and two bytes (up to 14 bits) in line; longer maps through the codec.
         if let Some(&b) = buf.get(at) {
             if b & 0x80 != 0 {
                 *pos = at + 1;
                 let p = u128::from(b & 0x7f) << 121;
                 msg.pmaps.push((p, 1));
                 return Ok(p);
+            }
+            if let Some(&c) = buf.get(at + 1) {
+                if c & 0x80 != 0 {
+                    *pos = at + 2;
+                    let p = (u128::from(b) << 121) | (u128::from(c & 0x7f) << 114);
+                    msg.pmaps.push((p, 2));
+                    return Ok(p);
+                }
             }
         }
         match codec::read_pmap(buf, pos) {
@@ -1201,11 +1210,22 @@ impl<'p> Decoder<'p> {
                 let program = self.program;
                 let e_ins = &program.insns[i + 1];
                 let m_ins = &program.insns[i + 2];
-                if let Some(e) = self.int_op(e_ins, buf, pos, pmap)? {
+                // The usual exchange shape in line: a constant (or resolved default)
+                // exponent, a delta mantissa.
+                let e = match e_ins.code {
+                    Code::IntConst if !e_ins.has(flag::OPT) => Some(e_ins.init),
+                    _ => self.int_op(e_ins, buf, pos, pmap)?,
+                };
+                if let Some(e) = e {
                     if !(-63..=63).contains(&e) {
                         return Err(self.fail(ErrorKind::ExponentRange, *pos));
                     }
-                    let Some(m) = self.int_op(m_ins, buf, pos, pmap)? else {
+                    let m = if m_ins.code == Code::IntDelta {
+                        self.delta(m_ins, buf, pos)?
+                    } else {
+                        self.int_op(m_ins, buf, pos, pmap)?
+                    };
+                    let Some(m) = m else {
                         return Err(self.fail(ErrorKind::NoInitialValue, *pos));
                     };
                     msg.entries.push(Entry {
