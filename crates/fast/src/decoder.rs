@@ -13,7 +13,7 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
-use crate::program::{flag, Code, FieldKind, Insn, Program, INT_CODES};
+use crate::program::{flag, op, Code, FieldKind, Insn, Program, INT_CODES};
 use crate::value::Decimal;
 
 /// A decoded value.
@@ -1168,21 +1168,7 @@ impl<'p> Decoder<'p> {
             69 => return self.int_typed::<8, true, false, true>(i, ins, buf, pos, pmap, msg),
             70 => return self.int_typed::<8, false, true, true>(i, ins, buf, pos, pmap, msg),
             71 => return self.int_typed::<8, true, true, true>(i, ins, buf, pos, pmap, msg),
-            _ => {}
-        }
-        match ins.code {
-            // One arm per operator, each with its operator known, so the operator match
-            // inside folds away: one dispatch per instruction.
-            Code::IntNone => self.int_arm(Code::IntNone, i, ins, buf, pos, pmap, msg),
-            Code::IntConst => self.int_arm(Code::IntConst, i, ins, buf, pos, pmap, msg),
-            Code::IntDefault => self.int_arm(Code::IntDefault, i, ins, buf, pos, pmap, msg),
-            Code::IntCopy => self.int_arm(Code::IntCopy, i, ins, buf, pos, pmap, msg),
-            Code::IntIncr => self.int_arm(Code::IntIncr, i, ins, buf, pos, pmap, msg),
-            Code::IntDelta => self.int_arm(Code::IntDelta, i, ins, buf, pos, pmap, msg),
-            Code::IntStore => self.int_arm(Code::IntStore, i, ins, buf, pos, pmap, msg),
-            Code::IntLoad => self.int_arm(Code::IntLoad, i, ins, buf, pos, pmap, msg),
-            Code::IntLoadIncr => self.int_arm(Code::IntLoadIncr, i, ins, buf, pos, pmap, msg),
-            Code::Consts => {
+            op::CONSTS => {
                 let program = self.program;
                 let lo = ins.a as usize;
                 // Runs are short (one to four entries): a push loop beats a memcpy call.
@@ -1191,13 +1177,13 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(i + 1)
             }
-            Code::DecNone
-            | Code::DecConst
-            | Code::DecDefault
-            | Code::DecCopy
-            | Code::DecDelta
-            | Code::DecStore
-            | Code::DecLoad => {
+            op::DEC_NONE
+            | op::DEC_CONST
+            | op::DEC_DEFAULT
+            | op::DEC_COPY
+            | op::DEC_DELTA
+            | op::DEC_STORE
+            | op::DEC_LOAD => {
                 let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
                 let (v, q) = self.dec_op(ins, bit, buf, *pos)?;
                 *pos = q;
@@ -1206,7 +1192,7 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(i + 1)
             }
-            Code::DecSplit => {
+            op::DEC_SPLIT => {
                 let program = self.program;
                 let e_ins = &program.insns[i + 1];
                 let m_ins = &program.insns[i + 2];
@@ -1237,7 +1223,7 @@ impl<'p> Decoder<'p> {
             }
             // The common string cases in line: a short ASCII value read or stored, a copied
             // value loaded. Everything else goes through `str_op`.
-            Code::StrNone | Code::StrStore if ins.flags & (flag::UNICODE | flag::BYTES) == 0 => {
+            op::STR_NONE | op::STR_STORE if ins.flags & (flag::UNICODE | flag::BYTES) == 0 => {
                 if let Some((start, len)) = ascii_fast(buf, pos, msg) {
                     if ins.code == Code::StrStore {
                         let s = &mut self.strs[ins.slot as usize];
@@ -1253,26 +1239,26 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(i + 1)
             }
-            Code::StrLoad if self.strs[ins.slot as usize].state == ASSIGNED => {
+            op::STR_LOAD if self.strs[ins.slot as usize].state == ASSIGNED => {
                 let v = &self.strs[ins.slot as usize].buf;
                 let start = msg.bytes.len() as u32;
                 append(&mut msg.bytes, v);
                 msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len: v.len() as u32 } });
                 Ok(i + 1)
             }
-            Code::StrNone
-            | Code::StrConst
-            | Code::StrDefault
-            | Code::StrCopy
-            | Code::StrDelta
-            | Code::StrTail
-            | Code::StrStore
-            | Code::StrLoad => {
+            op::STR_NONE
+            | op::STR_CONST
+            | op::STR_DEFAULT
+            | op::STR_COPY
+            | op::STR_DELTA
+            | op::STR_TAIL
+            | op::STR_STORE
+            | op::STR_LOAD => {
                 let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
                 *pos = self.str_op(ins, bit, buf, *pos, msg)?;
                 Ok(i + 1)
             }
-            Code::Seq => {
+            op::SEQ => {
                 let program = self.program;
                 let at = *pos;
                 let next = if ins.has(flag::INLINE) { i + 2 } else { ins.a as usize };
@@ -1281,17 +1267,19 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(next)
             }
-            Code::Group => {
+            op::GROUP => {
                 let next = if ins.has(flag::INLINE) { i + 1 } else { ins.a as usize };
                 if !ins.has(flag::OPT) || take(pmap) {
                     *pos = self.group(ins, buf, *pos, msg)?;
                 }
                 Ok(next)
             }
-            Code::DynRef => {
+            op::DYN_REF => {
                 *pos = self.dynref(ins, buf, *pos, msg)?;
                 Ok(i + 1)
             }
+            // An instruction whose key the compiler did not set: the generic integer path.
+            _ => self.int_arm(ins.code, i, ins, buf, pos, pmap, msg),
         }
     }
 

@@ -156,6 +156,31 @@ pub const INT_CODES: [Code; 9] = [
     Code::IntLoadIncr,
 ];
 
+/// Dispatch keys of the instructions that are not integer operators (72 + code).
+pub mod op {
+    use super::Code;
+    pub const DEC_NONE: u8 = 72 + Code::DecNone as u8;
+    pub const DEC_CONST: u8 = 72 + Code::DecConst as u8;
+    pub const DEC_DEFAULT: u8 = 72 + Code::DecDefault as u8;
+    pub const DEC_COPY: u8 = 72 + Code::DecCopy as u8;
+    pub const DEC_DELTA: u8 = 72 + Code::DecDelta as u8;
+    pub const DEC_SPLIT: u8 = 72 + Code::DecSplit as u8;
+    pub const STR_NONE: u8 = 72 + Code::StrNone as u8;
+    pub const STR_CONST: u8 = 72 + Code::StrConst as u8;
+    pub const STR_DEFAULT: u8 = 72 + Code::StrDefault as u8;
+    pub const STR_COPY: u8 = 72 + Code::StrCopy as u8;
+    pub const STR_DELTA: u8 = 72 + Code::StrDelta as u8;
+    pub const STR_TAIL: u8 = 72 + Code::StrTail as u8;
+    pub const SEQ: u8 = 72 + Code::Seq as u8;
+    pub const GROUP: u8 = 72 + Code::Group as u8;
+    pub const DYN_REF: u8 = 72 + Code::DynRef as u8;
+    pub const DEC_STORE: u8 = 72 + Code::DecStore as u8;
+    pub const DEC_LOAD: u8 = 72 + Code::DecLoad as u8;
+    pub const STR_STORE: u8 = 72 + Code::StrStore as u8;
+    pub const STR_LOAD: u8 = 72 + Code::StrLoad as u8;
+    pub const CONSTS: u8 = 72 + Code::Consts as u8;
+}
+
 /// The dispatch key of an instruction (see [`Insn::op`]).
 pub fn op_of(ins: &Insn) -> u8 {
     match INT_CODES.iter().position(|&c| c == ins.code) {
