@@ -173,6 +173,16 @@ pub(crate) struct StrSlot {
     pub(crate) buf: Vec<u8>,
 }
 
+/// Every entry of a dictionary back to undefined (the decoder's and the encoder's).
+pub(crate) fn reset_dictionary(ints: &mut [IntSlot], strs: &mut [StrSlot]) {
+    for s in ints {
+        s.state = UNDEFINED;
+    }
+    for s in strs {
+        s.state = UNDEFINED;
+    }
+}
+
 /// Largest nesting of sequences, groups and dynamic references the decoder follows.
 pub const MAX_DEPTH: u32 = 32;
 
@@ -325,12 +335,7 @@ impl<'p> Decoder<'p> {
 
     /// Reset every dictionary entry to undefined (the template id's too).
     pub fn reset(&mut self) {
-        for s in &mut self.ints {
-            s.state = UNDEFINED;
-        }
-        for s in &mut self.strs {
-            s.state = UNDEFINED;
-        }
+        reset_dictionary(&mut self.ints, &mut self.strs);
     }
 
     #[cold]
@@ -587,7 +592,8 @@ impl<'p> Decoder<'p> {
         Ok(Some(v as i64))
     }
 
-    /// [`Decoder::int`] with the type fixed at compile time.
+    /// [`Decoder::int`] with the type fixed at compile time. (`int` keeps its own body: a
+    /// run-time dispatch to this one measured 10% slower on the mFAST corpus.)
     #[inline(always)]
     fn int_t<const S: bool, const N: bool, const W: bool>(
         &mut self,

@@ -7,7 +7,9 @@
 //! of a stream written this way gives back the identical bytes.
 
 use crate::codec::{self, Pmap};
-use crate::decoder::{fits, widen, Entry, IntSlot, Message, StrSlot, Value, ASSIGNED, EMPTY, UNDEFINED};
+use crate::decoder::{
+    fits, reset_dictionary, widen, Entry, IntSlot, Message, StrSlot, Value, ASSIGNED, EMPTY, UNDEFINED,
+};
 use crate::error::{Error, ErrorKind};
 use crate::program::{flag, Code, Insn, Program};
 use crate::value::Decimal;
@@ -188,12 +190,7 @@ impl<'p> Encoder<'p> {
 
     /// Reset every dictionary entry to undefined.
     pub fn reset(&mut self) {
-        for s in &mut self.ints {
-            s.state = UNDEFINED;
-        }
-        for s in &mut self.strs {
-            s.state = UNDEFINED;
-        }
+        reset_dictionary(&mut self.ints, &mut self.strs);
     }
 
     /// Append the encoding of `msg` to `out`.
