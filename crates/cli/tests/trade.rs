@@ -111,6 +111,17 @@ fn every_whole_dollar_price_buys_once_and_every_fill_sells_once() {
     assert_eq!(n("sell_fills"), whole);
     assert_eq!(n("acks"), 2 * whole);
     assert_eq!(r["latency_ns"]["tick-to-trade"]["count"].as_u64().unwrap(), whole);
+    // Wire-to-wire from the kernel's timestamps: one per BUY (the datagram's receive time to
+    // the order's transmit time), unless the kernel refused to stamp (then it says why).
+    if r["wire_error"].is_null() {
+        let w = &r["latency_ns"]["wire-to-wire"];
+        let (count, missing) = (w["count"].as_u64().unwrap(), n("wire_missing"));
+        assert_eq!(count + missing, whole, "{r}");
+        assert!(count >= whole / 2, "most orders get a wire-to-wire time: {r}");
+        assert!(w["p50"].as_u64().unwrap() > 0 && w["p50"].as_u64().unwrap() < 10_000_000, "{w}");
+    } else {
+        eprintln!("wire-to-wire not measured here: {}", r["wire_error"]);
+    }
     // The durable store holds the session's numbers: Logon, every order, Logout at least.
     let seqnums = std::fs::read_to_string(d.path().join("fixstore/seqnums")).unwrap();
     let next: u64 = seqnums.split_whitespace().next().unwrap().parse().unwrap();

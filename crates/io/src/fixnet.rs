@@ -111,8 +111,15 @@ fn write_all(s: &mut TcpStream, mut b: &[u8]) -> std::io::Result<()> {
 }
 
 fn flush<S: SessionStore>(s: &mut Session<S>, tcp: &mut TcpStream) -> std::io::Result<()> {
+    let mut sent = 0;
+    flush_counted(s, tcp, &mut sent)
+}
+
+/// [`flush`], counting the bytes written (transmit timestamps are keyed by byte offset).
+fn flush_counted<S: SessionStore>(s: &mut Session<S>, tcp: &mut TcpStream, sent: &mut u64) -> std::io::Result<()> {
     while let Some(m) = s.poll_transmit() {
         write_all(tcp, &m)?;
+        *sent += m.len() as u64;
     }
     Ok(())
 }
@@ -351,8 +358,15 @@ pub struct TradeReport {
     pub seconds: f64,
     /// ns per stage: "1 parse" (datagram received -> validated), "2 decide" (validated ->
     /// an entry decided), "3 order ready" (risk checked, template patched), "4 send" (the
-    /// write returned), "tick-to-trade" (datagram received -> send returned).
+    /// write returned), "tick-to-trade" (datagram received -> send returned), all from the
+    /// time-stamp counter; and "wire-to-wire" from the kernel's own software timestamps
+    /// (SO_TIMESTAMPING): the datagram's receive time to the order's transmit time.
     pub latency_ns: std::collections::BTreeMap<String, Latency>,
+    /// Orders whose wire-to-wire time could not be taken (no receive time on the datagram,
+    /// or no transmit time came back).
+    pub wire_missing: u64,
+    /// Why wire-to-wire times are not measured at all, when they are not.
+    pub wire_error: Option<String>,
 }
 
 /// Where the engine's orders go: the exchange's socket, with the stage marks.
@@ -365,6 +379,11 @@ struct Out<'a, S: SessionStore> {
     parsed: u64,
     decided: u64,
     error: Option<std::io::Error>,
+    /// Bytes written on the order socket so far, and the kernel receive time of the
+    /// datagram being handled: each order sent queues (key of its last byte, receive time).
+    sent: &'a mut u64,
+    rx_ns: Option<u64>,
+    wire: Option<&'a mut std::collections::VecDeque<(u32, u64)>>,
 }
 
 impl<S: SessionStore> FttcOutput for Out<'_, S> {
@@ -383,6 +402,11 @@ impl<S: SessionStore> FttcOutput for Out<'_, S> {
             return;
         }
         let sent = rdtsc();
+        *self.sent += order.len() as u64;
+        if let Some(w) = self.wire.as_deref_mut() {
+            // 0: the datagram came without a receive time (counted as missing).
+            w.push_back(((*self.sent - 1) as u32, self.rx_ns.unwrap_or(0)));
+        }
         if self.decided != 0 {
             let _ = self.hs[2].record((ready - self.decided).max(1));
             let _ = self.hs[3].record((sent - ready).max(1));
@@ -408,12 +432,22 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     let mut tcp = TcpStream::connect(cfg.exchange)?;
     tcp.set_nodelay(true)?;
     tcp.set_nonblocking(true)?;
+    // Kernel timestamps for wire-to-wire: receive on the market data, transmit on the
+    // orders. A kernel that refuses leaves the other figures as they are.
+    let mut r = TradeReport::default();
+    let stamping = crate::tstamp::enable_rx(&md).and_then(|_| crate::tstamp::enable_tx(&tcp));
+    if let Err(e) = &stamping {
+        r.wire_error = Some(format!("SO_TIMESTAMPING: {e}"));
+    }
+    let mut wire: std::collections::VecDeque<(u32, u64)> = std::collections::VecDeque::with_capacity(1024);
+    let mut h_wire = hist();
+    let mut sent: u64 = 0;
     let mut scfg = SessionConfig::new(Role::Initiator, &cfg.sender, &cfg.target);
     scfg.begin_string = cfg.begin_string.clone();
     scfg.heartbeat_s = cfg.heartbeat_s;
     let mut s = Session::new(scfg, store);
     s.handle_connected(unix_ns());
-    flush(&mut s, &mut tcp)?;
+    flush_counted(&mut s, &mut tcp, &mut sent)?;
     let mut fttc = Fttc::new(FttcConfig {
         begin_string: cfg.begin_string.clone(),
         sender: cfg.sender.clone(),
@@ -423,7 +457,6 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     });
     let mut clock = TscClock::start();
     let start = Instant::now();
-    let mut r = TradeReport::default();
     let mut hs = [hist(), hist(), hist(), hist(), hist()];
     let mut dgram = vec![0u8; 65_536];
     let mut rbuf = vec![0u8; 65_536];
@@ -465,8 +498,8 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
             }
         }
         // Market data first: it is the latency that counts.
-        match md.recv(&mut dgram) {
-            Ok(n) => {
+        match crate::tstamp::recv(&md, &mut dgram) {
+            Ok((n, rx_ns)) => {
                 let t0 = rdtsc();
                 r.md_messages += 1;
                 let bytes = &dgram[..n];
@@ -483,6 +516,9 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     parsed: 0,
                     decided: 0,
                     error: None,
+                    sent: &mut sent,
+                    rx_ns,
+                    wire: if stamping.is_ok() { Some(&mut wire) } else { None },
                 };
                 let mut seq = out.session.next_sender_seq();
                 if logged_on {
@@ -514,6 +550,32 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
+        // Transmit times of the orders sent, matched to their datagrams' receive times by
+        // the byte offset of each order's last byte. Session messages have keys of their own
+        // and match nothing.
+        if !wire.is_empty() {
+            let missing = &mut r.wire_missing;
+            let _ = crate::tstamp::drain_tx(&tcp, |k, t| {
+                while let Some(&(key, rx)) = wire.front() {
+                    if key == k {
+                        wire.pop_front();
+                        if rx == 0 || t < rx {
+                            *missing += 1;
+                        } else {
+                            let _ = h_wire.record((t - rx).max(1));
+                        }
+                        break;
+                    }
+                    if (key.wrapping_sub(k) as i32) > 0 {
+                        break;
+                    }
+                    // An order whose own time never came: the kernel reports each write's
+                    // last byte, so an order split across writes can lose its key.
+                    wire.pop_front();
+                    *missing += 1;
+                }
+            });
+        }
         while let Some(ev) = s.poll_event() {
             match ev {
                 SessionEvent::LoggedOn => logged_on = true,
@@ -527,6 +589,9 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                         parsed: 0,
                         decided: 0,
                         error: None,
+                        sent: &mut sent,
+                        rx_ns: None,
+                        wire: None,
                     };
                     let mut seq = out.session.next_sender_seq();
                     let _ = fttc.on_execution(out.now, &message, &mut seq, &mut out);
@@ -540,7 +605,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                 _ => {}
             }
         }
-        flush(&mut s, &mut tcp)?;
+        flush_counted(&mut s, &mut tcp, &mut sent)?;
         if let Some(e) = s.store_failure() {
             return Err(std::io::Error::other(format!("the session store failed, trading stopped: {e}")));
         }
@@ -554,7 +619,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         }
         if !logging_out && (Instant::now() >= deadline || stop.load(Ordering::Relaxed)) {
             s.logout(unix_ns(), "done");
-            flush(&mut s, &mut tcp)?;
+            flush_counted(&mut s, &mut tcp, &mut sent)?;
             logging_out = true;
         }
         if logging_out && Instant::now() >= deadline + Duration::from_secs(5) {
@@ -574,6 +639,10 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     for (name, h) in ["1 parse", "2 decide", "3 order ready", "4 send", "tick-to-trade"].iter().zip(&hs) {
         r.latency_ns.insert(name.to_string(), latency(h, &clock));
     }
+    r.wire_missing += wire.len() as u64;
+    if stamping.is_ok() {
+        r.latency_ns.insert("wire-to-wire".to_string(), latency_of_ns(&h_wire));
+    }
     for (why, n) in fttc.rejects() {
         if n > 0 {
             r.risk_rejects.insert(why.as_str().to_string(), n);
@@ -583,6 +652,21 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         r.risk_rejects.insert("template".into(), st.template_errors);
     }
     Ok(r)
+}
+
+/// Percentiles of a histogram recorded in ns (the kernel's clock, not the TSC).
+fn latency_of_ns(h: &Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    }
 }
 
 /// The MsgSeqNum of a market-data datagram (for gap counting), without a full parse.

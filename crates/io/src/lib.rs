@@ -7,6 +7,7 @@ pub mod fixnet;
 pub mod itch;
 pub mod pcap;
 pub mod pipeline;
+pub mod tstamp;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};
 
