@@ -89,7 +89,7 @@ pub struct RunSection {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConsumerSection {
     pub name: String,
-    /// count | csv | jsonl | bbo | match
+    /// count | csv | jsonl | bbo | match | trade
     #[serde(default = "default_action")]
     pub action: String,
     /// Output file for csv and jsonl (required), and bbo and match (optional).
@@ -99,6 +99,18 @@ pub struct ConsumerSection {
     /// match: the feed's venue name, for attributes such as `nasdaq_bid`.
     #[serde(default = "default_venue")]
     pub venue: String,
+    /// trade: the triggers file (`ID: conditions => buy|sell QTY`).
+    pub triggers: Option<PathBuf>,
+    /// trade: the exchange's FIX acceptor, `host:port`.
+    pub exchange: Option<String>,
+    /// trade: SenderCompID (default TICKPLANT).
+    pub sender: Option<String>,
+    /// trade: TargetCompID (default EXCH).
+    pub target: Option<String>,
+    /// trade: pre-trade risk limits (`max-order-qty`, `max-notional`, `max-open-orders`,
+    /// `max-orders-per-second`, `max-position`, `collar-bps`; 0 or absent: no limit).
+    #[serde(default)]
+    pub risk: tickplant_core::risk::RiskLimits,
     #[serde(default)]
     pub symbols: Vec<String>,
     /// add, cancel, delete, modify, execute, trade, clear, status, imbalance.
@@ -179,13 +191,17 @@ impl RunConfig {
                 ("jsonl", Some(p)) => ConsumerAction::Jsonl(p.clone()),
                 ("bbo", p) => ConsumerAction::Bbo(p.clone()),
                 ("match", p) => ConsumerAction::Match(Box::new(match_spec(c, p.clone())?)),
+                ("trade", _) => ConsumerAction::Trade(Box::new(trade_spec(c)?)),
                 ("csv" | "jsonl", None) => bail!("consumer {:?}: action {:?} needs a path", c.name, c.action),
                 (other, _) => {
-                    bail!("consumer {:?}: action {other:?} is not one of count, csv, jsonl, bbo, match", c.name)
+                    bail!("consumer {:?}: action {other:?} is not one of count, csv, jsonl, bbo, match, trade", c.name)
                 }
             };
             if c.action != "match" && c.strategies.is_some() {
                 bail!("consumer {:?}: `strategies` is for action \"match\"", c.name);
+            }
+            if c.action != "trade" && (c.triggers.is_some() || c.exchange.is_some()) {
+                bail!("consumer {:?}: `triggers` and `exchange` are for action \"trade\"", c.name);
             }
             let actions = c
                 .actions
@@ -230,6 +246,34 @@ impl RunConfig {
             progress,
         })
     }
+}
+
+/// A trading consumer: its triggers file, exchange and session ids.
+fn trade_spec(c: &ConsumerSection) -> Result<tickplant_io::fixnet::TriggerTraderConfig> {
+    let Some(triggers) = &c.triggers else {
+        bail!("consumer {:?}: action \"trade\" needs `triggers` (a triggers file)", c.name)
+    };
+    let Some(exchange) = &c.exchange else {
+        bail!("consumer {:?}: action \"trade\" needs `exchange` (host:port of a FIX acceptor)", c.name)
+    };
+    let exchange = std::net::ToSocketAddrs::to_socket_addrs(exchange.as_str())
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| anyhow!("consumer {:?}: exchange {exchange:?} is not host:port", c.name))?;
+    // Refuse a bad file now, with its line, rather than when the run starts.
+    let text =
+        std::fs::read_to_string(triggers).with_context(|| format!("consumer {:?}: {}", c.name, triggers.display()))?;
+    tickplant_core::trigger::parse_triggers(&text)
+        .map_err(|e| anyhow!("consumer {:?}: {}: {e}", c.name, triggers.display()))?;
+    Ok(tickplant_io::fixnet::TriggerTraderConfig {
+        exchange,
+        sender: c.sender.clone().unwrap_or_else(|| "TICKPLANT".into()),
+        target: c.target.clone().unwrap_or_else(|| "EXCH".into()),
+        begin_string: "FIX.4.4".into(),
+        heartbeat_s: 30,
+        triggers: triggers.clone(),
+        limits: c.risk,
+    })
 }
 
 /// A matching consumer: its strategies parsed and checked against the market attributes.

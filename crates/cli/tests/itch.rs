@@ -259,6 +259,24 @@ fn bad_config_says_what_and_where() {
     assert!(err.contains("s.txt: line 2, column"), "{err}");
     let err = matching("strategies = \"none.txt\"\n");
     assert!(err.contains("none.txt: cannot read the strategies"), "{err}");
+    // A trading consumer: its triggers file and its exchange are required and checked.
+    let trading = |extra: &str| {
+        std::fs::write(
+            d.path().join("t.toml"),
+            format!("[source]\na = \"x.pcap\"\n[[consumer]]\nname = \"t\"\naction = \"trade\"\n{extra}"),
+        )
+        .unwrap();
+        String::from_utf8_lossy(&tp(d.path(), &["run", "t.toml"]).stderr).to_string()
+    };
+    let err = trading("exchange = \"127.0.0.1:9\"\n");
+    assert!(err.contains("consumer \"t\": action \"trade\" needs `triggers`"), "{err}");
+    std::fs::write(d.path().join("tr.txt"), "1: action = \"add\" => hold 5\n").unwrap();
+    let err = trading("triggers = \"tr.txt\"\n");
+    assert!(err.contains("needs `exchange`"), "{err}");
+    let err = trading("triggers = \"tr.txt\"\nexchange = \"nowhere\"\n");
+    assert!(err.contains("\"nowhere\" is not host:port"), "{err}");
+    let err = trading("triggers = \"tr.txt\"\nexchange = \"127.0.0.1:9\"\n");
+    assert!(err.contains("tr.txt: line 1") && err.contains("buy QTY"), "{err}");
     std::fs::write(d.path().join("typo.toml"), "[source]\na = \"x.pcap\"\nbogus = 1\n").unwrap();
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
     assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");

@@ -216,3 +216,82 @@ fn the_docs_harness_runs_as_written() {
     assert_eq!(r["buys_sent"].as_u64().unwrap(), whole);
     assert_eq!(r["sells_sent"].as_u64().unwrap(), r["buy_fills"].as_u64().unwrap());
 }
+
+/// Triggers on the normalized events of the ITCH pipeline: a `trade` consumer of
+/// `tickplant run` sends one order per event its triggers fire, to a FIX exchange, and the
+/// exchange acknowledges every one.
+#[test]
+fn pipeline_triggers_on_normalized_events_send_orders() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let o = Command::new(BIN)
+        .args(["sim", "itch", "--seed", "3", "--symbols", "10", "--messages", "20000", "--out", "feed.pcap"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        p.join("triggers.txt"),
+        "# executions against offers, and large trades\n1: action = \"execute\" and side = \"ask\" => buy 100\n2: action = \"trade\" and size >= 500 => sell 100\n",
+    )
+    .unwrap();
+    let port = free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let ex = spawn(p, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "100", "--duration", "15s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            r#"
+[source]
+a = "feed.pcap"
+[arbitration]
+protocol = "moldudp64"
+[run]
+report = "report.json"
+[[consumer]]
+name = "all"
+action = "jsonl"
+path = "all.jsonl"
+policy = "backpressure"
+[[consumer]]
+name = "trader"
+action = "trade"
+triggers = "triggers.txt"
+exchange = "{listen}"
+sender = "TP"
+target = "EXCH"
+risk = {{ max-order-qty = 1000, max-orders-per-second = 100000 }}
+policy = "backpressure"
+"#
+        ),
+    )
+    .unwrap();
+    let o = Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("accounting: balanced") && err.contains("trading:"), "{err}");
+    let r = json(&p.join("report.json"));
+    let t = r["consumers"].as_array().unwrap().iter().find(|c| c["name"] == "trader").unwrap();
+    let trading = &t["trading"];
+    // What the triggers should fire, counted from every record independently.
+    let (mut buys, mut sells) = (0u64, 0u64);
+    for l in std::fs::read_to_string(p.join("all.jsonl")).unwrap().lines() {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+        if e["action"] == "execute" && e["side"] == "ask" {
+            buys += 1;
+        }
+        if e["action"] == "trade" && e["size"].as_u64().unwrap() >= 500 {
+            sells += 1;
+        }
+    }
+    assert!(buys > 100 && sells > 0, "the day should fire both triggers: {buys} {sells}");
+    assert_eq!(trading["entries"], t["received"]);
+    assert_eq!(trading["buys_sent"].as_u64().unwrap(), buys, "{trading}");
+    assert_eq!(trading["sells_sent"].as_u64().unwrap(), sells, "{trading}");
+    assert_eq!(trading["acks"].as_u64().unwrap(), buys + sells, "every order acknowledged: {trading}");
+    let mut ex = ex;
+    let _ = ex.kill();
+    let _ = ex.wait();
+}

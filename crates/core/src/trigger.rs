@@ -9,8 +9,10 @@
 //!
 //! Attributes of an entry: `symbol` (55), `entry_type` (269: `"0"` bid, `"1"` offer, `"2"`
 //! trade), `price` (270, exact decimal), `size` (271) and `price_frac` (the price's part
-//! after the point: `price_frac = 0` for `123.000`). An attribute the entry lacks makes its
-//! predicates false. The index is the strategy matcher, so thousands of triggers cost little
+//! after the point: `price_frac = 0` for `123.000`). Normalized market events (the ITCH
+//! pipeline, [`Entry::of_event`]) give `symbol`, `price`, `size`, `price_frac`, and also
+//! `action` (`"add"`, `"execute"`, `"trade"`, ... as in [`crate::event::EventAction`]) and
+//! `side` (`"bid"`, `"ask"`). An attribute the entry lacks makes its predicates false. The index is the strategy matcher, so thousands of triggers cost little
 //! more than one, and triggers are inserted and removed while running
 //! ([`Triggers::apply`] replaces the set with another, changing only what differs).
 
@@ -69,17 +71,19 @@ pub struct Triggers {
     matcher: Matcher,
     actions: HashMap<u64, (String, TriggerAction)>,
     /// The ids of the attributes of [`ATTRS`], in its order, resolved once per set.
-    attrs: [Option<AttrId>; 5],
+    attrs: [Option<AttrId>; 7],
     event: MatchEvent,
     ids: Vec<u64>,
 }
 
-const ATTRS: [(&str, Type); 5] = [
+const ATTRS: [(&str, Type); 7] = [
     ("symbol", Type::Str),
     ("entry_type", Type::Str),
     ("price", Type::Num),
     ("size", Type::Num),
     ("price_frac", Type::Num),
+    ("action", Type::Str),
+    ("side", Type::Str),
 ];
 
 /// An entry of a market-data message.
@@ -90,6 +94,25 @@ pub struct Entry<'a> {
     /// 1e-9 units.
     pub price: Option<i64>,
     pub size: Option<u64>,
+    /// A normalized event's action name (`"add"`, `"execute"`, ...).
+    pub action: Option<&'a [u8]>,
+    /// A normalized event's side (`"bid"`, `"ask"`).
+    pub side: Option<&'a [u8]>,
+}
+
+impl<'a> Entry<'a> {
+    /// The entry of a normalized market event of `symbol`: its action and side always, its
+    /// price when it has one (not 0), its size when it has one.
+    pub fn of_event(e: &crate::event::Event, symbol: &'a [u8]) -> Entry<'a> {
+        Entry {
+            symbol,
+            entry_type: None,
+            price: (e.price != 0).then_some(e.price),
+            size: (e.size != 0).then_some(u64::from(e.size)),
+            action: Some(e.action.as_str().as_bytes()),
+            side: (e.side != crate::event::Side::None).then_some(e.side.as_str().as_bytes()),
+        }
+    }
 }
 
 impl Triggers {
@@ -165,13 +188,15 @@ impl Triggers {
         let sym = |m: &Matcher, b: &[u8]| {
             Value::Sym(std::str::from_utf8(b).ok().and_then(|s| m.schema().sym_id(s)).unwrap_or(UNKNOWN_SYM))
         };
-        let [symbol, entry_type, price, size, price_frac] = self.attrs;
+        let [symbol, entry_type, price, size, price_frac, action, side] = self.attrs;
         let values = [
             (symbol, Some(sym(&self.matcher, e.symbol))),
             (entry_type, e.entry_type.map(|t| sym(&self.matcher, t))),
             (price, e.price.map(|p| Value::Num(i128::from(p)))),
             (size, e.size.map(|s| Value::Num(i128::from(s) * SCALE))),
             (price_frac, e.price.map(|p| Value::Num(i128::from(p.rem_euclid(1_000_000_000))))),
+            (action, e.action.map(|t| sym(&self.matcher, t))),
+            (side, e.side.map(|t| sym(&self.matcher, t))),
         ];
         for (a, v) in values {
             if let (Some(a), Some(v)) = (a, v) {
@@ -188,7 +213,48 @@ mod tests {
     use super::*;
 
     fn entry<'a>(sym: &'a str, px: i64, t: &'a str, size: u64) -> Entry<'a> {
-        Entry { symbol: sym.as_bytes(), entry_type: Some(t.as_bytes()), price: Some(px), size: Some(size) }
+        Entry {
+            symbol: sym.as_bytes(),
+            entry_type: Some(t.as_bytes()),
+            price: Some(px),
+            size: Some(size),
+            ..Entry::default()
+        }
+    }
+
+    #[test]
+    fn triggers_fire_on_normalized_events() {
+        use crate::event::{Event, EventAction, Side};
+        let mut t = Triggers::new();
+        t.apply(
+            &parse_triggers(
+                "3: action = \"execute\" and side = \"ask\" and size >= 100 => buy 10\n4: action = \"add\" => sell 1\n",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let mut fired = Vec::new();
+        let e = Event {
+            action: EventAction::Execute,
+            side: Side::Ask,
+            price: 12_500_000_000,
+            size: 300,
+            ..Event::default()
+        };
+        t.fire(&Entry::of_event(&e, b"AAPL"), &mut fired);
+        assert_eq!(fired, [(3, TriggerAction { buy: true, qty: 10 })]);
+        let e = Event { action: EventAction::Execute, side: Side::Bid, size: 300, ..Event::default() };
+        t.fire(&Entry::of_event(&e, b"AAPL"), &mut fired);
+        assert!(fired.is_empty());
+        let e = Event { action: EventAction::Add, side: Side::Bid, price: 1, size: 1, ..Event::default() };
+        t.fire(&Entry::of_event(&e, b"MSFT"), &mut fired);
+        assert_eq!(fired, [(4, TriggerAction { buy: false, qty: 1 })]);
+        // A status event has no price or size: predicates on them are false.
+        let e = Event { action: EventAction::Status, ..Event::default() };
+        let mut t2 = Triggers::new();
+        t2.apply(&parse_triggers("5: price > 0 => buy 1\n").unwrap()).unwrap();
+        t2.fire(&Entry::of_event(&e, b"X"), &mut fired);
+        assert!(fired.is_empty());
     }
 
     #[test]

@@ -380,38 +380,64 @@ impl Fttc {
                     self.stats.whole_dollar += 1;
                 }
             }
-            self.triggers.as_mut().expect("trigger mode").fire(&entry, &mut fired);
-            for &(_, action) in &fired {
-                send.decided();
-                let id = self.id(entry.symbol);
-                let price = entry.price.unwrap_or(0);
-                let intent = OrderIntent { symbol: id, buy: action.buy, qty: action.qty, price };
-                if self.risk.check(now, &intent).is_err() {
-                    continue;
-                }
-                let st = &mut self.symbols[id as usize];
-                st.last_px = price;
-                if st.template.set_qty(action.qty).is_err() {
-                    self.stats.template_errors += 1;
-                    continue;
-                }
-                self.cl_ord_id += 1;
-                let side = if action.buy { b'1' } else { b'2' };
-                match order(st, &mut self.counters, self.cl_ord_id, side, now, next_seq, send) {
-                    Ok(()) => {
-                        orders += 1;
-                        if action.buy {
-                            self.stats.buys += 1;
-                        } else {
-                            self.stats.sells += 1;
-                        }
-                    }
-                    Err(_) => self.stats.template_errors += 1,
-                }
-            }
+            orders += self.fire_entry(now, &entry, &mut fired, next_seq, send);
         }
         self.fired = fired;
         Ok(orders)
+    }
+
+    /// Run one entry of any feed through the triggers (the trigger mode's entry point for
+    /// the normalized events of the pipeline): each trigger it fires is risk-checked and
+    /// sent as a market order of the entry's symbol. Returns the orders sent.
+    pub fn on_entry(&mut self, now: u64, entry: &Entry<'_>, next_seq: &mut u64, send: &mut impl FttcOutput) -> usize {
+        if self.triggers.is_none() {
+            return 0;
+        }
+        let mut fired = std::mem::take(&mut self.fired);
+        let n = self.fire_entry(now, entry, &mut fired, next_seq, send);
+        self.fired = fired;
+        n
+    }
+
+    fn fire_entry(
+        &mut self,
+        now: u64,
+        entry: &Entry<'_>,
+        fired: &mut Vec<(u64, TriggerAction)>,
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> usize {
+        let mut orders = 0;
+        self.triggers.as_mut().expect("trigger mode").fire(entry, fired);
+        for &(_, action) in fired.iter() {
+            send.decided();
+            let id = self.id(entry.symbol);
+            let price = entry.price.unwrap_or(0);
+            let intent = OrderIntent { symbol: id, buy: action.buy, qty: action.qty, price };
+            if self.risk.check(now, &intent).is_err() {
+                continue;
+            }
+            let st = &mut self.symbols[id as usize];
+            st.last_px = price;
+            if st.template.set_qty(action.qty).is_err() {
+                self.stats.template_errors += 1;
+                continue;
+            }
+            self.cl_ord_id += 1;
+            let side = if action.buy { b'1' } else { b'2' };
+            match order(st, &mut self.counters, self.cl_ord_id, side, now, next_seq, send) {
+                Ok(()) => {
+                    orders += 1;
+                    if action.buy {
+                        self.stats.buys += 1;
+                    } else {
+                        self.stats.sells += 1;
+                    }
+                }
+                Err(_) => self.stats.template_errors += 1,
+            }
+        }
+        orders
     }
 
     /// Refusals by reason.

@@ -146,6 +146,9 @@ pub enum ConsumerAction {
     Handler(Handler),
     /// Match strategies (boxed: the strategies are large next to the other actions).
     Match(Box<MatchSpec>),
+    /// Run each record through triggers and send the orders they fire to an exchange over
+    /// a FIX session (see `docs/tick-to-trade.md`).
+    Trade(Box<crate::fixnet::TriggerTraderConfig>),
 }
 
 /// One consumer: its subscription, action, ring and policy.
@@ -215,6 +218,9 @@ pub struct ConsumerReport {
     /// What a matching consumer found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matching: Option<MatchReport>,
+    /// What a trading consumer sent and heard back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trading: Option<crate::fixnet::TriggerTradeReport>,
 }
 
 /// What a matching consumer did: every record it received was matched.
@@ -279,6 +285,14 @@ impl Report {
                     "consumer {}: matched {} delivered {} dropped {} received {}",
                     c.name, c.matched, c.delivered, c.dropped, c.received
                 ));
+            }
+            if let Some(t) = &c.trading {
+                if t.entries != c.received {
+                    return Err(format!(
+                        "consumer {}: received {} records, handed {} to the triggers",
+                        c.name, c.received, t.entries
+                    ));
+                }
             }
             if let Some(m) = &c.matching {
                 if m.events != c.received {
@@ -497,6 +511,7 @@ struct ConsumerResult {
     bbo_instruments: u64,
     ring: Histogram<u64>,
     matching: Option<(MatchReport, Histogram<u64>)>,
+    trading: Option<crate::fixnet::TriggerTradeReport>,
 }
 
 /// A matching consumer's state.
@@ -589,7 +604,18 @@ fn consumer_thread(
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
 ) -> std::io::Result<ConsumerResult> {
-    let mut res = ConsumerResult { received: 0, by_action: [0; 16], bbo_instruments: 0, ring: hist(), matching: None };
+    let mut res = ConsumerResult {
+        received: 0,
+        by_action: [0; 16],
+        bbo_instruments: 0,
+        ring: hist(),
+        matching: None,
+        trading: None,
+    };
+    let mut trader = match &action {
+        ConsumerAction::Trade(cfg) => Some(crate::fixnet::TriggerTrader::connect(cfg)?),
+        _ => None,
+    };
     let mut matching = match &action {
         ConsumerAction::Match(m) => Some(MatchState::new(m)?),
         _ => None,
@@ -640,6 +666,17 @@ fn consumer_thread(
                             m.record(res.received - 1, &r)?;
                         }
                     }
+                    ConsumerAction::Trade(_) => {
+                        if let Some(t) = trader.as_mut() {
+                            let entry = tickplant_core::trigger::Entry::of_event(&r.event, r.symbol().as_bytes());
+                            t.on_entry(&entry)?;
+                            // The exchange's answers are read between records now and then,
+                            // and whenever the ring is empty.
+                            if res.received % 256 == 0 {
+                                t.poll()?;
+                            }
+                        }
+                    }
                 }
             }
             Err(_) => {
@@ -650,6 +687,9 @@ fn consumer_thread(
                 // than threads a spinning consumer would steal the producer's time. A consumer
                 // pinned to its own core reaches the sleeps only when the feed is quiet.
                 idle += 1;
+                if let Some(t) = trader.as_mut() {
+                    t.poll()?;
+                }
                 if idle < 256 {
                     std::hint::spin_loop();
                 } else if idle < 512 {
@@ -662,6 +702,9 @@ fn consumer_thread(
     }
     if let Some(mut w) = w {
         w.flush()?;
+    }
+    if let Some(t) = trader {
+        res.trading = Some(t.finish(Duration::from_secs(5))?);
     }
     if let Some(mut m) = matching {
         if let Some(w) = m.out.as_mut() {
@@ -823,6 +866,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency(&r.ring, &clock);
         c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency(h, &clock), ..m.clone() });
+        c.trading = r.trading.clone();
         for a in EventAction::ALL {
             let n = r.by_action[a.index()];
             if n > 0 {
@@ -914,6 +958,13 @@ pub fn summary(r: &Report) -> String {
                 s,
                 "    strategies: {} strategies, {} events matched, {} with matches, {} matches",
                 m.strategies, m.events, m.events_with_matches, m.matches
+            );
+        }
+        if let Some(t) = &c.trading {
+            let _ = writeln!(
+                s,
+                "    trading: {} records to the triggers; {} BUYs and {} SELLs sent, {} acks, {} BUY fills, {} SELL fills; risk rejects {:?}",
+                t.entries, t.buys_sent, t.sells_sent, t.acks, t.buy_fills, t.sell_fills, t.risk_rejects
             );
         }
     }
