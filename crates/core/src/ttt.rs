@@ -227,16 +227,22 @@ impl Fttc {
         // each field is recognised by its first four bytes, and only a field whose tag
         // announces a data field (which may hold SOH bytes) is read the long way.
         while i < end {
-            // Four bytes always exist here: the trailer (7 bytes) follows the body.
-            let head = u32::from_le_bytes(buf[i..i + 4].try_into().expect("four bytes"));
+            // Eight bytes always exist here: the trailer (7 bytes) follows the body's last
+            // SOH, which is at or after `i`. One load gives the field's head and, for a
+            // field of up to 7 bytes, its SOH too (the first SOH in the word is never past
+            // the body's last one).
+            let w = u64::from_le_bytes(buf[i..i + 8].try_into().expect("eight bytes"));
+            let head = w as u32;
+            let soh = match fix::first_soh_in(w) {
+                Some(k) => i + k,
+                None => fix::find_soh(&buf[..end], i + 8).ok_or(MdError::Fix(truncated(i)))?,
+            };
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
-                let soh = fix::find_soh(&buf[..end], i + 3).ok_or(MdError::Fix(truncated(i)))?;
                 symbol = &buf[i + 3..soh];
                 i = soh + 1;
                 continue;
             }
             if head == u32::from_le_bytes(*b"270=") {
-                let soh = fix::find_soh(&buf[..end], i + 4).ok_or(MdError::Fix(truncated(i)))?;
                 self.stats.entries += 1;
                 let px = fix::parse_decimal(&buf[i + 4..soh]).ok_or(MdError::Price { offset: i })?;
                 i = soh + 1;
@@ -271,7 +277,6 @@ impl Fttc {
                 i = fields.position();
                 continue;
             }
-            let soh = fix::find_soh(&buf[..end], i).ok_or(MdError::Fix(truncated(i)))?;
             i = soh + 1;
         }
         Ok(orders)

@@ -88,14 +88,22 @@ pub fn find_soh(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     while i + 8 <= b.len() {
         let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
-        let x = w ^ ONES;
-        let t = x.wrapping_sub(ONES) & !x & HIGHS;
-        if t != 0 {
-            return Some(i + (t.trailing_zeros() / 8) as usize);
+        if let Some(k) = first_soh_in(w) {
+            return Some(i + k);
         }
         i += 8;
     }
     b.get(i..)?.iter().position(|&c| c == SOH).map(|k| i + k)
+}
+
+/// Where the first SOH is among the eight bytes of `w` (read little-endian: byte 0 first),
+/// if there is one: the word form of [`find_soh`], for a scanner that already holds a
+/// field's first eight bytes.
+#[inline]
+pub fn first_soh_in(w: u64) -> Option<usize> {
+    let x = w ^ ONES;
+    let t = x.wrapping_sub(ONES) & !x & HIGHS;
+    (t != 0).then(|| (t.trailing_zeros() / 8) as usize)
 }
 
 /// One field: its tag, its value (without the SOH) and where the field starts.
@@ -254,10 +262,10 @@ pub fn frame_len(buf: &[u8]) -> Result<Option<usize>> {
 #[inline]
 fn frame(buf: &[u8]) -> Result<Option<(usize, usize, usize)>> {
     let bad = |what, offset| Err(Error::Malformed { what, offset, value: 0 });
-    // `want` must come at `at`: Ok(false) while the buffer ends before it is whole.
-    let expect = |at: usize, want: &[u8]| -> bool {
-        let have = &buf[at.min(buf.len())..(at + want.len()).min(buf.len())];
-        have == &want[..have.len()]
+    // `want` must come at `at` (true while the buffer ends before it is whole). Byte by
+    // byte: two bytes do not deserve a call to memcmp.
+    let expect = |at: usize, want: &[u8; 2]| -> bool {
+        buf.get(at).is_none_or(|&b| b == want[0]) && buf.get(at + 1).is_none_or(|&b| b == want[1])
     };
     if !expect(0, b"8=") {
         return bad("BeginString (8) first", 0);
@@ -310,14 +318,16 @@ impl<'a> Message<'a> {
             });
         }
         let trailer = &buf[body_end..len];
-        if &trailer[..3] != b"10=" || trailer[6] != SOH {
+        if trailer[0] != b'1' || trailer[1] != b'0' || trailer[2] != b'=' || trailer[6] != SOH {
             return Err(Error::Malformed { what: "CheckSum (10) where BodyLength ends", offset: body_end, value: 0 });
         }
-        let want = parse_uint(&trailer[3..6]).ok_or(Error::Malformed {
-            what: "CheckSum (10) value",
-            offset: body_end + 3,
-            value: 0,
-        })?;
+        // Three digits, always.
+        let (d0, d1, d2) =
+            (trailer[3].wrapping_sub(b'0'), trailer[4].wrapping_sub(b'0'), trailer[5].wrapping_sub(b'0'));
+        if d0 > 9 || d1 > 9 || d2 > 9 {
+            return Err(Error::Malformed { what: "CheckSum (10) value", offset: body_end + 3, value: 0 });
+        }
+        let want = u64::from(d0) * 100 + u64::from(d1) * 10 + u64::from(d2);
         let sum = checksum(&buf[..body_end]);
         if u64::from(sum) != want {
             return Err(Error::Malformed {
@@ -326,15 +336,26 @@ impl<'a> Message<'a> {
                 value: u64::from(sum),
             });
         }
-        let (first, _) = read_field(buf, body_start, body_end, None)?;
-        if first.tag != tag::MSG_TYPE {
-            return Err(Error::Malformed {
-                what: "MsgType (35) third",
-                offset: body_start,
-                value: u64::from(first.tag),
-            });
-        }
-        Ok(Message { buf: &buf[..len], begin_string: &buf[2..s1], msg_type: first.value, body: (body_start, body_end) })
+        // MsgType: `35=` then its value; anything else goes through the general reader,
+        // which says what is wrong.
+        let msg_type = match buf.get(body_start..body_start + 3) {
+            Some(b"35=") => match find_soh(&buf[..body_end], body_start + 3) {
+                Some(soh) if soh > body_start + 3 => &buf[body_start + 3..soh],
+                _ => read_field(buf, body_start, body_end, None)?.0.value,
+            },
+            _ => {
+                let (first, _) = read_field(buf, body_start, body_end, None)?;
+                if first.tag != tag::MSG_TYPE {
+                    return Err(Error::Malformed {
+                        what: "MsgType (35) third",
+                        offset: body_start,
+                        value: u64::from(first.tag),
+                    });
+                }
+                first.value
+            }
+        };
+        Ok(Message { buf: &buf[..len], begin_string: &buf[2..s1], msg_type, body: (body_start, body_end) })
     }
 
     /// The message's bytes, trailer included.
