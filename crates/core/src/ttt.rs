@@ -222,7 +222,8 @@ impl Fttc {
         let mut symbol: &[u8] = &[];
         let mut orders = 0;
         let buf = m.as_bytes();
-        let (mut i, end) = m.body();
+        let (_, end) = m.body();
+        let mut i = m.after_msg_type();
         // One pass over the body's fields that reads only Symbol (55) and MDEntryPx (270):
         // each field is recognised by its first four bytes, and only a field whose tag
         // announces a data field (which may hold SOH bytes) is read the long way.

@@ -380,6 +380,12 @@ impl<'a> Message<'a> {
     pub fn body(&self) -> (usize, usize) {
         self.body
     }
+    /// Where the field after MsgType starts (the body's end when there is none).
+    pub fn after_msg_type(&self) -> usize {
+        // MsgType's value lies inside `buf` and its SOH follows it (checked by `new_checked`).
+        let value_at = self.msg_type.as_ptr() as usize - self.buf.as_ptr() as usize;
+        (value_at + self.msg_type.len() + 1).min(self.body.1)
+    }
     /// The body's fields, MsgType first, CheckSum not included.
     pub fn fields(&self) -> Fields<'a> {
         Fields { buf: self.buf, at: self.body.0, end: self.body.1, data: None }
