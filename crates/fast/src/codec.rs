@@ -160,11 +160,17 @@ pub type Pmap = u128;
 #[inline(always)]
 pub fn read_pmap(buf: &[u8], pos: &mut usize) -> Result<Pmap, Error> {
     let start = *pos;
-    // The common case: one byte.
+    // The common cases: one byte, two bytes (up to 14 bits).
     if let Some(&b) = buf.get(start) {
         if b & 0x80 != 0 {
             *pos = start + 1;
             return Ok(u128::from(b & 0x7f) << 121);
+        }
+        if let Some(&c) = buf.get(start + 1) {
+            if c & 0x80 != 0 {
+                *pos = start + 2;
+                return Ok((u128::from(b) << 121) | (u128::from(c & 0x7f) << 114));
+            }
         }
     }
     let mut v = 0u128;

@@ -173,6 +173,11 @@ pub(crate) struct StrSlot {
     pub(crate) buf: Vec<u8>,
 }
 
+/// A program's dictionary, every entry undefined (the decoder's and the encoder's).
+pub(crate) fn new_dictionary(program: &Program) -> (Vec<IntSlot>, Vec<StrSlot>) {
+    (vec![IntSlot::default(); program.int_slots.len()], vec![StrSlot::default(); program.str_slots.len()])
+}
+
 /// Every entry of a dictionary back to undefined (the decoder's and the encoder's).
 pub(crate) fn reset_dictionary(ints: &mut [IntSlot], strs: &mut [StrSlot]) {
     for s in ints {
@@ -308,14 +313,8 @@ pub struct Decoder<'p> {
 
 impl<'p> Decoder<'p> {
     pub fn new(program: &'p Program) -> Decoder<'p> {
-        Decoder {
-            program,
-            ints: vec![IntSlot::default(); program.int_slots.len()],
-            strs: vec![StrSlot::default(); program.str_slots.len()],
-            depth: 0,
-            err: Error::new(ErrorKind::Truncated("nothing"), 0),
-            profile: None,
-        }
+        let (ints, strs) = new_dictionary(program);
+        Decoder { program, ints, strs, depth: 0, err: Error::new(ErrorKind::Truncated("nothing"), 0), profile: None }
     }
 
     pub fn program(&self) -> &'p Program {
@@ -372,23 +371,6 @@ impl<'p> Decoder<'p> {
     #[inline(always)]
     fn pmap(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<Pmap> {
         let at = *pos;
-        // One and two bytes (up to 14 bits) in line; longer maps through the codec.
-        if let Some(&b) = buf.get(at) {
-            if b & 0x80 != 0 {
-                *pos = at + 1;
-                let p = u128::from(b & 0x7f) << 121;
-                msg.pmaps.push((p, 1));
-                return Ok(p);
-            }
-            if let Some(&c) = buf.get(at + 1) {
-                if c & 0x80 != 0 {
-                    *pos = at + 2;
-                    let p = (u128::from(b) << 121) | (u128::from(c & 0x7f) << 114);
-                    msg.pmaps.push((p, 2));
-                    return Ok(p);
-                }
-            }
-        }
         match codec::read_pmap(buf, pos) {
             Ok(p) => {
                 msg.pmaps.push((p, (*pos - at) as u8));
@@ -870,22 +852,9 @@ impl<'p> Decoder<'p> {
     ) -> R<Option<(u32, u32)>> {
         let start = msg.bytes.len() as u32;
         if ins.flags & (flag::UNICODE | flag::BYTES) == 0 {
-            // The common case: a short string that is not NULL and does not start with 0.
-            let at = *pos;
-            let first = match buf.get(at) {
-                Some(&b) => b,
-                None => return Err(self.fail(ErrorKind::Truncated("an ASCII string"), at)),
-            };
-            if first != 0 && first != 0x80 {
-                let rest = &buf[at..];
-                let Some(n) = rest.iter().position(|&b| b & 0x80 != 0) else {
-                    return Err(self.fail(ErrorKind::Truncated("an ASCII string"), at));
-                };
-                append(&mut msg.bytes, &rest[..=n]);
-                let last = msg.bytes.len() - 1;
-                msg.bytes[last] &= 0x7f;
-                *pos = at + n + 1;
-                return Ok(Some((start, n as u32 + 1)));
+            // The common case (short, not NULL, no leading zero byte), then every rule.
+            if let Some(r) = ascii_fast(buf, pos, msg) {
+                return Ok(Some(r));
             }
             match codec::read_ascii(buf, pos, nullable) {
                 Ok(AsciiRead::Null) => return Ok(None),

@@ -150,10 +150,11 @@ fn write_vector(ins: &Insn, out: &mut Vec<u8>, v: Option<&[u8]>, nullable: bool)
 
 impl<'p> Encoder<'p> {
     pub fn new(program: &'p Program) -> Encoder<'p> {
+        let (ints, strs) = crate::decoder::new_dictionary(program);
         Encoder {
             program,
-            ints: vec![IntSlot::default(); program.int_slots.len()],
-            strs: vec![StrSlot::default(); program.str_slots.len()],
+            ints,
+            strs,
             pool: Vec::new(),
             tmp: Vec::new(),
             policy: TemplateIdPolicy::Always,
