@@ -9,7 +9,9 @@ use serde::Deserialize;
 use tickplant_core::book::BookConfig;
 use tickplant_core::event::EventAction;
 use tickplant_core::matcher::{MarketEvents, Schema};
-use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, MatchSpec, Outcome, PipelineSpec, SlowPolicy};
+use tickplant_io::pipeline::{
+    self, ConsumerAction, ConsumerSpec, FeedDecoder, MatchSpec, OpraFastSpec, Outcome, PipelineSpec, SlowPolicy,
+};
 
 use crate::arbcmd::ArbArgs;
 
@@ -36,9 +38,22 @@ pub struct Source {
     pub a: Option<PathBuf>,
     /// Feed B (optional).
     pub b: Option<PathBuf>,
-    /// Decoder: only "itch50" so far.
+    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books) or "opra-fast" (OPRA FAST v2
+    /// blocks, mapped to quote, trade and status events).
     #[serde(default = "default_decoder")]
     pub decoder: String,
+    /// opra-fast: the FAST template XML.
+    pub templates: Option<PathBuf>,
+    /// opra-fast: bytes from the sequencer's payload start to the block's SOH.
+    #[serde(default)]
+    pub skip: usize,
+    /// opra-fast: reset the FAST dictionary at every "block" (default) or "never" (it
+    /// carries from block to block and is reset at a gap).
+    #[serde(default = "default_reset")]
+    pub reset: String,
+    /// opra-fast: room in the series table.
+    #[serde(default = "default_max_series")]
+    pub max_series: usize,
     /// Trading day, US Eastern (ITCH timestamps count from its midnight).
     #[serde(default = "default_date")]
     pub date: String,
@@ -46,6 +61,12 @@ pub struct Source {
 
 fn default_decoder() -> String {
     "itch50".into()
+}
+fn default_reset() -> String {
+    "block".into()
+}
+fn default_max_series() -> usize {
+    1 << 20
 }
 fn default_date() -> String {
     "1970-01-01".into()
@@ -158,6 +179,7 @@ impl RunConfig {
         };
         fix(&mut self.source.a);
         fix(&mut self.source.b);
+        fix(&mut self.source.templates);
         fix(&mut self.book.final_books);
         fix(&mut self.run.report);
         for c in &mut self.consumers {
@@ -167,9 +189,8 @@ impl RunConfig {
     }
 
     pub fn spec(&self, progress: bool) -> Result<PipelineSpec> {
-        if self.source.decoder != "itch50" {
-            bail!("[source] decoder {:?}: only \"itch50\" is supported so far", self.source.decoder);
-        }
+        let decoder = self.decoder()?;
+        let opra = matches!(decoder, FeedDecoder::OpraFast(_));
         let a = self.source.a.clone().ok_or_else(|| anyhow!("[source] needs `a` (the capture, or feed A)"))?;
         let mut inputs = vec![a];
         inputs.extend(self.source.b.clone());
@@ -211,7 +232,9 @@ impl RunConfig {
             let mut types = Vec::new();
             for t in &c.types {
                 match t.as_bytes() {
-                    [b] if tickplant_wire::itch50::message_len(*b).is_some() => types.push(*b),
+                    [b] if opra && b.is_ascii_graphic() => types.push(*b),
+                    [b] if !opra && tickplant_wire::itch50::message_len(*b).is_some() => types.push(*b),
+                    _ if opra => bail!("consumer {:?}: {t:?} is not an OPRA message category (one letter)", c.name),
                     _ => bail!("consumer {:?}: {t:?} is not an ITCH 5.0 message type", c.name),
                 }
             }
@@ -236,6 +259,7 @@ impl RunConfig {
         };
         book.validate().map_err(anyhow::Error::msg)?;
         Ok(PipelineSpec {
+            decoder,
             inputs,
             sequencer: arb.sequencer_config()?,
             arb: arb.arb_config()?,
@@ -245,6 +269,47 @@ impl RunConfig {
             producer_core: self.run.producer_core,
             progress,
         })
+    }
+}
+
+impl RunConfig {
+    /// The decoder stage of `[source]`.
+    fn decoder(&self) -> Result<FeedDecoder> {
+        let s = &self.source;
+        match s.decoder.as_str() {
+            "itch50" => {
+                if s.templates.is_some() {
+                    bail!("[source] templates is for decoder \"opra-fast\"");
+                }
+                Ok(FeedDecoder::Itch50)
+            }
+            "opra-fast" => {
+                let Some(t) = &s.templates else {
+                    bail!("[source] decoder \"opra-fast\" needs `templates` (the FAST template XML)")
+                };
+                let xml = std::fs::read_to_string(t)
+                    .with_context(|| format!("[source] templates {}: cannot read", t.display()))?;
+                let program = tickplant_fast::Program::from_xml(&xml)
+                    .map_err(|e| anyhow!("[source] templates {}: {e}", t.display()))?;
+                tickplant_core::opra_fast::OpraFast::new(&program, 1)
+                    .map_err(|e| anyhow!("[source] templates {}: {e}", t.display()))?;
+                let reset_per_block = match s.reset.as_str() {
+                    "block" => true,
+                    "never" => false,
+                    r => bail!("[source] reset {r:?}: expected \"block\" or \"never\""),
+                };
+                if s.max_series == 0 {
+                    bail!("[source] max-series must be at least 1");
+                }
+                Ok(FeedDecoder::OpraFast(OpraFastSpec {
+                    program: std::sync::Arc::new(program),
+                    skip: s.skip,
+                    reset_per_block,
+                    max_series: s.max_series,
+                }))
+            }
+            d => bail!("[source] decoder {d:?}: expected \"itch50\" or \"opra-fast\""),
+        }
     }
 }
 

@@ -15,6 +15,9 @@ pub enum SimCmd {
     Moldudp64(MoldArgs),
     /// Copy one capture onto two (A and B), each independently impaired.
     Impair(ImpairArgs),
+    /// Generate an OPRA FAST v2 feed (option quotes and last sales, one block per UDP
+    /// datagram behind a 5-byte sequence header), with the events it must decode to.
+    OpraFast(OpraFastArgs),
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
     Itch(ItchArgs),
@@ -192,6 +195,71 @@ pub struct ImpairArgs {
     /// Protocol used to fill the truth's seq and count columns.
     #[arg(long, default_value = "moldudp64")]
     pub protocol: Protocol,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct OpraFastArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Option series (roots AAA, AAB, ..., eight series each).
+    #[arg(long, default_value_t = 400)]
+    pub series: u32,
+    /// Messages in all, the opening control message included.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: u64,
+    /// Messages per block are drawn from 1..=K.
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    pub max_msgs_per_block: u8,
+    /// Output capture (.pcap or .pcapng).
+    #[arg(long, value_name = "feed.pcap")]
+    pub out: PathBuf,
+    /// Write the events the feed must decode to, one JSON line each: sequence, category,
+    /// symbol (the root), action, side, price, size.
+    #[arg(long, value_name = "events.jsonl")]
+    pub truth: Option<PathBuf>,
+}
+
+/// Write an OPRA FAST capture; returns (messages, datagrams).
+pub fn opra_fast_cmd(a: &OpraFastArgs) -> Result<(u64, u64)> {
+    if a.series == 0 {
+        bail!("--series must be at least 1");
+    }
+    if a.messages == 0 {
+        bail!("--messages must be at least 1");
+    }
+    if a.max_msgs_per_block == 0 || a.max_msgs_per_block > 16 {
+        bail!("--max-msgs-per-block must be 1..=16 (a block must fit a 1500-byte MTU)");
+    }
+    let cfg = tickplant_sim::OpraFastGenConfig {
+        seed: a.seed,
+        series: a.series,
+        messages: a.messages,
+        max_per_block: a.max_msgs_per_block,
+        ..Default::default()
+    };
+    let mut truth = None;
+    let n = write_capture(&a.out, |emit| truth = Some(tickplant_sim::generate_opra_fast(&cfg, emit)))?;
+    let truth = truth.unwrap_or_default();
+    if let Some(p) = &a.truth {
+        let mut w = std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
+        );
+        for e in &truth.events {
+            writeln!(
+                w,
+                "{{\"sequence\":{},\"category\":\"{}\",\"symbol\":\"{}\",\"action\":\"{}\",\"side\":\"{}\",\"price\":{},\"size\":{}}}",
+                e.sequence,
+                e.category as char,
+                e.root,
+                e.action,
+                e.side,
+                tickplant_core::event::price_to_string(e.price),
+                e.size
+            )?;
+        }
+        w.flush()?;
+    }
+    Ok((truth.messages, n))
 }
 
 pub fn parse_range_us(s: &str) -> Result<(u64, u64)> {

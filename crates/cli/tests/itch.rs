@@ -286,7 +286,8 @@ fn bad_config_says_what_and_where() {
 fn feed_handler_doc_examples_run() {
     let doc =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/feed-handler.md")).unwrap();
-    let block = doc.split("```sh\n").nth(1).expect("the ITCH tools example").split("```").next().unwrap();
+    let tools = doc.split("## ITCH tools").nth(1).expect("the ITCH tools section");
+    let block = tools.split("```sh\n").nth(1).expect("the ITCH tools example").split("```").next().unwrap();
     let d = tempfile::tempdir().unwrap();
     let mut n = 0;
     for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
@@ -299,4 +300,56 @@ fn feed_handler_doc_examples_run() {
     // The example config the demo runs parses and names every consumer action.
     let ex = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.toml")).unwrap();
     assert!(ex.contains("[[consumer]]") && ex.contains("action = \"bbo\""));
+}
+
+#[test]
+fn opra_fast_doc_example_runs_and_matches_the_truth() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/feed-handler.md")).unwrap();
+    let section = doc.split("## OPRA FAST").nth(1).expect("the OPRA FAST section");
+    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    for f in ["opra-fast.toml", "opra-fast.xml"] {
+        std::fs::copy(root.join("examples").join(f), d.path().join(f)).unwrap();
+    }
+    let mut n = 0;
+    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        ok(d.path(), &args);
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("opra-report.json")).unwrap()).unwrap();
+    assert_eq!(report["feed"], "opra-fast");
+    assert_eq!(report["undecodable"], 0);
+    let lost: std::collections::HashSet<u64> = report["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["first_seq"].as_u64().unwrap()..=g["last_seq"].as_u64().unwrap())
+        .collect();
+    // The two-roots consumer's file is the truth's quotes and trades of AAA and AAB, less
+    // the gaps, field for field.
+    let truth = std::fs::read_to_string(d.path().join("opra-truth.jsonl")).unwrap();
+    let want: Vec<serde_json::Value> = truth
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| (v["symbol"] == "AAA" || v["symbol"] == "AAB") && !lost.contains(&v["sequence"].as_u64().unwrap()))
+        .collect();
+    let got = std::fs::read_to_string(d.path().join("opra-events.jsonl")).unwrap();
+    let got: Vec<serde_json::Value> = got.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(want.len() > 500, "{}", want.len());
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        for (gk, wk) in [("sequence", "sequence"), ("action", "action"), ("side", "side"), ("size", "size")] {
+            assert_eq!(g[gk], w[wk], "{g} vs {w}");
+        }
+        assert_eq!(g["price"].to_string(), w["price"].to_string(), "{g} vs {w}");
+        assert_eq!(g["msg_type"], w["category"]);
+    }
+    // Every series with a quote has its latest quote in the BBO file.
+    let bbo = std::fs::read_to_string(d.path().join("opra-bbo.jsonl")).unwrap();
+    assert!(bbo.lines().count() > 300);
+    assert!(bbo.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
 }

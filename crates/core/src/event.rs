@@ -35,10 +35,12 @@ pub enum EventAction {
     Status = 8,
     /// An auction imbalance or price-discovery message.
     Imbalance = 9,
+    /// One side of a quote that is not an order (OPRA): `price` and `size` of that side.
+    Quote = 10,
 }
 
 impl EventAction {
-    pub const ALL: [EventAction; 9] = [
+    pub const ALL: [EventAction; 10] = [
         EventAction::Add,
         EventAction::Cancel,
         EventAction::Delete,
@@ -48,6 +50,7 @@ impl EventAction {
         EventAction::Clear,
         EventAction::Status,
         EventAction::Imbalance,
+        EventAction::Quote,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -60,6 +63,7 @@ impl EventAction {
             EventAction::Clear => "clear",
             EventAction::Status => "status",
             EventAction::Imbalance => "imbalance",
+            EventAction::Quote => "quote",
         }
     }
     pub fn index(self) -> usize {
@@ -73,7 +77,7 @@ impl std::str::FromStr for EventAction {
         EventAction::ALL
             .into_iter()
             .find(|a| a.as_str() == s)
-            .ok_or_else(|| format!("unknown action {s:?} (expected one of add, cancel, delete, modify, execute, trade, clear, status, imbalance)"))
+            .ok_or_else(|| format!("unknown action {s:?} (expected one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote)"))
     }
 }
 

@@ -14,6 +14,7 @@ mod fxhash;
 pub mod itch;
 pub mod matcher;
 pub mod naive;
+pub mod opra_fast;
 pub mod risk;
 pub mod route;
 pub mod seq;

@@ -69,6 +69,47 @@ fn decode_err(e: Error, base: usize, index: u64, p: &crate::Program) -> StreamEr
     StreamError { offset: base + e.offset, message: index, reason: format!("{}{}", e.kind, field) }
 }
 
+/// The messages of one OPRA FAST v2 block, `[SOH 0x01]([u8 length][message])*[ETX 0x03]`:
+/// each as (offset of its first byte in the block, its bytes). A block that breaks the
+/// format gives one error (offset in the block, reason) and then ends.
+pub fn opra_block(block: &[u8]) -> OpraBlock<'_> {
+    OpraBlock { b: block, i: 0 }
+}
+
+/// The iterator of [`opra_block`].
+#[derive(Debug, Clone)]
+pub struct OpraBlock<'a> {
+    b: &'a [u8],
+    /// Next length byte; 0 before the SOH is checked; past the end when done.
+    i: usize,
+}
+
+impl<'a> Iterator for OpraBlock<'a> {
+    type Item = Result<(usize, &'a [u8]), (usize, String)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let b = self.b;
+        if self.i == 0 {
+            if b.len() < 2 || b[0] != 0x01 || b[b.len() - 1] != 0x03 {
+                self.i = usize::MAX;
+                return Some(Err((0, "block does not start with SOH (0x01) and end with ETX (0x03)".into())));
+            }
+            self.i = 1;
+        }
+        let etx = b.len().checked_sub(1)?;
+        if self.i >= etx {
+            return None;
+        }
+        let (at, len) = (self.i, usize::from(b[self.i]));
+        let start = at + 1;
+        if start + len > etx {
+            self.i = usize::MAX;
+            return Some(Err((at, format!("message length {len} runs past the block's ETX"))));
+        }
+        self.i = start + len;
+        Some(Ok((start, &b[start..start + len])))
+    }
+}
+
 /// Decode every message of `data`, calling `f` for each; `f` returns false to stop.
 /// Returns the number of messages decoded.
 pub fn for_each(
@@ -135,25 +176,10 @@ pub fn for_each(
                         reason: format!("block length {blen} runs past the end of the input"),
                     });
                 };
-                if b.len() < 2 || b[0] != 0x01 || b[b.len() - 1] != 0x03 {
-                    return Err(StreamError {
-                        offset: bstart,
-                        message: n,
-                        reason: "block does not start with SOH (0x01) and end with ETX (0x03)".into(),
-                    });
-                }
-                let mut i = 1;
-                while i < b.len() - 1 {
-                    let len = b[i] as usize;
-                    let start = i + 1;
-                    if start + len > b.len() - 1 {
-                        return Err(StreamError {
-                            offset: bstart + i,
-                            message: n,
-                            reason: format!("message length {len} runs past the block's ETX"),
-                        });
-                    }
-                    let body = &b[start..start + len];
+                for m in opra_block(b) {
+                    let (start, body) =
+                        m.map_err(|(off, reason)| StreamError { offset: bstart + off, message: n, reason })?;
+                    let len = body.len();
                     let used = dec.decode(body, msg).map_err(|e| decode_err(e, bstart + start, n, p))?;
                     if used != len {
                         return Err(StreamError {
@@ -164,7 +190,6 @@ pub fn for_each(
                     }
                     let go = f(msg, Position { offset: bstart + start, len, index: n, block });
                     n += 1;
-                    i = start + len;
                     if !go {
                         break 'blocks;
                     }

@@ -24,6 +24,6 @@ pub mod decoder;
 pub use decoder::{Decoder, Entry, Message, Value};
 pub mod framing;
 pub mod json;
-pub use framing::{for_each, Framing, Position, StreamError};
+pub use framing::{for_each, opra_block, Framing, OpraBlock, Position, StreamError};
 pub mod encoder;
 pub use encoder::{Encoder, TemplateIdPolicy};

@@ -39,10 +39,12 @@ use tickplant_core::book::{BookConfig, BookStats, Books};
 use tickplant_core::event::{flags, Event, EventAction};
 use tickplant_core::itch::{self, SymbolDirectory};
 use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
+use tickplant_core::opra_fast::{OpraFast, OpraFastStats};
 use tickplant_core::route::Filter;
 use tickplant_core::{
     ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
 };
+use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, Program as FastProgram};
 use tickplant_wire::itch50;
 use tickplant_wire::moldudp64;
 
@@ -51,8 +53,8 @@ use crate::pcap::{FrameReader, MergedReader, PcapError};
 
 pub use tickplant_core::event::Bbo;
 
-/// What travels through a consumer's ring: the event, its instrument's BBO after it, its
-/// symbol, and the time-stamp counter at publication.
+/// What travels through a consumer's ring: the event, its instrument's BBO once the event's
+/// packet is applied, its symbol, and the time-stamp counter at publication.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Record {
     pub event: Event,
@@ -64,9 +66,11 @@ pub struct Record {
 }
 
 impl Record {
-    /// The symbol without its padding.
+    /// The symbol without its padding ("" when there is none).
     pub fn symbol(&self) -> &str {
-        std::str::from_utf8(itch50::trim_stock(&self.symbol)).unwrap_or("")
+        // Zeros (no symbol yet) read as "".
+        let n = self.symbol.iter().position(|&c| c == 0).unwrap_or(8);
+        std::str::from_utf8(itch50::trim_stock(&self.symbol[..n])).unwrap_or("")
     }
 }
 
@@ -169,9 +173,36 @@ pub struct ConsumerSpec {
     pub core: Option<usize>,
 }
 
+/// What decodes the packets the arbitrator releases.
+#[derive(Debug, Clone, Default)]
+pub enum FeedDecoder {
+    /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with order books.
+    #[default]
+    Itch50,
+    /// OPRA FAST v2 blocks, mapped to quote, trade and status events (no order books: each
+    /// series' latest quote is its BBO).
+    OpraFast(OpraFastSpec),
+}
+
+/// The OPRA FAST decoder stage.
+#[derive(Debug, Clone)]
+pub struct OpraFastSpec {
+    /// The compiled templates.
+    pub program: Arc<FastProgram>,
+    /// Bytes between where the sequencer's payload starts and the block's SOH (a transport
+    /// header that carries the sequence number, for instance).
+    pub skip: usize,
+    /// Reset the FAST dictionary at every block (self-contained blocks, the safe choice
+    /// with arbitration), or let it carry from block to block (reset only at a gap).
+    pub reset_per_block: bool,
+    /// Room in the series table.
+    pub max_series: usize,
+}
+
 /// The whole pipeline.
 #[derive(Debug, Clone)]
 pub struct PipelineSpec {
+    pub decoder: FeedDecoder,
     /// One capture, or A and B.
     pub inputs: Vec<PathBuf>,
     pub sequencer: SequencerConfig,
@@ -241,8 +272,12 @@ pub struct MatchReport {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub inputs: Vec<String>,
+    /// `itch50` or `opra-fast`.
+    pub feed: String,
     pub frames: u64,
     pub arbitration: Option<ArbStats>,
+    /// HR packets that reached the decoder.
+    pub packets_in: u64,
     pub gaps: Vec<GapReport>,
     /// Messages in HR packets.
     pub messages_in: u64,
@@ -253,6 +288,9 @@ pub struct Report {
     pub instruments: u64,
     pub stale_books: u64,
     pub live_orders: u64,
+    /// What the OPRA FAST stage made of the messages it decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opra_fast: Option<OpraFastStats>,
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
@@ -268,11 +306,23 @@ impl Report {
                 self.messages_in, self.decoded, self.undecodable
             ));
         }
-        if self.decoded != self.book.total() {
+        if let Some(o) = &self.opra_fast {
+            if self.decoded != o.messages {
+                return Err(format!("decoded {} != OPRA FAST outcomes {}", self.decoded, o.messages));
+            }
+        } else if self.decoded != self.book.total() {
             return Err(format!("decoded {} != book outcomes {}", self.decoded, self.book.total()));
         }
         if let Some(a) = &self.arbitration {
-            if a.hr.messages != self.messages_in {
+            if a.hr.packets != self.packets_in {
+                return Err(format!(
+                    "arbitrator released {} HR packets, decoder saw {}",
+                    a.hr.packets, self.packets_in
+                ));
+            }
+            // OPRA FAST blocks are counted message by message as they are read: the
+            // header's count (if there is one) only drives arbitration.
+            if self.opra_fast.is_none() && a.hr.messages != self.messages_in {
                 return Err(format!(
                     "arbitrator released {} HR messages, decoder saw {}",
                     a.hr.messages, self.messages_in
@@ -337,8 +387,22 @@ struct Out {
     waits: u64,
 }
 
+/// The OPRA FAST decoder and mapper.
+struct OpraStage<'p> {
+    program: &'p FastProgram,
+    decoder: FastDecoder<'p>,
+    msg: FastMessage,
+    mapper: OpraFast,
+    skip: usize,
+    reset_per_block: bool,
+    /// Series named so far (new ones may join symbol subscriptions).
+    named: u32,
+}
+
 /// The HR side of the pipeline, fed by the arbitrator.
-struct Downstream {
+struct Downstream<'p> {
+    opra: Option<OpraStage<'p>>,
+    packets_in: u64,
     midnight_ns: u64,
     books: Books,
     dir: SymbolDirectory,
@@ -356,7 +420,7 @@ struct Downstream {
     spent: u64,
 }
 
-impl Downstream {
+impl Downstream<'_> {
     /// Learn symbols from directory messages and adds (`b` is one whole message).
     #[inline]
     fn learn(&mut self, b: &[u8]) {
@@ -368,7 +432,13 @@ impl Downstream {
     #[cold]
     fn named(&mut self, id: u32) {
         let Some(sym) = self.dir.symbol(id) else { return };
-        let key = itch50::stock(sym);
+        self.join_subscriptions(id, itch50::stock(sym));
+    }
+
+    /// Add instrument `id`, whose symbol is `key` (space padded), to the subscriptions that
+    /// name that symbol.
+    #[cold]
+    fn join_subscriptions(&mut self, id: u32, key: [u8; 8]) {
         for o in &mut self.outs {
             if o.symbols.contains(&key) {
                 o.filter = std::mem::take(&mut o.filter).instruments([id]);
@@ -379,6 +449,10 @@ impl Downstream {
     /// Decode, book and deliver one packet the arbitrator released: its sequencer already
     /// found where the payload starts and which messages the packet holds.
     fn packet(&mut self, r: &Released<'_>) {
+        self.packets_in += 1;
+        if self.opra.is_some() {
+            return self.opra_packet(r);
+        }
         let t0 = rdtsc();
         let (first_seq, announced, ts_recv) = (r.seq, u64::from(r.count), r.arrival_ns);
         self.messages_in += announced;
@@ -420,6 +494,15 @@ impl Downstream {
             last.flags |= flags::LAST_IN_PACKET;
         }
         let t2 = rdtsc();
+        self.deliver();
+        let t3 = rdtsc();
+        self.spent += t3 - t0;
+        let _ = self.h_decode_book.record((t2 - t0).max(1));
+        let _ = self.h_deliver.record((t3 - t2).max(1));
+    }
+
+    /// Filter the batch's events and push them to the consumers' rings.
+    fn deliver(&mut self) {
         for e in &self.batch {
             // The BBO is looked up only for an event some consumer takes.
             let mut rec: Option<Record> = None;
@@ -429,6 +512,15 @@ impl Downstream {
                 }
                 o.matched += 1;
                 let r = rec.get_or_insert_with(|| {
+                    if let Some(x) = &self.opra {
+                        let id = e.instrument_id;
+                        return Record {
+                            event: *e,
+                            bbo: x.mapper.bbo(id),
+                            symbol: x.mapper.root(id),
+                            published_tsc: 0,
+                        };
+                    }
                     let bbo = self.books.book(e.instrument_id).map_or(Bbo::default(), |b| {
                         let (bid, ask) = (b.best_bid(), b.best_ask());
                         Bbo {
@@ -463,6 +555,58 @@ impl Downstream {
                 }
             }
         }
+    }
+
+    /// Decode and map one OPRA FAST block the arbitrator released. Every message the block
+    /// holds is counted: decoded, or undecodable (a message that fails, and every message
+    /// after it in its block, whose dictionary state is then unknown; a block that breaks
+    /// the framing counts one undecodable message for its unreadable rest).
+    fn opra_packet(&mut self, r: &Released<'_>) {
+        let t0 = rdtsc();
+        let Some(o) = self.opra.as_mut() else { return };
+        if o.reset_per_block {
+            o.decoder.reset();
+        }
+        self.batch.clear();
+        let block = r.frame.get(usize::from(r.payload_offset) + o.skip..).unwrap_or_default();
+        let mut broken = false;
+        for m in opra_block(block) {
+            self.messages_in += 1;
+            let body = match m {
+                Ok((_, b)) if !broken => b,
+                _ => {
+                    self.undecodable += 1;
+                    broken = true;
+                    continue;
+                }
+            };
+            match o.decoder.decode(body, &mut o.msg) {
+                Ok(n) if n == body.len() => {}
+                _ => {
+                    self.undecodable += 1;
+                    broken = true;
+                    o.decoder.reset();
+                    continue;
+                }
+            }
+            self.decoded += 1;
+            let batch = &mut self.batch;
+            o.mapper.map(o.program, &o.msg, r.arrival_ns, |e| batch.push(e));
+        }
+        let series = o.mapper.series_count();
+        if series > o.named {
+            let first = o.named + 1;
+            o.named = series;
+            for id in first..=series {
+                let key = self.opra.as_ref().map_or([0; 8], |o| o.mapper.root(id));
+                self.join_subscriptions(id, key);
+            }
+        }
+        if let Some(last) = self.batch.last_mut() {
+            last.flags |= flags::LAST_IN_PACKET;
+        }
+        let t2 = rdtsc();
+        self.deliver();
         let t3 = rdtsc();
         self.spent += t3 - t0;
         let _ = self.h_decode_book.record((t2 - t0).max(1));
@@ -470,11 +614,11 @@ impl Downstream {
     }
 }
 
-struct Sink<'a> {
-    down: &'a mut Downstream,
+struct Sink<'a, 'p> {
+    down: &'a mut Downstream<'p>,
 }
 
-impl ArbSink for Sink<'_> {
+impl ArbSink for Sink<'_, '_> {
     fn ll(&mut self, _now: u64, _frame: &[u8]) {}
     fn hr(&mut self, r: &Released<'_>) {
         self.down.packet(r);
@@ -482,6 +626,10 @@ impl ArbSink for Sink<'_> {
     fn gap(&mut self, g: &GapReport) {
         if g.output == OutputId::Hr {
             self.down.books.mark_all_stale();
+            // Copy and increment state from before the gap no longer holds.
+            if let Some(o) = self.down.opra.as_mut() {
+                o.decoder.reset();
+            }
             self.down.gaps.push(*g);
         }
     }
@@ -627,7 +775,7 @@ fn consumer_thread(
     if let (ConsumerAction::Csv(_), Some(w)) = (&action, w.as_mut()) {
         writeln!(w, "ts_recv,ts_event,sequence,instrument_id,action,side,price,size,order_id,aux,flags,msg_type")?;
     }
-    let mut bbo: Vec<Option<Bbo>> = Vec::new();
+    let mut bbo: Vec<Option<(Bbo, [u8; 8])>> = Vec::new();
     let handler = match &action {
         ConsumerAction::Handler(h) => Some(h.0.clone()),
         _ => None,
@@ -654,12 +802,14 @@ fn consumer_thread(
                     }
                     ConsumerAction::Csv(_) => write_event(w.as_mut().expect("opened"), e, false)?,
                     ConsumerAction::Jsonl(_) => write_event(w.as_mut().expect("opened"), e, true)?,
+                    // Instrument 0 is no instrument (system and status events).
+                    ConsumerAction::Bbo(_) if e.instrument_id == 0 => {}
                     ConsumerAction::Bbo(_) => {
                         let i = e.instrument_id as usize;
                         if bbo.len() <= i {
                             bbo.resize(i + 1, None);
                         }
-                        bbo[i] = Some(r.bbo);
+                        bbo[i] = Some((r.bbo, r.symbol));
                     }
                     ConsumerAction::Match(_) => {
                         if let Some(m) = matching.as_mut() {
@@ -717,8 +867,17 @@ fn consumer_thread(
         let dir = symbols.lock().map(|d| d.clone()).unwrap_or_default();
         let mut w = BufWriter::new(File::create(p)?);
         for (i, b) in bbo.iter().enumerate() {
-            if let Some(b) = b {
-                let sym = dir.symbol(i as u32).unwrap_or("");
+            if let Some((b, sym)) = b {
+                // The directory names ITCH instruments that were named after their record
+                // went out; other feeds' records carry their symbol.
+                let sym: String = match dir.symbol(i as u32) {
+                    Some(s) => s,
+                    None => std::str::from_utf8(itch50::trim_stock(sym)).unwrap_or(""),
+                }
+                .chars()
+                // A feed's bytes never break the JSON line.
+                .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '?' })
+                .collect();
                 writeln!(
                     w,
                     "{{\"instrument_id\":{i},\"symbol\":\"{sym}\",\"bid_price\":{},\"bid_size\":{},\"ask_price\":{},\"ask_size\":{}}}",
@@ -803,7 +962,21 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
         );
     }
+    let opra = match &spec.decoder {
+        FeedDecoder::Itch50 => None,
+        FeedDecoder::OpraFast(o) => Some(OpraStage {
+            program: &o.program,
+            decoder: FastDecoder::new(&o.program),
+            msg: FastMessage::new(),
+            mapper: OpraFast::new(&o.program, o.max_series).map_err(cfg_err)?,
+            skip: o.skip,
+            reset_per_block: o.reset_per_block,
+            named: 0,
+        }),
+    };
     let mut down = Downstream {
+        opra,
+        packets_in: 0,
         midnight_ns: spec.midnight_ns,
         books: Books::new(spec.book),
         dir: SymbolDirectory::new(),
@@ -876,24 +1049,37 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb, &clock));
-    latency_ns.insert("2 decode + book (per packet)".to_string(), latency(&down.h_decode_book, &clock));
+    let stage2 = if down.opra.is_some() { "2 decode + map (per packet)" } else { "2 decode + book (per packet)" };
+    latency_ns.insert(stage2.to_string(), latency(&down.h_decode_book, &clock));
     latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
     let stats = arb.stats();
+    let opra_fast = down.opra.as_ref().map(|o| o.mapper.stats());
+    let mut by_type: BTreeMap<String, u64> =
+        (0..256).filter(|&t| down.by_type[t] > 0).map(|t| (((t as u8) as char).to_string(), down.by_type[t])).collect();
+    let mut instruments = down.dir.len() as u64;
+    let feed = match &opra_fast {
+        Some(o) => {
+            by_type = o.by_category.clone();
+            instruments = o.series;
+            "opra-fast"
+        }
+        None => "itch50",
+    };
     let books = down.books;
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
+        feed: feed.to_string(),
         frames,
         arbitration: Some(stats),
+        packets_in: down.packets_in,
+        opra_fast,
         gaps: down.gaps,
         messages_in: down.messages_in,
         decoded: down.decoded,
         undecodable: down.undecodable,
-        by_type: (0..256)
-            .filter(|&t| down.by_type[t] > 0)
-            .map(|t| (((t as u8) as char).to_string(), down.by_type[t]))
-            .collect(),
+        by_type,
         book: *books.stats(),
-        instruments: down.dir.len() as u64,
+        instruments,
         stale_books: books.instruments().filter(|(_, b)| b.is_stale()).count() as u64,
         live_orders: books.live_orders() as u64,
         consumers,
@@ -941,12 +1127,21 @@ pub fn summary(r: &Report) -> String {
         "  decoded: {} messages ({} undecodable) of {} in HR packets",
         r.decoded, r.undecodable, r.messages_in
     );
-    let b = &r.book;
-    let _ = writeln!(
-        s,
-        "  books: {} applied, {} not book events, {} unknown order, {} duplicate, {} table full; {} instruments, {} live orders, {} stale books",
-        b.applied, b.ignored, b.unknown_order, b.duplicate_order, b.table_full, r.instruments, r.live_orders, r.stale_books
-    );
+    if let Some(o) = &r.opra_fast {
+        let _ = writeln!(
+            s,
+            "  opra-fast: {} quotes, {} trades, {} status, {} other, {} rejected {:?}; {} series; by category {:?}",
+            o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category
+        );
+    }
+    if r.opra_fast.is_none() {
+        let b = &r.book;
+        let _ = writeln!(
+            s,
+            "  books: {} applied, {} not book events, {} unknown order, {} duplicate, {} table full; {} instruments, {} live orders, {} stale books",
+            b.applied, b.ignored, b.unknown_order, b.duplicate_order, b.table_full, r.instruments, r.live_orders, r.stale_books
+        );
+    }
     for c in &r.consumers {
         let _ = writeln!(
             s,
@@ -972,6 +1167,7 @@ pub fn summary(r: &Report) -> String {
         s,
         "  accounting: {}",
         match r.check() {
+            Ok(()) if r.opra_fast.is_some() => "balanced (HR block messages = decoded + undecodable; decoded = quotes + trades + status + other + rejected; per consumer matched = delivered + dropped = received + dropped)".to_string(),
             Ok(()) => "balanced (HR messages = decoded + undecodable = book outcomes; per consumer matched = delivered + dropped = received + dropped)".to_string(),
             Err(e) => format!("NOT BALANCED: {e}"),
         }

@@ -76,6 +76,7 @@ fn matching_consumer_equals_brute_force_on_the_records() {
     };
     let matches_path = dir.path().join("matches.jsonl");
     let spec = PipelineSpec {
+        decoder: Default::default(),
         inputs: vec![feed],
         sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
         arb: Default::default(),
