@@ -267,29 +267,33 @@ fn append(v: &mut Vec<u8>, src: &[u8]) {
     }
 }
 
-/// A short ASCII string that is not NULL, empty or led by a zero byte, with 8 bytes of
-/// buffer to read: one word load, the stop bit found by a trailing-zero count. `None`
+/// A short ASCII string (up to 8 bytes) that is not NULL, empty or led by a zero byte: one
+/// word load, the stop bit found by a trailing-zero count. `None`
 /// leaves every other case to `str_op`.
 #[inline(always)]
 fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u32)> {
     let at = *pos;
-    let w = buf.get(at..at + 8)?;
-    let mut b = [0u8; 8];
-    b.copy_from_slice(w);
-    if b[0] == 0 || b[0] == 0x80 {
+    let w = match buf.get(at..at + 8) {
+        Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
+        // The message's last bytes (a field near its end): the bytes there are, zeros after
+        // them (no stop bit), so a string that runs past the end is still not found here.
+        None => buf.get(at..)?.iter().rev().fold(0u64, |w, &x| (w << 8) | u64::from(x)),
+    };
+    if w & 0x7f == 0 {
+        // NULL (0x80), or a leading zero byte: the exact reader's cases.
         return None;
     }
-    let stops = u64::from_le_bytes(b) & 0x8080_8080_8080_8080;
+    let stops = w & 0x8080_8080_8080_8080;
     if stops == 0 {
         return None;
     }
-    let n = (stops.trailing_zeros() / 8 + 1) as usize;
+    let last = stops.trailing_zeros() as usize; // the stop bit of the last byte
+    let n = last / 8 + 1;
     let start = msg.bytes.len();
-    b[n - 1] &= 0x7f;
-    // A byte loop: shorter than a call to the generic slice append for a few bytes.
-    for &x in &b[..n] {
-        msg.bytes.push(x);
-    }
+    // All eight bytes in one store, then cut to the string's length: one capacity check
+    // and no byte loop. The stop bit comes off the last byte.
+    msg.bytes.extend_from_slice(&(w & !(1u64 << last)).to_le_bytes());
+    msg.bytes.truncate(start + n);
     *pos = at + n;
     Some((start as u32, n as u32))
 }
@@ -1199,6 +1203,14 @@ impl<'p> Decoder<'p> {
             // The common string cases in line: a short ASCII value read or stored, a copied
             // value loaded. Everything else goes through `str_op`.
             op::STR_NONE | op::STR_STORE if ins.flags & (flag::UNICODE | flag::BYTES) == 0 => {
+                // NULL, the usual value of an optional string an exchange leaves out.
+                if ins.has(flag::NULLABLE) && buf.get(*pos) == Some(&0x80) {
+                    *pos += 1;
+                    if ins.code == Code::StrStore {
+                        self.strs[ins.slot as usize].state = EMPTY;
+                    }
+                    return Ok(i + 1);
+                }
                 if let Some((start, len)) = ascii_fast(buf, pos, msg) {
                     if ins.code == Code::StrStore {
                         let s = &mut self.strs[ins.slot as usize];
