@@ -63,6 +63,40 @@ proptest! {
 
     /// Writers then readers give the value back, in the fewest bytes.
     #[test]
+    fn opra_blocks_give_back_their_messages(
+        msgs in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..8),
+        junk in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        // A well-formed block yields exactly its messages, with their offsets.
+        let mut block = vec![0x01];
+        for m in &msgs {
+            block.push(m.len() as u8);
+            block.extend_from_slice(m);
+        }
+        block.push(0x03);
+        let got: Vec<_> = tickplant_fast::opra_block(&block).collect::<Result<_, _>>().unwrap();
+        prop_assert_eq!(got.len(), msgs.len());
+        let mut at = 1;
+        for ((off, body), m) in got.iter().zip(&msgs) {
+            prop_assert_eq!(*off, at + 1);
+            prop_assert_eq!(body, &m.as_slice());
+            at += 1 + m.len();
+        }
+        // Any bytes: no panic, at most one error and it ends the walk, every message inside.
+        let mut errors = 0;
+        for r in tickplant_fast::opra_block(&junk) {
+            prop_assert_eq!(errors, 0);
+            match r {
+                Ok((off, body)) => prop_assert!(off + body.len() < junk.len()),
+                Err((off, _)) => {
+                    prop_assert!(off < junk.len().max(1));
+                    errors += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
     fn integers_round_trip(u in any::<u64>(), i in any::<i64>()) {
         let mut out = Vec::new();
         codec::write_u64(&mut out, u);
