@@ -54,6 +54,10 @@ pub struct Source {
     /// opra-fast: room in the series table.
     #[serde(default = "default_max_series")]
     pub max_series: usize,
+    /// opra-fast: blocks of capture A profiled before the run to specialise the decoder
+    /// (0: none).
+    #[serde(default = "default_profile_blocks")]
+    pub profile_blocks: usize,
     /// Trading day, US Eastern (ITCH timestamps count from its midnight).
     #[serde(default = "default_date")]
     pub date: String,
@@ -67,6 +71,9 @@ fn default_reset() -> String {
 }
 fn default_max_series() -> usize {
     1 << 20
+}
+fn default_profile_blocks() -> usize {
+    10_000
 }
 fn default_date() -> String {
     "1970-01-01".into()
@@ -306,6 +313,7 @@ impl RunConfig {
                     skip: s.skip,
                     reset_per_block,
                     max_series: s.max_series,
+                    profile_blocks: s.profile_blocks,
                 }))
             }
             d => bail!("[source] decoder {d:?}: expected \"itch50\" or \"opra-fast\""),

@@ -158,6 +158,8 @@ pub struct OpraFastStats {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Series seen.
     pub series: u64,
+    /// Straight-line segments the decoder ran with (set by the pipeline).
+    pub specialised_segments: u64,
 }
 
 /// Multiplier from a price with denominator code `code` to 1e-9 units.
@@ -388,6 +390,7 @@ impl OpraFast {
                 .map(|r| (r.as_str().to_string(), self.rejected[*r as usize]))
                 .collect(),
             series: self.series.len() as u64,
+            specialised_segments: 0,
         }
     }
 }

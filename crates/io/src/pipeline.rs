@@ -197,6 +197,10 @@ pub struct OpraFastSpec {
     pub reset_per_block: bool,
     /// Room in the series table.
     pub max_series: usize,
+    /// Before the run, decode this many blocks of the first capture with a profiling
+    /// decoder and build straight-line segments for their hottest presence maps (the FAST
+    /// program's specialisation, docs/fast.md); 0: the generic program.
+    pub profile_blocks: usize,
 }
 
 /// The whole pipeline.
@@ -901,6 +905,45 @@ pub struct Outcome {
     pub symbols: SymbolDirectory,
 }
 
+/// Profile the first `o.profile_blocks` OPRA FAST blocks of `path` and specialise `program`
+/// for them; returns the segments built. Frames that are not market data and blocks that
+/// do not decode are passed over (the run itself counts them).
+fn specialise_opra(
+    program: &mut FastProgram,
+    path: &std::path::Path,
+    cfg: &tickplant_core::SequencerConfig,
+    o: &OpraFastSpec,
+) -> Result<usize, PcapError> {
+    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
+    let seq = Sequencer::new(cfg.clone()).map_err(cfg_err)?;
+    let mut r = FrameReader::open(path)?;
+    let link = r.link_type();
+    let profile = {
+        let mut dec = FastDecoder::new(program);
+        dec.start_profile();
+        let mut msg = FastMessage::new();
+        let mut blocks = 0;
+        while blocks < o.profile_blocks {
+            let Some(f) = r.next_frame()? else { break };
+            let Ok(info) = seq.classify(link, f.data) else { continue };
+            blocks += 1;
+            if o.reset_per_block {
+                dec.reset();
+            }
+            let block = f.data.get(usize::from(info.payload_offset) + o.skip..).unwrap_or_default();
+            for m in opra_block(block) {
+                let Ok((_, body)) = m else { break };
+                if dec.decode(body, &mut msg).is_err() {
+                    dec.reset();
+                    break;
+                }
+            }
+        }
+        dec.take_profile()
+    };
+    Ok(program.specialise(&profile, 8, 64, 0.02))
+}
+
 /// Run the pipeline to the end of its inputs.
 pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
@@ -962,17 +1005,29 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
         );
     }
-    let opra = match &spec.decoder {
+    // The OPRA FAST program, specialised for the capture's hottest presence maps.
+    let mut specialised = 0;
+    let opra_program = match &spec.decoder {
         FeedDecoder::Itch50 => None,
-        FeedDecoder::OpraFast(o) => Some(OpraStage {
-            program: &o.program,
-            decoder: FastDecoder::new(&o.program),
+        FeedDecoder::OpraFast(o) => {
+            let mut p = (*o.program).clone();
+            if o.profile_blocks > 0 {
+                specialised = specialise_opra(&mut p, &spec.inputs[0], &spec.sequencer, o)?;
+            }
+            Some(p)
+        }
+    };
+    let opra = match (&spec.decoder, &opra_program) {
+        (FeedDecoder::OpraFast(o), Some(program)) => Some(OpraStage {
+            program,
+            decoder: FastDecoder::new(program),
             msg: FastMessage::new(),
-            mapper: OpraFast::new(&o.program, o.max_series).map_err(cfg_err)?,
+            mapper: OpraFast::new(program, o.max_series).map_err(cfg_err)?,
             skip: o.skip,
             reset_per_block: o.reset_per_block,
             named: 0,
         }),
+        _ => None,
     };
     let mut down = Downstream {
         opra,
@@ -1053,7 +1108,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     latency_ns.insert(stage2.to_string(), latency(&down.h_decode_book, &clock));
     latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
     let stats = arb.stats();
-    let opra_fast = down.opra.as_ref().map(|o| o.mapper.stats());
+    let opra_fast =
+        down.opra.as_ref().map(|o| OpraFastStats { specialised_segments: specialised as u64, ..o.mapper.stats() });
     let mut by_type: BTreeMap<String, u64> =
         (0..256).filter(|&t| down.by_type[t] > 0).map(|t| (((t as u8) as char).to_string(), down.by_type[t])).collect();
     let mut instruments = down.dir.len() as u64;
@@ -1130,8 +1186,8 @@ pub fn summary(r: &Report) -> String {
     if let Some(o) = &r.opra_fast {
         let _ = writeln!(
             s,
-            "  opra-fast: {} quotes, {} trades, {} status, {} other, {} rejected {:?}; {} series; by category {:?}",
-            o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category
+            "  opra-fast: {} quotes, {} trades, {} status, {} other, {} rejected {:?}; {} series; by category {:?}; {} specialised segments",
+            o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category, o.specialised_segments
         );
     }
     if r.opra_fast.is_none() {

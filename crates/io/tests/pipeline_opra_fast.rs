@@ -31,6 +31,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
             skip: tickplant_sim::opra_fast::HEADER_LEN,
             reset_per_block,
             max_series: 10_000,
+            profile_blocks: 1_000,
         }),
         inputs,
         sequencer: sequencer(),
@@ -89,6 +90,8 @@ fn impaired_ab_feed_delivers_the_truth_less_the_reported_gaps() {
     assert_eq!(r.undecodable, 0);
     let o = r.opra_fast.as_ref().unwrap();
     assert_eq!(o.rejected, 0, "{o:?}");
+    // The decoder ran with segments specialised from a profile of capture A.
+    assert!(o.specialised_segments > 0, "{o:?}");
 
     // Sequences the arbitrator gave up on.
     let lost: HashSet<u64> = r.gaps.iter().flat_map(|g| g.first_seq..=g.last_seq).collect();
