@@ -1228,6 +1228,8 @@ impl<'p> Decoder<'p> {
                 let m_ins = &program.insns[i + 2];
                 // The usual exchange shape in line: a constant (or resolved default)
                 // exponent, a delta mantissa.
+                // Dispatch keys: 8 * operator index + signed + 2 * nullable + 4 * 32-bit.
+                const I64_DELTA: u8 = 5 * 8 + 1;
                 let e = match e_ins.code {
                     Code::IntConst if !e_ins.has(flag::OPT) => Some(e_ins.init),
                     _ => self.int_op(e_ins, buf, pos, pmap)?,
@@ -1236,7 +1238,9 @@ impl<'p> Decoder<'p> {
                     if !(-63..=63).contains(&e) {
                         return Err(self.fail(ErrorKind::ExponentRange, *pos));
                     }
-                    let m = if m_ins.code == Code::IntDelta {
+                    let m = if m_ins.op == I64_DELTA {
+                        self.delta_t::<true, false, false>(m_ins, buf, pos)?
+                    } else if m_ins.code == Code::IntDelta {
                         self.delta(m_ins, buf, pos)?
                     } else {
                         self.int_op(m_ins, buf, pos, pmap)?
