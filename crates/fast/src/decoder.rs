@@ -722,10 +722,30 @@ impl<'p> Decoder<'p> {
                     let slot = ins.slot as usize;
                     let s = self.ints[slot];
                     let incr = matches!(code, Code::IntIncr | Code::IntLoadIncr);
-                    if s.state == ASSIGNED && !incr {
+                    if s.state != ASSIGNED {
+                        self.load(ins, incr, *pos)?
+                    } else if !incr {
                         Some(s.v)
                     } else {
-                        self.load(ins, incr, *pos)?
+                        // Increment, with the type's range fixed at compile time.
+                        let next = if W {
+                            s.v.checked_add(1).filter(|&v| {
+                                if S {
+                                    i32::try_from(v).is_ok()
+                                } else {
+                                    u32::try_from(v).is_ok()
+                                }
+                            })
+                        } else if S {
+                            s.v.checked_add(1)
+                        } else {
+                            (s.v as u64).checked_add(1).map(|v| v as i64)
+                        };
+                        let Some(next) = next else {
+                            return Err(self.fail(ErrorKind::DeltaOverflow, *pos));
+                        };
+                        self.ints[slot].v = next;
+                        Some(next)
                     }
                 }
             }
