@@ -1221,9 +1221,15 @@ impl<'p> Decoder<'p> {
             op::CONSTS => {
                 let program = self.program;
                 let lo = ins.a as usize;
-                // Runs are short (one to four entries): a push loop beats a memcpy call.
-                for e in &program.consts[lo..lo + ins.init as usize] {
+                // Runs are short (one to four entries): a push loop beats a memcpy call, and
+                // the usual single entry goes without the loop.
+                let run = &program.consts[lo..lo + ins.init as usize];
+                if let [e] = run {
                     msg.entries.push(*e);
+                } else {
+                    for e in run {
+                        msg.entries.push(*e);
+                    }
                 }
                 Ok(i + 1)
             }
