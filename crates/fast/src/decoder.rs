@@ -388,9 +388,12 @@ impl<'p> Decoder<'p> {
     fn template_id(&mut self, buf: &[u8], pos: &mut usize, pmap: &mut Pmap) -> R<u32> {
         if take(pmap) {
             let at = *pos;
-            let id = match codec::read_u64(buf, pos) {
-                Ok(v) => v,
-                Err(e) => return Err(self.fail(e.kind, e.offset)),
+            let id = match groups(buf, pos) {
+                Some((v, _)) => v,
+                None => match codec::read_u64(buf, pos) {
+                    Ok(v) => v,
+                    Err(e) => return Err(self.fail(e.kind, e.offset)),
+                },
             };
             let Ok(id) = u32::try_from(id) else {
                 return Err(self.fail(ErrorKind::IntegerOverflow("uInt32"), at));
