@@ -277,6 +277,42 @@ fn bad_config_says_what_and_where() {
     assert!(err.contains("\"nowhere\" is not host:port"), "{err}");
     let err = trading("triggers = \"tr.txt\"\nexchange = \"127.0.0.1:9\"\n");
     assert!(err.contains("tr.txt: line 1") && err.contains("buy QTY"), "{err}");
+    // The OPRA FAST decoder: its templates are required, read, compiled and checked.
+    let opra = |extra: &str| {
+        std::fs::write(d.path().join("o.toml"), format!("[source]\na = \"x.pcap\"\ndecoder = \"opra-fast\"\n{extra}"))
+            .unwrap();
+        String::from_utf8_lossy(&tp(d.path(), &["run", "o.toml"]).stderr).to_string()
+    };
+    let err = opra("");
+    assert!(err.contains("decoder \"opra-fast\" needs `templates`"), "{err}");
+    let err = opra("templates = \"none.xml\"\n");
+    assert!(err.contains("none.xml: cannot read"), "{err}");
+    std::fs::write(
+        d.path().join("t.xml"),
+        "<templates><template name=\"T\" id=\"1\"><uInt32 name=\"X\"/></template></templates>",
+    )
+    .unwrap();
+    let err = opra("templates = \"t.xml\"\n");
+    assert!(err.contains("t.xml") && err.contains("no MESSAGE_CATEGORY"), "{err}");
+    std::fs::write(
+        d.path().join("bad.xml"),
+        "<templates><template name=\"T\"><uInt33 name=\"X\"/></template></templates>",
+    )
+    .unwrap();
+    let err = opra("templates = \"bad.xml\"\n");
+    assert!(err.contains("bad.xml") && err.contains("uInt33"), "{err}");
+    std::fs::write(
+        d.path().join("o.xml"),
+        "<templates><template name=\"O\"><uInt32 name=\"MESSAGE_CATEGORY\"/></template></templates>",
+    )
+    .unwrap();
+    let err = opra("templates = \"o.xml\"\nreset = \"sometimes\"\n");
+    assert!(err.contains("reset \"sometimes\": expected \"block\" or \"never\""), "{err}");
+    let err = opra("templates = \"o.xml\"\n[[consumer]]\nname = \"c\"\ntypes = [\"kk\"]\n");
+    assert!(err.contains("\"kk\" is not an OPRA message category"), "{err}");
+    std::fs::write(d.path().join("i.toml"), "[source]\na = \"x.pcap\"\ndecoder = \"itch51\"\n").unwrap();
+    let err = String::from_utf8_lossy(&tp(d.path(), &["run", "i.toml"]).stderr).to_string();
+    assert!(err.contains("decoder \"itch51\": expected \"itch50\" or \"opra-fast\""), "{err}");
     std::fs::write(d.path().join("typo.toml"), "[source]\na = \"x.pcap\"\nbogus = 1\n").unwrap();
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
     assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");
