@@ -362,11 +362,6 @@ impl OpraFast {
         self.series(id).map_or([0; 8], |s| s.root)
     }
 
-    /// Whether the instrument's root symbol is `root` (space padded).
-    pub fn is_root(&self, id: u32, root: &[u8; 8]) -> bool {
-        self.series(id).is_some_and(|s| &s.root == root)
-    }
-
     pub fn stats(&self) -> OpraFastStats {
         let rejected: u64 = self.rejected.iter().sum();
         OpraFastStats {

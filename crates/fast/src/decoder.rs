@@ -219,6 +219,18 @@ pub(crate) fn widen(ins: &Insn, v: i64) -> i128 {
     }
 }
 
+/// The base an integer delta applies to, by the previous value's state: the value, the
+/// initial value (or 0) when undefined; `None` when empty, an error (D6).
+#[inline(always)]
+pub(crate) fn delta_base(ins: &Insn, s: IntSlot) -> Option<i128> {
+    match s.state {
+        ASSIGNED => Some(widen(ins, s.v)),
+        UNDEFINED if ins.has(flag::HAS_INIT) => Some(widen(ins, ins.init)),
+        UNDEFINED => Some(0),
+        _ => None,
+    }
+}
+
 #[inline(always)]
 pub(crate) fn int_value(ins: &Insn, v: i64) -> Value {
     if ins.has(flag::SIGNED) {
@@ -297,6 +309,9 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u3
     *pos = at + n;
     Some((start as u32, n as u32))
 }
+
+/// How deltas and exponents are read, whatever the field's type: a signed 64-bit integer.
+const SIGNED_64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1 };
 
 /// A failed decode: the details are in [`Decoder::err`]. Zero-sized, so every internal
 /// result fits in registers.
@@ -506,8 +521,7 @@ impl<'p> Decoder<'p> {
     /// A signed integer as a delta or exponent is sent (nullable or not), no range check.
     #[inline(always)]
     fn signed(&mut self, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
-        const I64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1 };
-        self.int(&I64, nullable, buf, pos)
+        self.int(&SIGNED_64, nullable, buf, pos)
     }
 
     /// Store a value read for copy or increment; `None` leaves the entry empty.
@@ -566,12 +580,8 @@ impl<'p> Decoder<'p> {
             return Ok(None);
         };
         let slot = ins.slot as usize;
-        let s = self.ints[slot];
-        let base = match s.state {
-            ASSIGNED => widen(ins, s.v),
-            UNDEFINED if ins.has(flag::HAS_INIT) => widen(ins, ins.init),
-            UNDEFINED => 0,
-            _ => return Err(self.fail(ErrorKind::EmptyPrevious, at)),
+        let Some(base) = delta_base(ins, self.ints[slot]) else {
+            return Err(self.fail(ErrorKind::EmptyPrevious, at));
         };
         let v = base + i128::from(d);
         if !fits(ins, v) {
@@ -592,24 +602,8 @@ impl<'p> Decoder<'p> {
         pos: &mut usize,
     ) -> R<Option<i64>> {
         let at = *pos;
-        let d = match groups(buf, pos) {
-            Some((v, n)) => {
-                let shift = 64 - 7 * n;
-                let d = ((v << shift) as i64) >> shift;
-                if N {
-                    match d {
-                        0 => return Ok(None),
-                        d if d > 0 => d - 1,
-                        d => d,
-                    }
-                } else {
-                    d
-                }
-            }
-            None => {
-                *pos = at;
-                return self.delta(ins, buf, pos);
-            }
+        let Some(d) = self.int_t::<true, N, false>(&SIGNED_64, buf, pos)? else {
+            return Ok(None);
         };
         let slot = ins.slot as usize;
         let s = self.ints[slot];

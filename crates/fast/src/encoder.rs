@@ -8,7 +8,7 @@
 
 use crate::codec::{self, Pmap};
 use crate::decoder::{
-    fits, reset_dictionary, widen, Entry, IntSlot, Message, StrSlot, Value, ASSIGNED, EMPTY, UNDEFINED,
+    delta_base, fits, reset_dictionary, widen, Entry, IntSlot, Message, StrSlot, Value, ASSIGNED, EMPTY, UNDEFINED,
 };
 use crate::error::{Error, ErrorKind};
 use crate::program::{flag, Code, Insn, Program};
@@ -307,12 +307,8 @@ impl<'p> Encoder<'p> {
                     return write_int(ins, out, None);
                 };
                 let slot = ins.slot as usize;
-                let s = self.ints[slot];
-                let base = match s.state {
-                    ASSIGNED => widen(ins, s.v),
-                    UNDEFINED if ins.has(flag::HAS_INIT) => widen(ins, ins.init),
-                    UNDEFINED => 0,
-                    _ => return Err(Error { kind: ErrorKind::EmptyPrevious, offset: at, field: ins.field }),
+                let Some(base) = delta_base(ins, self.ints[slot]) else {
+                    return Err(Error { kind: ErrorKind::EmptyPrevious, offset: at, field: ins.field });
                 };
                 let d = i64::try_from(widen(ins, v) - base)
                     .map_err(|_| mismatch("delta does not fit 64 bits", at, ins.field))?;

@@ -1110,16 +1110,15 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let stats = arb.stats();
     let opra_fast =
         down.opra.as_ref().map(|o| OpraFastStats { specialised_segments: specialised as u64, ..o.mapper.stats() });
-    let mut by_type: BTreeMap<String, u64> =
-        (0..256).filter(|&t| down.by_type[t] > 0).map(|t| (((t as u8) as char).to_string(), down.by_type[t])).collect();
-    let mut instruments = down.dir.len() as u64;
-    let feed = match &opra_fast {
-        Some(o) => {
-            by_type = o.by_category.clone();
-            instruments = o.series;
-            "opra-fast"
+    let (feed, by_type, instruments) = match &opra_fast {
+        Some(o) => ("opra-fast", o.by_category.clone(), o.series),
+        None => {
+            let by_type = (0..256)
+                .filter(|&t| down.by_type[t] > 0)
+                .map(|t| (((t as u8) as char).to_string(), down.by_type[t]))
+                .collect();
+            ("itch50", by_type, down.dir.len() as u64)
         }
-        None => "itch50",
     };
     let books = down.books;
     let report = Report {
