@@ -200,6 +200,9 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         ("fttc", Some(_)) => bail!("--triggers is for --strategy triggers"),
         (other, _) => bail!("--strategy {other:?}: \"fttc\" or \"triggers\""),
     }
+    if a.qty == 0 || a.qty > 999_999_999 {
+        bail!("--qty {}: from 1 to 999,999,999 shares (OrderQty is nine digits in the order template)", a.qty);
+    }
     if !matches!(a.begin_string.as_str(), "FIX.4.4" | "FIX.4.2") {
         bail!("--begin-string {:?}: FIX.4.4 or FIX.4.2", a.begin_string);
     }

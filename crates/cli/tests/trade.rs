@@ -184,6 +184,11 @@ fn bad_arguments_say_what_is_wrong() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("\"fttc\" or \"triggers\""));
     let o = Command::new(BIN).args(["trade", "--strategy", "triggers"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("needs --triggers FILE"));
+    for q in ["0", "1000000000"] {
+        let o = Command::new(BIN).args(["trade", "--qty", q]).output().unwrap();
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("--qty {q}: from 1 to 999,999,999")));
+    }
     let o = Command::new(BIN).args(["sim", "fix-md", "--duration", "3 parsecs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"));
 }

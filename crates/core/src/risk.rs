@@ -118,32 +118,50 @@ impl Risk {
         &mut self.symbols[i]
     }
 
-    /// Check an order; when it passes it counts as open (and in the rate window).
+    /// Check an order and count it as open (and in the rate window) when it passes: for a
+    /// caller that sends at once. A caller that can still fail to send after the check
+    /// (a template that refuses a number) calls [`Risk::verdict`], then [`Risk::on_sent`]
+    /// once the order is out, so that an order never sent is never open.
     pub fn check(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
-        let r = self.verdict(now, o);
-        match r {
-            Ok(()) => {
-                self.accepted += 1;
-                self.open_orders += 1;
-                let limited = self.limits.max_orders_per_second > 0;
-                let s = self.sym(o.symbol);
-                if o.buy {
-                    s.open_buy += o.qty;
-                } else {
-                    s.open_sell += o.qty;
-                }
-                // The window is kept only when the rate is limited (else it would grow for
-                // ever).
-                if limited {
-                    s.recent.push_back(now);
-                }
-            }
-            Err(why) => self.rejects[why as usize] += 1,
+        self.verdict(now, o)?;
+        self.on_sent(now, o);
+        Ok(())
+    }
+
+    /// Would `o` pass every check now? A refusal is counted with its reason; a pass
+    /// changes nothing until [`Risk::on_sent`].
+    pub fn verdict(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
+        let r = self.judge(now, o);
+        if let Err(why) = r {
+            self.rejects[why as usize] += 1;
         }
         r
     }
 
-    fn verdict(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
+    /// An order that passed [`Risk::verdict`] was sent: it is open (and in the rate
+    /// window) until its fill or its end.
+    pub fn on_sent(&mut self, now: u64, o: &OrderIntent) {
+        self.accepted += 1;
+        self.open_orders += 1;
+        let limited = self.limits.max_orders_per_second > 0;
+        let s = self.sym(o.symbol);
+        if o.buy {
+            s.open_buy += o.qty;
+        } else {
+            s.open_sell += o.qty;
+        }
+        // The window is kept only when the rate is limited (else it would grow for ever).
+        if limited {
+            s.recent.push_back(now);
+        }
+    }
+
+    /// Is the collar on (else trades need not be reported)?
+    pub fn wants_trades(&self) -> bool {
+        self.limits.collar_bps > 0
+    }
+
+    fn judge(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
         let l = self.limits;
         if self.killed {
             return Err(RiskReject::KillSwitch);
@@ -272,5 +290,18 @@ mod tests {
         assert_eq!(r.check(0, &buy(1)), Err(RiskReject::KillSwitch));
         let counts: Vec<_> = r.rejects().filter(|x| x.1 > 0).collect();
         assert_eq!(counts, vec![(RiskReject::KillSwitch, 1), (RiskReject::PriceCollar, 1)]);
+    }
+
+    #[test]
+    fn a_verdict_alone_opens_nothing() {
+        let mut r = Risk::new(RiskLimits { max_open_orders: 1, max_orders_per_second: 1, ..Default::default() });
+        for _ in 0..5 {
+            assert_eq!(r.verdict(0, &buy(1)), Ok(()), "an order never sent takes no room");
+        }
+        assert_eq!((r.open_orders(), r.accepted()), (0, 0));
+        r.on_sent(0, &buy(1));
+        assert_eq!((r.open_orders(), r.accepted()), (1, 1));
+        assert_eq!(r.verdict(0, &buy(1)), Err(RiskReject::MaxOpenOrders));
+        assert_eq!(r.rejects().find(|x| x.0 == RiskReject::MaxOpenOrders).unwrap().1, 1);
     }
 }

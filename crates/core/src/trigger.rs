@@ -101,6 +101,17 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    /// The price of a trade printed on the market, when the entry is one: a FIX entry of
+    /// MDEntryType (269) `2`, or a normalized `trade` or `execute` event. Risk's price
+    /// collar takes its reference from these.
+    pub fn trade_price(&self) -> Option<i64> {
+        let trade = self.entry_type == Some(b"2") || matches!(self.action, Some(b"trade" | b"execute"));
+        if trade {
+            self.price
+        } else {
+            None
+        }
+    }
     /// The entry of a normalized market event of `symbol`: its action and side always, its
     /// price when it has one (not 0), its size when it has one.
     pub fn of_event(e: &crate::event::Event, symbol: &'a [u8]) -> Entry<'a> {

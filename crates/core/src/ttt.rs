@@ -9,6 +9,12 @@
 //! [`OrderTemplate`]: the order bytes exist before the decision, as in the hardware design
 //! we follow. [`Fttc::on_execution`] turns each BUY fill into a SELL of the same quantity.
 //!
+//! When the price collar is on, every trade entry (MDEntryType (269) `2`) sets its
+//! symbol's last trade before the entry's own price is judged. A 269 applies to its own
+//! entry only: the next MDEntryPx, or an MDUpdateAction (279, the incremental refresh's
+//! entry delimiter), ends it. An order counts as open for risk only once its bytes are
+//! written: one the template refuses never takes room under `max-open-orders`.
+//!
 //! No allocation per message once a symbol has been seen (its template is built the first
 //! time it appears).
 
@@ -68,6 +74,9 @@ struct SymbolState {
     template: OrderTemplate,
     /// The price of the last BUY (the SELL's risk checks use it).
     last_px: i64,
+    /// The configured quantity fits the template (else the strategy's orders would carry
+    /// a wrong OrderQty: each is counted as a template error instead).
+    qty_fits: bool,
 }
 
 /// Why a datagram was not market data the strategy reads.
@@ -189,8 +198,8 @@ impl Fttc {
         );
         let mut template = OrderTemplate::new(&spec);
         // The configured quantity, written once (triggers patch their own per order).
-        let _ = template.set_qty(self.cfg.qty);
-        self.symbols.push(SymbolState { template, last_px: 0 });
+        let qty_fits = template.set_qty(self.cfg.qty).is_ok();
+        self.symbols.push(SymbolState { template, last_px: 0, qty_fits });
         match short_key(symbol) {
             Some(k) => self.short_ids.insert(k, id),
             None => self.ids.insert(symbol.into(), id),
@@ -221,6 +230,9 @@ impl Fttc {
         }
         let mut symbol: &[u8] = &[];
         let mut orders = 0;
+        let want_trades = self.risk.wants_trades();
+        // This entry is a trade (its 269 was `2`) and the collar wants to know.
+        let mut trade = false;
         let buf = m.as_bytes();
         let (_, end) = m.body();
         let mut i = m.after_msg_type();
@@ -247,6 +259,10 @@ impl Fttc {
                 self.stats.entries += 1;
                 let px = fix::parse_decimal(&buf[i + 4..soh]).ok_or(MdError::Price { offset: i })?;
                 i = soh + 1;
+                if std::mem::take(&mut trade) {
+                    let id = self.id(symbol);
+                    self.risk.on_trade(id, px);
+                }
                 if px % 1_000_000_000 != 0 {
                     continue;
                 }
@@ -257,17 +273,34 @@ impl Fttc {
                 st.last_px = px;
                 self.stats.whole_dollar += 1;
                 let intent = OrderIntent { symbol: id, buy: true, qty: self.cfg.qty, price: px };
-                if self.risk.check(now, &intent).is_err() {
+                if self.risk.verdict(now, &intent).is_err() {
+                    continue;
+                }
+                if !st.qty_fits {
+                    self.stats.template_errors += 1;
                     continue;
                 }
                 self.cl_ord_id += 1;
                 if order(st, &mut self.counters, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
+                    self.risk.on_sent(now, &intent);
                     self.stats.buys += 1;
                     orders += 1;
                 } else {
                     self.stats.template_errors += 1;
                 }
                 continue;
+            }
+            if want_trades {
+                if head == u32::from_le_bytes(*b"269=") {
+                    trade = buf[i + 4] == b'2' && soh == i + 5;
+                    i = soh + 1;
+                    continue;
+                }
+                if head == u32::from_le_bytes(*b"279=") {
+                    trade = false;
+                    i = soh + 1;
+                    continue;
+                }
             }
             if announces_data(head) {
                 // The data field after this one is read by its length: the slow reader.
@@ -326,10 +359,15 @@ impl Fttc {
             self.stats.buy_fills += 1;
             self.risk.on_fill(id, true, qty, true);
             let intent = OrderIntent { symbol: id, buy: false, qty: self.cfg.qty, price: px };
-            if self.risk.check(now, &intent).is_ok() {
+            if !st.qty_fits {
+                self.stats.template_errors += 1;
+            } else if self.risk.verdict(now, &intent).is_ok() {
                 self.cl_ord_id += 1;
                 match order(st, &mut self.counters, self.cl_ord_id, b'2', now, next_seq, send) {
-                    Ok(()) => self.stats.sells += 1,
+                    Ok(()) => {
+                        self.risk.on_sent(now, &intent);
+                        self.stats.sells += 1;
+                    }
                     Err(_) => self.stats.template_errors += 1,
                 }
             }
@@ -414,13 +452,19 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> usize {
         let mut orders = 0;
+        if self.risk.wants_trades() {
+            if let Some(px) = entry.trade_price() {
+                let id = self.id(entry.symbol);
+                self.risk.on_trade(id, px);
+            }
+        }
         self.triggers.as_mut().expect("trigger mode").fire(entry, fired);
         for &(_, action) in fired.iter() {
             send.decided();
             let id = self.id(entry.symbol);
             let price = entry.price.unwrap_or(0);
             let intent = OrderIntent { symbol: id, buy: action.buy, qty: action.qty, price };
-            if self.risk.check(now, &intent).is_err() {
+            if self.risk.verdict(now, &intent).is_err() {
                 continue;
             }
             let st = &mut self.symbols[id as usize];
@@ -433,6 +477,7 @@ impl Fttc {
             let side = if action.buy { b'1' } else { b'2' };
             match order(st, &mut self.counters, self.cl_ord_id, side, now, next_seq, send) {
                 Ok(()) => {
+                    self.risk.on_sent(now, &intent);
                     orders += 1;
                     if action.buy {
                         self.stats.buys += 1;
@@ -522,6 +567,21 @@ mod tests {
         w.finish().to_vec()
     }
 
+    /// Entries of (MDEntryType or none, symbol, price), each led by MDUpdateAction.
+    fn md_typed(entries: &[(Option<&str>, &str, &str)]) -> Vec<u8> {
+        let mut w = Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
+        w.field_uint(268, entries.len() as u64);
+        for (t, s, p) in entries {
+            w.field(279, b"0");
+            if let Some(t) = t {
+                w.field(269, t.as_bytes());
+            }
+            w.field(55, s.as_bytes()).field(270, p.as_bytes());
+        }
+        w.finish().to_vec()
+    }
+
     fn fttc(limits: RiskLimits) -> Fttc {
         Fttc::new(FttcConfig {
             begin_string: "FIX.4.4".into(),
@@ -606,6 +666,90 @@ mod tests {
         assert_eq!(get(&sent[0], 38), b"000000300");
         let s = f.stats();
         assert_eq!((s.entries, s.whole_dollar, s.buys, s.sells), (2, 1, 0, 1));
+    }
+
+    /// The collar takes its reference from the feed's trades, in the scan and in trigger
+    /// mode alike: a 269 of `2` sets its own entry's symbol's last trade, before that
+    /// entry's price is judged, and no other entry's.
+    #[test]
+    fn trades_in_the_feed_set_the_price_collar() {
+        for by_triggers in [false, true] {
+            let mut f = fttc(RiskLimits { collar_bps: 100, ..Default::default() });
+            if by_triggers {
+                let mut t = Triggers::new();
+                // Every priced entry fires, trades included (the scan buys whole dollars).
+                t.apply(&crate::trigger::parse_triggers("1: price >= 1 => buy 100\n").unwrap()).unwrap();
+                f.set_triggers(Some(t));
+            }
+            let mut seq = 1;
+            let mut sent: Vec<Vec<u8>> = Vec::new();
+            let mut feed = |f: &mut Fttc, entries: &[(Option<&str>, &str, &str)]| {
+                sent.clear();
+                f.on_market_data(0, &md_typed(entries), &mut seq, &mut |_: u64, b: &[u8]| sent.push(get(b, 55)))
+                    .unwrap();
+                sent.clone()
+            };
+            let mode = if by_triggers { "triggers" } else { "scan" };
+            // A trade at 120 and a BUY at the same price.
+            assert_eq!(feed(&mut f, &[(Some("2"), "AAPL", "120.000")]), [b"AAPL".to_vec()], "{mode}");
+            // A bid of 100 is 16.7% from 120: refused.
+            assert!(feed(&mut f, &[(Some("0"), "AAPL", "100.000")]).is_empty(), "{mode}");
+            // A trade at 100.26 moves the reference: 100 is now 0.26% away.
+            let got = feed(&mut f, &[(Some("2"), "AAPL", "100.260"), (Some("0"), "AAPL", "100.000")]);
+            assert_eq!(got.iter().filter(|s| s == &b"AAPL").count(), if by_triggers { 2 } else { 1 }, "{mode}");
+            // No trade of MSFT yet: no collar.
+            assert_eq!(feed(&mut f, &[(Some("1"), "MSFT", "50.000")]), [b"MSFT".to_vec()], "{mode}");
+            // An entry without 269 after a trade sets no reference: IBM's last trade stays
+            // 10.5, and 20 is refused.
+            let got = feed(&mut f, &[(Some("2"), "IBM", "10.500"), (None, "IBM", "20.000")]);
+            assert_eq!(got.iter().filter(|s| s == &b"IBM").count(), usize::from(by_triggers), "{mode}: {got:?}");
+            let collared = f.rejects().find(|r| r.0 == RiskReject::PriceCollar).unwrap().1;
+            assert_eq!(collared, 2, "{mode}");
+        }
+    }
+
+    /// An order the template refuses (a quantity too wide for OrderQty) is never sent, so
+    /// it never takes room under max-open-orders.
+    #[test]
+    fn an_order_never_sent_is_never_open() {
+        let mut f = fttc(RiskLimits { max_open_orders: 1, ..Default::default() });
+        let mut t = Triggers::new();
+        let rules = "1: symbol = \"BIG\" => buy 1000000000\n2: symbol = \"AAPL\" => buy 100\n";
+        t.apply(&crate::trigger::parse_triggers(rules).unwrap()).unwrap();
+        f.set_triggers(Some(t));
+        let mut seq = 1;
+        let mut sent = Vec::new();
+        for _ in 0..3 {
+            f.on_market_data(0, &md(1, &[("BIG", "10.000")]), &mut seq, &mut |_: u64, b: &[u8]| sent.push(get(b, 55)))
+                .unwrap();
+        }
+        assert!(sent.is_empty());
+        assert_eq!(f.stats().template_errors, 3);
+        assert_eq!(f.risk().open_orders(), 0);
+        f.on_market_data(0, &md(1, &[("AAPL", "10.000")]), &mut seq, &mut |_: u64, b: &[u8]| sent.push(get(b, 55)))
+            .unwrap();
+        assert_eq!(sent, [b"AAPL".to_vec()]);
+        assert_eq!(f.risk().open_orders(), 1);
+    }
+
+    /// A configured quantity the template cannot hold sends nothing (never a wrong
+    /// OrderQty), counted as template errors.
+    #[test]
+    fn a_quantity_too_wide_sends_nothing() {
+        let mut f = Fttc::new(FttcConfig {
+            begin_string: "FIX.4.4".into(),
+            sender: "TP".into(),
+            target: "EX".into(),
+            qty: 1_000_000_000,
+            limits: RiskLimits::default(),
+        });
+        let mut seq = 1;
+        let n = f
+            .on_market_data(0, &md(1, &[("AAPL", "190.000")]), &mut seq, &mut |_: u64, _: &[u8]| {
+                panic!("nothing to send")
+            })
+            .unwrap();
+        assert_eq!((n, f.stats().template_errors, f.risk().open_orders()), (0, 1, 0));
     }
 
     /// The reference: every entry's symbol and price through the full reader.

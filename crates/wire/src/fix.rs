@@ -437,19 +437,27 @@ impl<'a> Iterator for Fields<'a> {
 /// The sum of `bytes` modulo 256 (the CheckSum).
 #[inline]
 pub fn checksum(bytes: &[u8]) -> u8 {
-    // Eight bytes at a time: the bytes of a word added in pairs into four 16-bit lanes,
-    // the lanes added at the end. Only the sum modulo 256 matters, so lanes may wrap.
+    // Eight bytes at a time: the bytes of a word added in pairs into four 16-bit lanes.
+    // Only the sum modulo 256 matters, so each lane is cut back to its low byte before it
+    // can overflow into its neighbour: a lane gains at most 2 * 255 per word, so 128 words
+    // (one 1 KiB block) stay under 2^16. Cut to bytes, the four lanes sum to under 1,024,
+    // so the multiply that adds them carries nothing between lanes.
     const PAIRS: u64 = 0x00ff_00ff_00ff_00ff;
-    let mut chunks = bytes.chunks_exact(8);
+    const BLOCK: usize = 128 * 8;
     let mut lanes = 0u64;
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
-        lanes = lanes.wrapping_add((w & PAIRS) + ((w >> 8) & PAIRS));
+    let mut tail = 0u32;
+    for block in bytes.chunks(BLOCK) {
+        let mut words = block.chunks_exact(8);
+        for c in &mut words {
+            let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+            lanes += (w & PAIRS) + ((w >> 8) & PAIRS);
+        }
+        lanes &= PAIRS;
+        for &b in words.remainder() {
+            tail += u32::from(b);
+        }
     }
-    let mut sum = (lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32;
-    for &b in chunks.remainder() {
-        sum += u32::from(b);
-    }
+    let sum = (lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32 + tail;
     (sum % 256) as u8
 }
 

@@ -146,3 +146,44 @@ proptest! {
         }
     }
 }
+
+fn naive_checksum(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0u8, |s, &b| s.wrapping_add(b))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Any bytes, any length up to several 1 KiB blocks, with and without high bits.
+    #[test]
+    fn checksum_equals_byte_by_byte(bytes in proptest::collection::vec(any::<u8>(), 0..5000), high in any::<bool>()) {
+        let bytes: Vec<u8> = if high { bytes.iter().map(|b| b | 0x80).collect() } else { bytes };
+        prop_assert_eq!(fix::checksum(&bytes), naive_checksum(&bytes));
+    }
+}
+
+/// The worst cases for lane overflow: every length to 300 and long runs of the largest
+/// bytes (a lane that overflowed 16 bits, or carried into its neighbour, shows here).
+#[test]
+fn checksum_of_long_runs_of_high_bytes() {
+    for fill in [0x7fu8, 0xff, 0xfe, 0x80] {
+        for len in (0..300).chain([1023, 1024, 1025, 2048, 4097, 65_536, 1 << 20]) {
+            let bytes = vec![fill; len];
+            assert_eq!(fix::checksum(&bytes), naive_checksum(&bytes), "{len} bytes of {fill:#x}");
+        }
+    }
+}
+
+/// A long message (a big snapshot) is read and written with the right CheckSum.
+#[test]
+fn long_messages_round_trip() {
+    let mut w = Writer::new("FIX.4.4", "W");
+    for i in 0..400u32 {
+        w.field(58, format!("entry {i} ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~").as_bytes());
+    }
+    let bytes = w.finish().to_vec();
+    assert!(bytes.len() > 10_000);
+    let sum = naive_checksum(&bytes[..bytes.len() - 7]);
+    assert_eq!(&bytes[bytes.len() - 4..bytes.len() - 1], format!("{sum:03}").as_bytes());
+    Message::new_checked(&bytes).expect("a long message with a right CheckSum is read");
+}
