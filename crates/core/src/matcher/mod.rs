@@ -101,8 +101,9 @@ impl BitRows {
     fn row(&self, k: usize) -> &[u64] {
         &self.data[k * self.stride..(k + 1) * self.stride]
     }
-    /// Set bit `i` in rows `rows` (a strided walk: no index arithmetic per row).
-    #[inline]
+    /// Set bit `i` in rows `rows` (a strided walk: no index arithmetic per row). The naive
+    /// form of [`AttrIndex::place`]'s row masks, kept as its test oracle.
+    #[cfg(test)]
     fn set_rows(&mut self, rows: std::ops::Range<usize>, i: u32) {
         let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
         let start = rows.start * self.stride + w;
@@ -114,6 +115,21 @@ impl BitRows {
             self.data[j] |= bit;
             j += self.stride;
         }
+    }
+    /// OR into word `w` of each row the running XOR of `toggles` down the rows (a member
+    /// toggled at rows `a` and `b` gets its bit in rows `a..b`), and zero `toggles`.
+    #[inline]
+    fn or_toggled(&mut self, w: usize, toggles: &mut [u64]) {
+        let rows = self.rows();
+        debug_assert!(w < self.stride && toggles.len() == rows + 1);
+        let mut run = 0u64;
+        for (r, t) in toggles[..rows].iter_mut().enumerate() {
+            run ^= std::mem::take(t);
+            if run != 0 {
+                self.data[r * self.stride + w] |= run;
+            }
+        }
+        toggles[rows] = 0;
     }
     /// Clear bits `slots` in every row (row by row: each row is walked once).
     fn clear_rows(&mut self, slots: &[u32]) {
@@ -183,22 +199,43 @@ impl AttrIndex {
     /// File members `(slot, lo, hi)` in the buckets: a member fails in every bucket wholly
     /// below `lo` or above `hi`, and is a boundary of the (at most two) buckets holding its
     /// ends unless it covers them whole.
+    ///
+    /// The fail bits are set a 64-slot word at a time: each member toggles its bit at rows
+    /// 0, `kl`, `kh + 1` and `n`, and one pass down the rows ORs each row's mask into the
+    /// word. Members come in slot order (a flush files consecutive slots), so this is one
+    /// write per row for the whole batch where setting bit by bit took one per member and
+    /// row: up to 63 cache lines per member.
     fn place(&mut self, list: &[(u32, i128, i128)]) {
         let n = self.fail.rows();
+        let mut toggles = [0u64; BUCKETS + 1];
+        let toggles = &mut toggles[..=n];
+        let mut word = None;
         for &(slot, lo, hi) in list {
+            let w = (slot / 64) as usize;
+            if word != Some(w) {
+                if let Some(prev) = word {
+                    self.fail.or_toggled(prev, toggles);
+                }
+                word = Some(w);
+            }
+            let bit = 1u64 << (slot % 64);
+            toggles[0] ^= bit;
+            toggles[n] ^= bit;
             if lo > hi {
-                self.fail.set_rows(0..n, slot);
                 continue;
             }
             let (kl, kh) = (self.bucket(lo), self.bucket(hi));
-            self.fail.set_rows(0..kl, slot);
-            self.fail.set_rows(kh + 1..n, slot);
+            toggles[kl] ^= bit;
+            toggles[kh + 1] ^= bit;
             for k in [kl, kh].into_iter().take(if kl == kh { 1 } else { 2 }) {
                 let (bl, bh) = self.range(k);
                 if !(lo <= bl && hi >= bh) {
                     self.boundary[k].push((slot, lo, hi));
                 }
             }
+        }
+        if let Some(w) = word {
+            self.fail.or_toggled(w, toggles);
         }
     }
     fn memory(&self) -> usize {
@@ -331,6 +368,8 @@ impl Cluster {
                     .filter(|x| x.1 == a.attr)
                     .map(|&(p, _, lo, hi)| (self.pending[p as usize], lo, hi)),
             );
+            // Slot order: `place` writes each 64-slot word's rows once.
+            list.sort_unstable_by_key(|x| x.0);
             self.attrs[i].place(&list);
         }
         for &slot in &self.pending {
@@ -536,7 +575,15 @@ pub struct Explain {
 #[derive(Debug)]
 pub struct Matcher {
     schema: Schema,
-    entries: FxMap<u64, Entry>,
+    /// Strategy id -> its place in `slab`. The map holds 16-byte buckets, not the entries:
+    /// at a million strategies a map of whole entries (72 bytes a bucket) spent most of an
+    /// insert's time zeroing the fresh pages of each doubled table, while a big `Vec`
+    /// grows by remapping its pages, with nothing copied or zeroed again.
+    entries: FxMap<u64, u32>,
+    slab: Vec<Option<Entry>>,
+    free_entries: Vec<u32>,
+    /// An insert's intervals are gathered here, then copied once into an exact allocation.
+    scratch: Vec<(AttrId, i128, i128)>,
     /// Cluster 0 holds the strategies without an equality predicate.
     clusters: Vec<Cluster>,
     free_clusters: Vec<ClusterId>,
@@ -574,6 +621,9 @@ impl Matcher {
         Matcher {
             schema: Schema::default(),
             entries: FxMap::default(),
+            slab: Vec::new(),
+            free_entries: Vec::new(),
+            scratch: Vec::new(),
             // Cluster 0 exists from the start: a keyed cluster must never get its index.
             clusters: vec![Cluster::default()],
             free_clusters: Vec::new(),
@@ -600,7 +650,13 @@ impl Matcher {
         self.entries.is_empty()
     }
     pub fn strategy(&self, id: u64) -> Option<&Strategy> {
-        self.entries.get(&id).map(|e| &e.strategy)
+        self.entry(id).map(|e| &e.strategy)
+    }
+    fn entry(&self, id: u64) -> Option<&Entry> {
+        self.entries.get(&id).and_then(|&i| self.slab[i as usize].as_ref())
+    }
+    fn live_entries(&self) -> impl Iterator<Item = &Entry> {
+        self.slab.iter().flatten()
     }
 
     /// Parse `text` (one strategy) with the matcher's schema and insert it.
@@ -644,7 +700,8 @@ impl Matcher {
         if let Some(c) = first {
             self.clusters[c as usize].warm();
         }
-        let mut intervals: Vec<(AttrId, i128, i128)> = Vec::with_capacity(s.preds.len());
+        let mut intervals = std::mem::take(&mut self.scratch);
+        intervals.clear();
         let mut residual = Vec::new();
         for (i, p) in s.preds.iter().enumerate() {
             if access.is_some_and(|a| a.0 == i) {
@@ -675,7 +732,8 @@ impl Matcher {
             }
         }
         // Exactly as long as needed: a million members' slack would be tens of megabytes.
-        let member = Member { id: s.id, intervals: intervals.into_boxed_slice(), residual };
+        let member = Member { id: s.id, intervals: Box::from(&intervals[..]), residual };
+        self.scratch = intervals;
         let placed = match access {
             None => Placed::One([(0, self.clusters[0].insert(member))]),
             Some((i, _, _)) => {
@@ -701,7 +759,19 @@ impl Matcher {
                 }
             }
         };
-        self.entries.insert(s.id, Entry { strategy: s, placed });
+        let id = s.id;
+        let entry = Some(Entry { strategy: s, placed });
+        let at = match self.free_entries.pop() {
+            Some(at) => {
+                self.slab[at as usize] = entry;
+                at
+            }
+            None => {
+                self.slab.push(entry);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.entries.insert(id, at);
         Ok(())
     }
 
@@ -727,7 +797,9 @@ impl Matcher {
 
     /// Remove a strategy; returns it, or `None` when no strategy has that id.
     pub fn remove(&mut self, id: u64) -> Option<Strategy> {
-        let e = self.entries.remove(&id)?;
+        let at = self.entries.remove(&id)?;
+        let e = self.slab[at as usize].take().expect("a mapped id has its entry");
+        self.free_entries.push(at);
         for &(c, slot) in e.placed.as_slice() {
             let cl = &mut self.clusters[c as usize];
             cl.remove(slot);
@@ -768,13 +840,13 @@ impl Matcher {
     /// Brute force: every strategy evaluated one by one (the oracle), ascending ids.
     pub fn match_brute_force(&self, e: &MatchEvent, out: &mut Vec<u64>) {
         out.clear();
-        out.extend(self.entries.values().filter(|x| x.strategy.matches(e)).map(|x| x.strategy.id));
+        out.extend(self.live_entries().filter(|x| x.strategy.matches(e)).map(|x| x.strategy.id));
         out.sort_unstable();
     }
 
     /// Which predicates of strategy `id` held on `e`, and the first that failed.
     pub fn explain(&self, id: u64, e: &MatchEvent) -> Option<Explain> {
-        let s = &self.entries.get(&id)?.strategy;
+        let s = &self.entry(id)?.strategy;
         let preds: Vec<(String, bool)> = s.preds.iter().map(|p| (self.schema.show_pred(p), p.holds(e))).collect();
         let first_failed = preds.iter().position(|p| !p.1);
         Some(Explain { preds, first_failed })
@@ -784,18 +856,19 @@ impl Matcher {
     pub fn memory_bytes(&self) -> usize {
         let clusters: usize = self.clusters.iter().map(Cluster::memory).sum::<usize>()
             + self.clusters.capacity() * std::mem::size_of::<Cluster>();
-        let entries: usize = self
-            .entries
-            .values()
-            .map(|e| {
-                std::mem::size_of::<(u64, Entry)>()
-                    + e.strategy.preds.iter().map(pred_bytes).sum::<usize>()
-                    + match &e.placed {
-                        Placed::One(_) => 0,
-                        Placed::Many(v) => v.capacity() * 8,
-                    }
-            })
-            .sum();
+        let entries: usize = self.entries.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+            + self.slab.capacity() * std::mem::size_of::<Option<Entry>>()
+            + self.free_entries.capacity() * 4
+            + self
+                .live_entries()
+                .map(|e| {
+                    e.strategy.preds.iter().map(pred_bytes).sum::<usize>()
+                        + match &e.placed {
+                            Placed::One(_) => 0,
+                            Placed::Many(v) => v.capacity() * 8,
+                        }
+                })
+                .sum::<usize>();
         let keyed = self.keyed.capacity() * (std::mem::size_of::<((AttrId, i128), ClusterId)>() + 1);
         clusters + entries + keyed + self.acc.capacity() * 8
     }
@@ -892,6 +965,67 @@ mod tests {
         assert_eq!(out, vec![9]);
         assert_eq!(m.insert_text("9: x = 1").unwrap_err(), "strategy id 9 is already in the index");
         assert!(m.memory_bytes() > 0);
+    }
+
+    /// `place`'s row masks equal setting each member's bit row by row (the naive form), on
+    /// random intervals, in any slot order, over several words, with empty intervals.
+    #[test]
+    fn place_sets_the_rows_the_naive_form_sets() {
+        use proptest::prelude::*;
+        let member = (0u32..300, -5i128..70, 0i128..40);
+        proptest::proptest!(|(edges in proptest::collection::btree_set(0i128..64, 0..BUCKETS), list in proptest::collection::vec(member, 0..120))| {
+            let edges: Vec<i128> = edges.into_iter().collect();
+            let mut a = AttrIndex::new(0, 5);
+            a.edges = edges.clone();
+            a.fail = BitRows::new(edges.len() + 1, 5);
+            a.boundary = vec![Vec::new(); edges.len() + 1];
+            // Distinct slots, as a cluster files them; `hi < lo` for some (empty).
+            let mut seen = std::collections::HashSet::new();
+            let list: Vec<(u32, i128, i128)> =
+                list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 8)).collect();
+            let mut naive = a.clone();
+            a.place(&list);
+            let n = naive.fail.rows();
+            for &(slot, lo, hi) in &list {
+                if lo > hi {
+                    naive.fail.set_rows(0..n, slot);
+                    continue;
+                }
+                let (kl, kh) = (naive.bucket(lo), naive.bucket(hi));
+                naive.fail.set_rows(0..kl, slot);
+                naive.fail.set_rows(kh + 1..n, slot);
+            }
+            prop_assert_eq!(&a.fail.data, &naive.fail.data);
+        });
+    }
+
+    /// A removed strategy's slot is reused by the next insert: every lookup by id still
+    /// finds the right strategy, and a removed id is gone everywhere.
+    #[test]
+    fn ids_find_their_strategies_through_slot_reuse() {
+        let mut m = Matcher::new();
+        for i in 1..=5 {
+            m.insert_text(&format!("{i}: last > {i}0")).unwrap();
+        }
+        assert_eq!(m.remove(2).unwrap().id, 2);
+        assert_eq!(m.remove(4).unwrap().id, 4);
+        m.insert_text("40: last > 400").unwrap();
+        m.insert_text("20: last > 200").unwrap();
+        assert_eq!(m.len(), 5);
+        for (id, bound) in [(1, "10"), (3, "30"), (5, "50"), (20, "200"), (40, "400")] {
+            assert_eq!(m.schema().show_pred(&m.strategy(id).unwrap().preds[0]), format!("last > {bound}"));
+        }
+        assert!(m.strategy(2).is_none() && m.strategy(4).is_none());
+        let e = event(&m, &[("last", "300")]);
+        assert!(m.explain(4, &e).is_none());
+        assert_eq!(m.explain(40, &e).unwrap().first_failed, Some(0));
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        m.match_event(&e, &mut got);
+        m.match_brute_force(&e, &mut want);
+        assert_eq!((got, want), (vec![1, 3, 5, 20], vec![1, 3, 5, 20]));
+        assert!(m.insert_text("40: last > 1").is_err());
+        m.insert_text("2: last > 1").unwrap();
+        assert_eq!(m.len(), 6);
     }
 
     #[test]
