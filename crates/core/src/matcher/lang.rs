@@ -639,6 +639,8 @@ mod tests {
             ("1: x = 99999999999999999999999999999", 1, 8, "too large"),
             ("99999999999999999999: x = 1", 1, 1, "64 bits"),
             ("1: x = 1\n\n1: y = 2", 3, 1, "already used on line 1"),
+            ("1: x = 1.", 1, 8, "no digits after the decimal point"),
+            ("1: a = \"s\" and b = \"t\" and a < b", 1, 30, "= and != only, not <"),
         ];
         for &(text, line, column, reason) in cases {
             let e = err(text);
