@@ -20,7 +20,7 @@
 
 use crate::fxhash::FxMap;
 
-use tickplant_wire::fix::{self, DigitCounter, Message, OrderSpec, OrderTemplate, TemplateError};
+use tickplant_wire::fix::{self, DigitCounter, Message, OrderSpec, OrderTemplate, TemplateError, UtcStamp};
 
 use crate::risk::{OrderIntent, Risk, RiskLimits, RiskReject};
 use crate::trigger::{Entry, TriggerAction, Triggers};
@@ -121,6 +121,8 @@ pub struct Fttc {
 struct Counters {
     seq: DigitCounter,
     id: DigitCounter,
+    /// SendingTime and TransactTime of the current millisecond.
+    stamp: UtcStamp,
 }
 
 impl std::fmt::Debug for Fttc {
@@ -546,7 +548,8 @@ fn order(
     t.set_seq_num_from(&counters.seq)?;
     t.set_cl_ord_id_from(&counters.id)?;
     t.set_side(side);
-    t.set_time(now);
+    counters.stamp.set(now);
+    t.set_time_from(&counters.stamp);
     send.send(seq, t.bytes());
     *next_seq += 1;
     Ok(())

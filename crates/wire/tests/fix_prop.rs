@@ -187,3 +187,96 @@ fn long_messages_round_trip() {
     assert_eq!(&bytes[bytes.len() - 4..bytes.len() - 1], format!("{sum:03}").as_bytes());
     Message::new_checked(&bytes).expect("a long message with a right CheckSum is read");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Counters shared by several templates, as the tick-to-trade engine runs them: mostly
+    /// the next number (carries through runs of nines included), sometimes a jump or the
+    /// same number again. Every order equals the writer's, CheckSum included.
+    #[test]
+    fn templates_fed_by_counters_equal_the_writer(
+        start in prop_oneof![0u64..1_000, 999_990u64..1_000_010, 999_999_990u64..999_999_999],
+        steps in proptest::collection::vec((0u8..10, 0u64..1_000_000, 0usize..3), 1..60),
+        ns0 in 1_795_219_100_000_000_000u64..1_795_219_300_000_000_000,
+        gaps in proptest::collection::vec(prop_oneof![0u64..2_000_000, 0u64..20_000_000_000], 60),
+    ) {
+        let symbols = ["A", "MSFT", "BRK.B"];
+        let mut ts: Vec<OrderTemplate> = symbols.iter().map(|s| OrderTemplate::new(&OrderSpec::new("FIX.4.4", "TP", "EX", s))).collect();
+        let (mut seq, mut id) = (fix::DigitCounter::default(), fix::DigitCounter::default());
+        let mut n = start;
+        // One stamp shared by every template, as the engine keeps it; time crosses
+        // midnight (ns0 is a few minutes before one) and stays in one millisecond often.
+        let mut stamp = fix::UtcStamp::default();
+        let mut ns = ns0;
+        for (k, (kind, jump, which)) in steps.into_iter().enumerate() {
+            ns += gaps[k];
+            n = match kind {
+                0 => (n + jump) % 999_999_999,
+                1 => n,
+                _ => (n + 1) % 999_999_999,
+            };
+            seq.set(n);
+            id.set(n * 7 % 999_999_999_999);
+            let t = &mut ts[which];
+            t.set_seq_num_from(&seq).unwrap();
+            t.set_cl_ord_id_from(&id).unwrap();
+            stamp.set(ns);
+            t.set_time_from(&stamp);
+            let got = t.bytes().to_vec();
+            let mut w = Writer::new("FIX.4.4", "D");
+            let mut ts21 = [0u8; 21];
+            fix::utc_timestamp(ns, &mut ts21);
+            w.field(49, b"TP").field(56, b"EX").field(34, format!("{:09}", seq.value()).as_bytes()).field(52, &ts21);
+            w.field(11, format!("{:012}", id.value()).as_bytes()).field(55, symbols[which].as_bytes());
+            w.field(54, b"1").field(60, &ts21).field(38, b"000000000").field(40, b"1");
+            prop_assert_eq!(&got[..], w.finish());
+            prop_assert!(Message::new_checked(&got).is_ok());
+        }
+    }
+}
+
+/// The naive oracle of `parse_decimal`: strings and i128, any length.
+fn decimal_oracle(v: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let (neg, s) = s.strip_prefix('-').map_or((false, s), |r| (true, r));
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |x: &str| x.bytes().all(|c| c.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+        return None;
+    }
+    let int = int.trim_start_matches('0');
+    if int.len() > 19 {
+        return None;
+    }
+    let iv: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let (f9, rest) = if frac.len() > 9 { frac.split_at(9) } else { (frac, "") };
+    if rest.bytes().any(|c| c != b'0') {
+        return None;
+    }
+    let fv: i128 = format!("{f9:0<9}").parse().unwrap();
+    let x = iv * 1_000_000_000 + fv;
+    if x > i128::from(i64::MAX) {
+        return None;
+    }
+    Some(if neg { -x } else { x } as i64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// The one-pass form, the long form and the oracle agree: prices as feeds write them,
+    /// long runs of zeros (past the one-pass limit), values at the edge of i64, and junk.
+    #[test]
+    fn parse_decimal_equals_the_oracle(
+        v in prop_oneof![
+            "-?[0-9]{0,12}(\\.[0-9]{0,12})?",
+            "-?0{0,20}[0-9]{0,3}\\.[0-9]{0,3}0{0,20}",
+            "-?9{17,20}(\\.9{0,12})?",
+            "-?922337203[0-9]{0,2}(\\.[0-9]{0,10})?",
+            "[-.0-9a]{0,22}",
+        ]
+    ) {
+        prop_assert_eq!(fix::parse_decimal(v.as_bytes()), decimal_oracle(v.as_bytes()), "{:?}", v);
+    }
+}
