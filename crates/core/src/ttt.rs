@@ -261,16 +261,22 @@ impl Fttc {
                 self.stats.entries += 1;
                 let px = fix::parse_decimal(&buf[i + 4..soh]).ok_or(MdError::Price { offset: i })?;
                 i = soh + 1;
+                // The symbol is looked up only for a trade (the collar) or a price that
+                // trades, and once for both.
+                let mut id = None;
                 if std::mem::take(&mut trade) {
-                    let id = self.id(symbol);
-                    self.risk.on_trade(id, px);
+                    let k = self.id(symbol);
+                    self.risk.on_trade(k, px);
+                    id = Some(k);
                 }
                 if px % 1_000_000_000 != 0 {
                     continue;
                 }
                 send.decided();
-                // The symbol is looked up only for a price that trades.
-                let id = self.id(symbol);
+                let id = match id {
+                    Some(k) => k,
+                    None => self.id(symbol),
+                };
                 let st = &mut self.symbols[id as usize];
                 st.last_px = px;
                 self.stats.whole_dollar += 1;
