@@ -170,8 +170,11 @@ impl Risk {
             return Err(RiskReject::MaxOrderQty);
         }
         if l.max_notional > 0 {
-            let notional = u128::from(o.qty) * u128::from(o.price.unsigned_abs()) / 1_000_000_000;
-            if notional > u128::from(l.max_notional) {
+            // Whole currency units, rounded down, above the limit: floor(q * p / 1e9) > max
+            // exactly when q * p >= (max + 1) * 1e9. No 128-bit division (a library call
+            // of tens of cycles on every order).
+            let value = u128::from(o.qty) * u128::from(o.price.unsigned_abs());
+            if value >= (u128::from(l.max_notional) + 1) * 1_000_000_000 {
                 return Err(RiskReject::MaxNotional);
             }
         }
@@ -290,6 +293,24 @@ mod tests {
         assert_eq!(r.check(0, &buy(1)), Err(RiskReject::KillSwitch));
         let counts: Vec<_> = r.rejects().filter(|x| x.1 > 0).collect();
         assert_eq!(counts, vec![(RiskReject::KillSwitch, 1), (RiskReject::PriceCollar, 1)]);
+    }
+
+    /// The notional is whole currency units rounded down: a hair under the limit's next
+    /// unit passes, the next unit is refused, and sizes far past u64 do not overflow.
+    #[test]
+    fn the_notional_limit_is_exact_at_its_edge() {
+        let mut r = Risk::new(RiskLimits { max_notional: 10_000, ..Default::default() });
+        let at = |price: i64| OrderIntent { symbol: 1, buy: true, qty: 1, price };
+        assert_eq!(r.verdict(0, &at(10_000_999_999_999)), Ok(()), "10,000.999999999 is 10,000 whole units");
+        assert_eq!(r.verdict(0, &at(10_001_000_000_000)), Err(RiskReject::MaxNotional));
+        assert_eq!(r.verdict(0, &at(-10_001_000_000_000)), Err(RiskReject::MaxNotional), "by absolute value");
+        let huge = OrderIntent { symbol: 1, buy: true, qty: u64::MAX, price: i64::MAX };
+        assert_eq!(r.verdict(0, &huge), Err(RiskReject::MaxNotional));
+        // About 1.7e29 units: over even the largest limit, with no overflow on the way.
+        let mut r = Risk::new(RiskLimits { max_notional: u64::MAX, ..Default::default() });
+        assert_eq!(r.verdict(0, &huge), Err(RiskReject::MaxNotional));
+        let big = OrderIntent { symbol: 1, buy: true, qty: 1_000_000_000, price: 1_000_000_000_000_000 };
+        assert_eq!(r.verdict(0, &big), Ok(()), "1e15 units");
     }
 
     #[test]
