@@ -13,7 +13,9 @@ use std::time::Instant;
 
 use fefix::prelude::*;
 use fefix::tagvalue::{Config, Decoder};
-use tickplant_wire::fix::{parse_decimal, tag, DigitCounter, FieldIndex, Message, OrderSpec, OrderTemplate, Writer};
+use tickplant_wire::fix::{
+    parse_decimal, tag, DigitCounter, FieldIndex, Message, OrderSpec, OrderTemplate, UtcStamp, Writer,
+};
 
 fn md_message() -> Vec<u8> {
     let mut w = Writer::new("FIX.4.4", "X");
@@ -94,8 +96,10 @@ fn main() {
     spec.ord_type = b'2';
     let mut t = OrderTemplate::new(&spec);
     let mut n = 0u64;
-    // The way the engine drives it: MsgSeqNum and ClOrdID from counters (a carry each).
+    // The way the engine drives it: MsgSeqNum and ClOrdID from counters (a carry each), the
+    // times from one stamp per millisecond shared by every template.
     let (mut seq, mut id) = (DigitCounter::default(), DigitCounter::default());
+    let mut stamp = UtcStamp::default();
     let tmpl = best_of(rounds, iters, || {
         n += 1;
         seq.set(n);
@@ -104,7 +108,8 @@ fn main() {
         t.set_cl_ord_id_from(&id).expect("fits");
         t.set_qty(100).expect("fits");
         t.set_price(190_001_000_000 + (n as i64 % 7) * 100_000).expect("fits");
-        t.set_time(1_795_271_400_123_456_789 + n * 1_000);
+        stamp.set(1_795_271_400_123_456_789 + n * 1_000);
+        t.set_time_from(&stamp);
         let b = t.bytes();
         i64::from(b[b.len() - 2])
     });

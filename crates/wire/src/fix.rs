@@ -1042,6 +1042,8 @@ pub struct OrderTemplate {
     /// The millisecond of the timestamp written, and the byte sum of its 21 bytes.
     stamp_ms: u64,
     stamp_sum: u32,
+    /// The stamp [`OrderTemplate::set_time`] keeps (the date formatted once a day).
+    own_stamp: UtcStamp,
 }
 
 impl OrderTemplate {
@@ -1118,6 +1120,7 @@ impl OrderTemplate {
             transact_time: slot(tag::TRANSACT_TIME),
             stamp_ms: 0,
             stamp_sum: UtcStamp::default().sum,
+            own_stamp: UtcStamp::default(),
             buf,
         };
         t.write_checksum();
@@ -1200,8 +1203,9 @@ impl OrderTemplate {
     /// SendingTime and TransactTime, from UNIX ns (millisecond resolution). A caller that
     /// stamps many orders keeps one [`UtcStamp`] and uses [`OrderTemplate::set_time_from`].
     pub fn set_time(&mut self, unix_ns: u64) {
-        let mut stamp = UtcStamp::default();
+        let mut stamp = self.own_stamp;
         stamp.set(unix_ns);
+        self.own_stamp = stamp;
         self.set_time_from(&stamp);
     }
     /// SendingTime and TransactTime from a shared stamp: two fixed 21-byte copies and the
