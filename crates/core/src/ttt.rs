@@ -181,6 +181,25 @@ impl Fttc {
             None => self.add(symbol),
         }
     }
+    /// [`Fttc::id`] of the symbol at `buf[start..end]`, where eight bytes can be read from
+    /// `start` (a field inside a message, the trailer after it): the key is read from the
+    /// message as one word. Built from a copy on the stack, the key's wide load waited for
+    /// the copy's narrow stores to drain.
+    #[inline]
+    fn id_in(&mut self, buf: &[u8], start: usize, end: usize) -> u32 {
+        let len = end - start;
+        let found = match buf.get(start..start + 8) {
+            Some(w) if len <= 8 => {
+                let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+                self.short_ids.get(&word_key(w, len)).copied()
+            }
+            _ => return self.id(&buf[start..end]),
+        };
+        match found {
+            Some(i) => i,
+            None => self.add(&buf[start..end]),
+        }
+    }
     /// The index of a symbol already seen.
     fn known(&self, symbol: &[u8]) -> Option<u32> {
         match short_key(symbol) {
@@ -230,7 +249,8 @@ impl Fttc {
         if self.triggers.is_some() {
             return self.by_triggers(now, &m, next_seq, send);
         }
-        let mut symbol: &[u8] = &[];
+        // The current entry's Symbol (55), as `buf[sym.0..sym.1]`.
+        let mut sym = (0usize, 0usize);
         let mut orders = 0;
         let want_trades = self.risk.wants_trades();
         // This entry is a trade (its 269 was `2`) and the collar wants to know.
@@ -253,7 +273,7 @@ impl Fttc {
                 None => fix::find_soh(&buf[..end], i + 8).ok_or(MdError::Fix(truncated(i)))?,
             };
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
-                symbol = &buf[i + 3..soh];
+                sym = (i + 3, soh);
                 i = soh + 1;
                 continue;
             }
@@ -265,7 +285,7 @@ impl Fttc {
                 // trades, and once for both.
                 let mut id = None;
                 if std::mem::take(&mut trade) {
-                    let k = self.id(symbol);
+                    let k = self.id_in(buf, sym.0, sym.1);
                     self.risk.on_trade(k, px);
                     id = Some(k);
                 }
@@ -275,7 +295,7 @@ impl Fttc {
                 send.decided();
                 let id = match id {
                     Some(k) => k,
-                    None => self.id(symbol),
+                    None => self.id_in(buf, sym.0, sym.1),
                 };
                 let st = &mut self.symbols[id as usize];
                 st.last_px = px;
@@ -513,7 +533,15 @@ fn short_key(symbol: &[u8]) -> Option<u128> {
     }
     let mut b = [0u8; 8];
     b[..symbol.len()].copy_from_slice(symbol);
-    Some(u128::from(u64::from_le_bytes(b)) | (symbol.len() as u128) << 64)
+    Some(word_key(u64::from_le_bytes(b), symbol.len()))
+}
+
+/// The key of a symbol of `len <= 8` bytes that starts word `w` (the bytes after it are
+/// masked off): the same number [`short_key`] makes from a copy.
+#[inline]
+fn word_key(w: u64, len: usize) -> u128 {
+    let bytes = if len >= 8 { w } else { w & ((1u64 << (len * 8)) - 1) };
+    u128::from(bytes) | (len as u128) << 64
 }
 
 fn truncated(offset: usize) -> tickplant_wire::Error {
@@ -759,6 +787,18 @@ mod tests {
             })
             .unwrap();
         assert_eq!((n, f.stats().template_errors, f.risk().open_orders()), (0, 1, 0));
+    }
+
+    /// The key read from a message word equals the key built from a copy, whatever follows
+    /// the symbol in the message.
+    #[test]
+    fn word_keys_equal_copied_keys() {
+        proptest::proptest!(|(sym in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8), after in proptest::collection::vec(proptest::prelude::any::<u8>(), 8))| {
+            let mut buf = sym.clone();
+            buf.extend_from_slice(&after);
+            let w = u64::from_le_bytes(buf[..8].try_into().unwrap());
+            proptest::prop_assert_eq!(Some(word_key(w, sym.len())), short_key(&sym));
+        });
     }
 
     /// The reference: every entry's symbol and price through the full reader.
