@@ -1277,6 +1277,18 @@ impl OrderTemplate {
 mod tests {
     use super::*;
 
+    /// A counter's digits and digit sum follow it through carries, jumps and the wrap
+    /// from u64::MAX to 0 (which is a jump, not an increment).
+    #[test]
+    fn digit_counter_digits_and_sum() {
+        let mut c = DigitCounter::default();
+        for v in [1, 2, 9, 10, 99, 100, 101, 5, 999_999, 1_000_000, u64::MAX, 0, 1] {
+            c.set(v);
+            assert_eq!(c.tail(20), format!("{v:020}").as_bytes(), "{v}");
+            assert_eq!(c.tail_sum(20), format!("{v:020}").bytes().map(u32::from).sum::<u32>(), "{v}");
+        }
+    }
+
     /// The framing fast path agrees with the general reader wherever it answers: whole
     /// messages, messages cut short, one byte changed, other BeginStrings, long bodies.
     #[test]
