@@ -74,9 +74,6 @@ struct SymbolState {
     template: OrderTemplate,
     /// The price of the last BUY (the SELL's risk checks use it).
     last_px: i64,
-    /// The configured quantity fits the template (else the strategy's orders would carry
-    /// a wrong OrderQty: each is counted as a template error instead).
-    qty_fits: bool,
 }
 
 /// Why a datagram was not market data the strategy reads.
@@ -106,6 +103,10 @@ pub struct Fttc {
     ids: FxMap<Box<[u8]>, u32>,
     symbols: Vec<SymbolState>,
     risk: Risk,
+    /// The configured quantity fits the order template (every symbol's is built from the
+    /// same spec). Else the strategy's orders would carry a wrong OrderQty: each is counted
+    /// as a template error instead.
+    qty_fits: bool,
     cl_ord_id: u64,
     /// MsgSeqNum and ClOrdID as digits, shared by every symbol's template.
     counters: Counters,
@@ -133,8 +134,10 @@ impl std::fmt::Debug for Fttc {
 
 impl Fttc {
     pub fn new(cfg: FttcConfig) -> Self {
+        let qty_fits = OrderTemplate::new(&Self::spec(&cfg, "")).set_qty(cfg.qty).is_ok();
         Fttc {
             risk: Risk::new(cfg.limits),
+            qty_fits,
             cfg,
             short_ids: FxMap::default(),
             ids: FxMap::default(),
@@ -208,19 +211,21 @@ impl Fttc {
         }
     }
 
+    /// The order spec of every template: the session's ids and `symbol`.
+    fn spec(cfg: &FttcConfig, symbol: &str) -> OrderSpec {
+        OrderSpec::new(&cfg.begin_string, &cfg.sender, &cfg.target, symbol)
+    }
+
     #[cold]
     fn add(&mut self, symbol: &[u8]) -> u32 {
         let id = self.symbols.len() as u32;
-        let spec = OrderSpec::new(
-            &self.cfg.begin_string,
-            &self.cfg.sender,
-            &self.cfg.target,
-            &String::from_utf8_lossy(symbol),
-        );
-        let mut template = OrderTemplate::new(&spec);
-        // The configured quantity, written once (triggers patch their own per order).
-        let qty_fits = template.set_qty(self.cfg.qty).is_ok();
-        self.symbols.push(SymbolState { template, last_px: 0, qty_fits });
+        let mut template = OrderTemplate::new(&Self::spec(&self.cfg, &String::from_utf8_lossy(symbol)));
+        // The configured quantity, written once when it fits (triggers patch their own per
+        // order).
+        if self.qty_fits {
+            template.set_qty(self.cfg.qty).expect("the quantity fits the spec every template shares");
+        }
+        self.symbols.push(SymbolState { template, last_px: 0 });
         match short_key(symbol) {
             Some(k) => self.short_ids.insert(k, id),
             None => self.ids.insert(symbol.into(), id),
@@ -304,7 +309,7 @@ impl Fttc {
                 if self.risk.verdict(now, &intent).is_err() {
                     continue;
                 }
-                if !st.qty_fits {
+                if !self.qty_fits {
                     self.stats.template_errors += 1;
                     continue;
                 }
@@ -387,7 +392,7 @@ impl Fttc {
             self.stats.buy_fills += 1;
             self.risk.on_fill(id, true, qty, true);
             let intent = OrderIntent { symbol: id, buy: false, qty: self.cfg.qty, price: px };
-            if !st.qty_fits {
+            if !self.qty_fits {
                 self.stats.template_errors += 1;
             } else if self.risk.verdict(now, &intent).is_ok() {
                 self.cl_ord_id += 1;

@@ -428,7 +428,7 @@ impl<'a> Message<'a> {
         // which says what is wrong.
         let msg_type = match buf.get(body_start..body_start + 3) {
             // A one-byte MsgType (most of them) is known by where its SOH is.
-            Some(b"35=") if buf[body_start + 3] != SOH && buf[body_start + 4] == SOH && body_start + 4 < body_end => {
+            Some(b"35=") if body_start + 4 < body_end && buf[body_start + 3] != SOH && buf[body_start + 4] == SOH => {
                 &buf[body_start + 3..body_start + 4]
             }
             Some(b"35=") => match find_soh(&buf[..body_end], body_start + 3) {
@@ -784,6 +784,12 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The sum of `bytes` (the CheckSum before its modulo): for sums kept up to date by
+/// differences.
+fn byte_sum(bytes: &[u8]) -> u32 {
+    bytes.iter().map(|&b| u32::from(b)).sum()
+}
+
 /// The UTCTimestamp of one millisecond, formatted once and shared by every template that
 /// stamps an order in it, with the byte sum of its 21 bytes (a template moves its CheckSum
 /// by a difference). The date part is formatted once a day.
@@ -799,7 +805,7 @@ impl Default for UtcStamp {
     /// The UNIX epoch (what a new template holds).
     fn default() -> Self {
         let bytes = *b"19700101-00:00:00.000";
-        UtcStamp { ms: 0, day: 0, bytes, sum: bytes.iter().map(|&b| u32::from(b)).sum() }
+        UtcStamp { ms: 0, day: 0, bytes, sum: byte_sum(&bytes) }
     }
 }
 
@@ -823,10 +829,7 @@ impl UtcStamp {
             time_of_day(unix_ns, &mut self.bytes);
         }
         self.ms = ms;
-        self.sum = self.bytes.iter().map(|&b| u32::from(b)).sum();
-    }
-    pub fn bytes(&self) -> &[u8; 21] {
-        &self.bytes
+        self.sum = byte_sum(&self.bytes);
     }
 }
 
@@ -909,7 +912,7 @@ impl DigitCounter {
             }
         } else {
             put_digits(&mut self.digits, v);
-            self.sum = self.digits.iter().map(|&d| u32::from(d)).sum();
+            self.sum = byte_sum(&self.digits);
         }
         self.value = v;
     }
@@ -1064,11 +1067,13 @@ impl OrderTemplate {
         field(&mut body, tag::SENDER_COMP_ID, spec.sender.as_bytes(), false);
         field(&mut body, tag::TARGET_COMP_ID, spec.target.as_bytes(), false);
         field(&mut body, tag::MSG_SEQ_NUM, &zeros(spec.seq_digits), true);
-        field(&mut body, tag::SENDING_TIME, b"19700101-00:00:00.000", true);
+        // Both stamps start as the epoch, which `UtcStamp::default` holds.
+        let epoch = UtcStamp::default();
+        field(&mut body, tag::SENDING_TIME, &epoch.bytes, true);
         field(&mut body, tag::CL_ORD_ID, &zeros(spec.cl_ord_id_digits), true);
         field(&mut body, tag::SYMBOL, spec.symbol.as_bytes(), true);
         field(&mut body, tag::SIDE, &[spec.side], true);
-        field(&mut body, tag::TRANSACT_TIME, b"19700101-00:00:00.000", true);
+        field(&mut body, tag::TRANSACT_TIME, &epoch.bytes, true);
         field(&mut body, tag::ORDER_QTY, &zeros(spec.qty_digits), true);
         field(&mut body, tag::ORD_TYPE, &[spec.ord_type], false);
         if spec.ord_type != b'1' {
@@ -1107,7 +1112,7 @@ impl OrderTemplate {
                 .expect("the template has it")
         };
         let mut t = OrderTemplate {
-            sum: buf[..check_at - 3].iter().map(|&b| u32::from(b)).sum(),
+            sum: byte_sum(&buf[..check_at - 3]),
             check_at,
             seq: slot(tag::MSG_SEQ_NUM),
             time: slot(tag::SENDING_TIME),
@@ -1118,9 +1123,9 @@ impl OrderTemplate {
             price: (spec.ord_type != b'1').then(|| slot(tag::PRICE)),
             price_decimals: spec.price_digits.1,
             transact_time: slot(tag::TRANSACT_TIME),
-            stamp_ms: 0,
-            stamp_sum: UtcStamp::default().sum,
-            own_stamp: UtcStamp::default(),
+            stamp_ms: epoch.ms,
+            stamp_sum: epoch.sum,
+            own_stamp: epoch,
             buf,
         };
         t.write_checksum();
