@@ -311,7 +311,8 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u3
 }
 
 /// How deltas and exponents are read, whatever the field's type: a signed 64-bit integer.
-const SIGNED_64: Insn = Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1 };
+const SIGNED_64: Insn =
+    Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1, then: 0 };
 
 /// A failed decode: the details are in [`Decoder::err`]. Zero-sized, so every internal
 /// result fits in registers.
@@ -1119,7 +1120,12 @@ impl<'p> Decoder<'p> {
         let mut i = start;
         while let Some(ins) = insns.get(i) {
             match self.exec(i, ins, buf, &mut p, &mut pm, msg) {
-                Ok(next) => i = next,
+                Ok(next) => {
+                    if ins.then != 0 {
+                        Self::then_consts(program, ins.then, msg);
+                    }
+                    i = next;
+                }
                 Err(Fail) => {
                     if self.err.field == u32::MAX {
                         self.err.field = ins.field;
@@ -1129,6 +1135,22 @@ impl<'p> Decoder<'p> {
             }
         }
         Ok(p)
+    }
+
+    /// The prebuilt entries an instruction carries (see [`Insn::then`]).
+    #[inline(always)]
+    fn then_consts(program: &Program, then: u32, msg: &mut Message) {
+        let lo = (then >> 8) as usize;
+        let run = &program.consts[lo..lo + (then & 0xff) as usize];
+        // Runs are short (one to four entries): a push loop beats a memcpy call, and the
+        // usual single entry goes without the loop.
+        if let [e] = run {
+            msg.entries.push(*e);
+        } else {
+            for e in run {
+                msg.entries.push(*e);
+            }
+        }
     }
 
     #[inline(always)]
@@ -1245,14 +1267,27 @@ impl<'p> Decoder<'p> {
                 }
                 Ok(i + 1)
             }
+            op::DEC_SPLIT_CONST_DELTA => {
+                let program = self.program;
+                let Some([e_ins, m_ins]) = program.insns.get(i + 1..i + 3) else {
+                    // The compiler always puts a split decimal's two parts after it.
+                    return Err(self.fail(ErrorKind::LimitExceeded("split decimal without its parts"), *pos));
+                };
+                let Some(m) = self.delta_t::<true, false, false>(m_ins, buf, pos)? else {
+                    return Err(self.fail(ErrorKind::NoInitialValue, *pos));
+                };
+                msg.entries.push(Entry {
+                    field: ins.field,
+                    value: Value::Decimal(Decimal { exponent: e_ins.init as i32, mantissa: m }),
+                });
+                Ok(i + 3)
+            }
             op::DEC_SPLIT => {
                 let program = self.program;
                 let e_ins = &program.insns[i + 1];
                 let m_ins = &program.insns[i + 2];
                 // The usual exchange shape in line: a constant (or resolved default)
                 // exponent, a delta mantissa.
-                // Dispatch keys: 8 * operator index + signed + 2 * nullable + 4 * 32-bit.
-                const I64_DELTA: u8 = 5 * 8 + 1;
                 let e = match e_ins.code {
                     Code::IntConst if !e_ins.has(flag::OPT) => Some(e_ins.init),
                     _ => self.int_op(e_ins, buf, pos, pmap)?,
@@ -1261,7 +1296,7 @@ impl<'p> Decoder<'p> {
                     if !(-63..=63).contains(&e) {
                         return Err(self.fail(ErrorKind::ExponentRange, *pos));
                     }
-                    let m = if m_ins.op == I64_DELTA {
+                    let m = if m_ins.op == op::I64_DELTA {
                         self.delta_t::<true, false, false>(m_ins, buf, pos)?
                     } else if m_ins.code == Code::IntDelta {
                         self.delta(m_ins, buf, pos)?

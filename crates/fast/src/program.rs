@@ -141,6 +141,10 @@ pub struct Insn {
     /// together (`8 * operator + signed + 2 * nullable + 4 * 32-bit`), so each arm of the
     /// engine's one match has its type fixed; 72 + code for the rest. Set by the compiler.
     pub op: u8,
+    /// In specialised segments: prebuilt entries pushed after this instruction's own (and,
+    /// for a sequence or group, after its body's), so a run of constants costs no dispatch
+    /// of its own. `first << 8 | count` into [`Program::consts`]; 0 when none.
+    pub then: u32,
 }
 
 /// Integer operators in dispatch-key order.
@@ -179,6 +183,11 @@ pub mod op {
     pub const STR_STORE: u8 = 72 + Code::StrStore as u8;
     pub const STR_LOAD: u8 = 72 + Code::StrLoad as u8;
     pub const CONSTS: u8 = 72 + Code::Consts as u8;
+    /// A split decimal whose exponent is a constant in range and whose mantissa is a
+    /// mandatory int64 delta: the usual price field, in one arm of its own.
+    pub const DEC_SPLIT_CONST_DELTA: u8 = CONSTS + 1;
+    /// The key of a mandatory, signed, 64-bit delta (8 * operator + signed).
+    pub const I64_DELTA: u8 = 5 * 8 + 1;
 }
 
 /// The dispatch key of an instruction (see [`Insn::op`]).
@@ -388,7 +397,7 @@ impl Compiler<'_> {
             }
             _ => 0,
         };
-        Ok(Insn { code, flags, field, slot, a: 0, init, op: 0 })
+        Ok(Insn { code, flags, field, slot, a: 0, init, op: 0, then: 0 })
     }
 
     fn field(&mut self, scope: Scope, f: &Field) -> Result<u32, TemplateError> {
@@ -439,13 +448,22 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                let insn = Insn { code, flags, field, slot, a, init, op: 0 };
+                let insn = Insn { code, flags, field, slot, a, init, op: 0, then: 0 };
                 self.prog.insns.push(insn);
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (FieldType::Decimal, FieldOp::Split { exponent, mantissa }) => {
                 let flags = if optional { flag::OPT } else { 0 };
-                self.prog.insns.push(Insn { code: Code::DecSplit, flags, field, slot: 0, a: 0, init: 0, op: 0 });
+                self.prog.insns.push(Insn {
+                    code: Code::DecSplit,
+                    flags,
+                    field,
+                    slot: 0,
+                    a: 0,
+                    init: 0,
+                    op: 0,
+                    then: 0,
+                });
                 let ek = format!("{}:exponent", f.name);
                 let mk = format!("{}:mantissa", f.name);
                 let e = self.int_insn(scope, FieldType::Int32, exponent, optional, &ek, field)?;
@@ -494,7 +512,7 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                self.prog.insns.push(Insn { code, flags, field, slot, a, init: 0, op: 0 });
+                self.prog.insns.push(Insn { code, flags, field, slot, a, init: 0, op: 0, then: 0 });
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (_, FieldOp::Split { .. }) => Err(err("exponent/mantissa operators on a field that is not a decimal")),
@@ -527,6 +545,7 @@ impl Compiler<'_> {
                         a: 0,
                         init: 0,
                         op: 0,
+                        then: 0,
                     });
                     let lfield =
                         self.add_field(&s.length.name, s.length.id.as_deref(), FieldKind::Scalar(FieldType::UInt32));
@@ -561,6 +580,7 @@ impl Compiler<'_> {
                         a: 0,
                         init: 0,
                         op: 0,
+                        then: 0,
                     });
                     bits += u32::from(optional);
                     self.prog.insns[at].slot = at as u32 + 1;
@@ -584,7 +604,16 @@ impl Compiler<'_> {
                 }
                 Instruction::TemplateRef(None) => {
                     let field = self.add_field("templateRef", None, FieldKind::TemplateRef);
-                    self.prog.insns.push(Insn { code: Code::DynRef, flags: 0, field, slot: 0, a: 0, init: 0, op: 0 });
+                    self.prog.insns.push(Insn {
+                        code: Code::DynRef,
+                        flags: 0,
+                        field,
+                        slot: 0,
+                        a: 0,
+                        init: 0,
+                        op: 0,
+                        then: 0,
+                    });
                 }
             }
         }
@@ -646,6 +675,17 @@ impl Program {
     fn seal(&mut self) {
         for ins in &mut self.insns {
             ins.op = op_of(ins);
+        }
+        for i in 0..self.insns.len().saturating_sub(2) {
+            let (e, m) = (&self.insns[i + 1], &self.insns[i + 2]);
+            if self.insns[i].code == Code::DecSplit
+                && e.code == Code::IntConst
+                && !e.has(flag::OPT)
+                && (-63..=63).contains(&e.init)
+                && m.op == op::I64_DELTA
+            {
+                self.insns[i].op = op::DEC_SPLIT_CONST_DELTA;
+            }
         }
     }
 
@@ -742,17 +782,25 @@ impl Program {
             for i in sp.start..sp.end {
                 let ins = &self.insns[i as usize];
                 if ins.code == Code::Consts {
-                    let names: Vec<&str> = self.consts[ins.a as usize..ins.a as usize + ins.init as usize]
-                        .iter()
-                        .map(|e| self.fields[e.field as usize].name.as_str())
-                        .collect();
-                    let _ = writeln!(out, "{i:04}    consts        {}", names.join(" "));
+                    let names = self.const_names(ins.a as usize, ins.init as usize);
+                    let _ = writeln!(out, "{i:04}    consts        {names}");
                 } else {
                     let _ = writeln!(out, "{i:04}    {}", self.describe(ins));
+                }
+                if ins.then != 0 {
+                    let names = self.const_names((ins.then >> 8) as usize, (ins.then & 0xff) as usize);
+                    let _ = writeln!(out, "        then consts   {names}");
                 }
             }
         }
         out
+    }
+
+    /// The field names of `n` prebuilt entries at `first` in [`Program::consts`].
+    fn const_names(&self, first: usize, n: usize) -> String {
+        let names: Vec<&str> =
+            self.consts[first..first + n].iter().map(|e| self.fields[e.field as usize].name.as_str()).collect();
+        names.join(" ")
     }
 
     fn type_name(&self, ins: &Insn) -> &'static str {
@@ -877,6 +925,8 @@ struct Resolver<'a> {
     out: Vec<Insn>,
     consts: Vec<Entry>,
     pending: Vec<Entry>,
+    /// Index in `out` of the last instruction the engine dispatches.
+    head: Option<usize>,
 }
 
 impl Resolver<'_> {
@@ -890,19 +940,31 @@ impl Resolver<'_> {
         self.pending.push(e);
     }
 
+    /// Emit an instruction the engine dispatches (its operands, a split decimal's exponent
+    /// and mantissa or a sequence's length, are pushed after it by the caller).
     fn emit(&mut self, ins: Insn) {
         self.flush();
+        self.head = Some(self.out.len());
         self.out.push(ins);
     }
 
+    /// The pending constants: carried by the last dispatched instruction when there is one
+    /// and the run fits its `then`, else an instruction of their own.
     fn flush(&mut self) {
         if self.pending.is_empty() {
             return;
         }
         let a = self.consts.len() as u32;
-        let n = self.pending.len() as i64;
+        let n = self.pending.len();
         self.consts.append(&mut self.pending);
-        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n, op: 0 });
+        if let Some(h) = self.head {
+            if self.out[h].then == 0 && n < 256 && a < 1 << 24 {
+                self.out[h].then = a << 8 | n as u32;
+                return;
+            }
+        }
+        self.head = Some(self.out.len());
+        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n as i64, op: 0, then: 0 });
     }
 
     /// An integer operation with its presence bit resolved.
@@ -1119,8 +1181,14 @@ impl Program {
         let base = self.insns.len();
         for (n, seg, pmap) in candidates {
             let (end, _, _) = segments[&seg];
-            let mut r =
-                Resolver { p: self, pmap, out: Vec::new(), consts: std::mem::take(&mut consts), pending: Vec::new() };
+            let mut r = Resolver {
+                p: self,
+                pmap,
+                out: Vec::new(),
+                consts: std::mem::take(&mut consts),
+                pending: Vec::new(),
+                head: None,
+            };
             let ok = r.body(seg as usize, end as usize);
             let (out, c) = (r.out, r.consts);
             consts = c;

@@ -180,3 +180,73 @@ fn errors_say_where_and_in_which_field() {
     let e = d.decode(&[0xc0, 0x81, 0x10, 0x00, 0x00, 0x00, 0x80, 0x81], &mut m).unwrap_err();
     assert_eq!(e.kind.code(), "D2");
 }
+
+/// Specialised segments fold runs of constants into the instruction before them (after a
+/// sequence's elements when that is a sequence) and give a constant-exponent, delta-mantissa
+/// decimal an arm of its own; neither may change what a message decodes to.
+#[test]
+fn specialised_constants_and_prices_decode_as_the_generic_program() {
+    let xml = r#"<templates><template name="T" id="1">
+      <string name="Hdr"><constant value="H"/></string>
+      <uInt32 name="a"/>
+      <string name="K"><constant value="K"/></string>
+      <decimal name="px"><exponent><constant value="-2"/></exponent><mantissa><delta/></mantissa></decimal>
+      <sequence name="S"><length name="n"/>
+        <uInt32 name="c"><copy/></uInt32>
+        <string name="E"><constant value="E"/></string>
+      </sequence>
+      <string name="Z"><constant value="Z"/></string>
+    </template></templates>"#;
+    // Two messages: a=5, px 0.01 then 0.04 (deltas 1 and 3), two elements each (c sent
+    // in the first, copied in the second).
+    let msgs: [&[u8]; 2] =
+        [&[0xc0, 0x81, 0x85, 0x81, 0x82, 0xc0, 0x83, 0x80], &[0x80, 0x85, 0x83, 0x82, 0xc0, 0x84, 0x80]];
+    let render = |p: &Program| -> Vec<String> {
+        let mut d = Decoder::new(p);
+        let mut m = Message::new();
+        msgs.iter()
+            .map(|b| {
+                assert_eq!(d.decode(b, &mut m).unwrap(), b.len());
+                m.entries
+                    .iter()
+                    .map(|e| {
+                        let name = &p.fields[e.field as usize].name;
+                        match e.value {
+                            Value::Bytes { .. } | Value::Static { .. } => {
+                                format!("{name}={}", String::from_utf8_lossy(m.bytes_of(p, &e.value).unwrap()))
+                            }
+                            Value::Decimal(d) => format!("{name}={d}"),
+                            v => format!("{name}={v:?}"),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    };
+    let generic = Program::from_xml(xml).unwrap();
+    let want = render(&generic);
+    assert_eq!(
+        want[0],
+        "Hdr=H,a=UInt(5),K=K,px=0.01,S=Sequence { len: 2, end: 11 },S=Element { end: 8 },c=UInt(3),E=E,\
+         S=Element { end: 11 },c=UInt(3),E=E,Z=Z"
+    );
+    assert!(want[1].contains("px=0.04") && want[1].contains("c=UInt(4)"), "{}", want[1]);
+    let mut special = generic.clone();
+    let profile = {
+        let mut d = Decoder::new(&special);
+        d.start_profile();
+        let mut m = Message::new();
+        for b in msgs {
+            d.decode(b, &mut m).unwrap();
+        }
+        d.take_profile()
+    };
+    assert!(special.specialise(&profile, 8, 64, 0.0) >= 2);
+    let listing = special.listing();
+    for names in ["then consts   K", "then consts   E", "then consts   Z"] {
+        assert!(listing.contains(names), "{names} not carried:\n{listing}");
+    }
+    assert!(special.insns.iter().any(|i| i.op == tickplant_fast::program::op::DEC_SPLIT_CONST_DELTA), "{listing}");
+    assert_eq!(render(&special), want, "{listing}");
+}
