@@ -262,6 +262,9 @@ impl Fttc {
         let mut trade = false;
         let buf = m.as_bytes();
         let (_, end) = m.body();
+        // The body and the 7-byte trailer after it: for every field start `i < end`, the
+        // word at `i` lies inside (checked once here, not per field).
+        let scan = buf.get(..end + 7).ok_or(MdError::Fix(truncated(end)))?;
         let mut i = m.after_msg_type();
         // One pass over the body's fields that reads only Symbol (55) and MDEntryPx (270):
         // each field is recognised by its first four bytes, and only a field whose tag
@@ -271,7 +274,7 @@ impl Fttc {
             // SOH, which is at or after `i`. One load gives the field's head and, for a
             // field of up to 7 bytes, its SOH too (the first SOH in the word is never past
             // the body's last one).
-            let w = u64::from_le_bytes(buf[i..i + 8].try_into().expect("eight bytes"));
+            let w = u64::from_le_bytes(scan[i..i + 8].try_into().expect("eight bytes"));
             let head = w as u32;
             let soh = match fix::first_soh_in(w) {
                 Some(k) => i + k,
@@ -284,7 +287,7 @@ impl Fttc {
             }
             if head == u32::from_le_bytes(*b"270=") {
                 self.stats.entries += 1;
-                let px = fix::parse_decimal(&buf[i + 4..soh]).ok_or(MdError::Price { offset: i })?;
+                let px = fix::parse_decimal_in(buf, i + 4, soh).ok_or(MdError::Price { offset: i })?;
                 i = soh + 1;
                 // The symbol is looked up only for a trade (the collar) or a price that
                 // trades, and once for both.

@@ -191,6 +191,69 @@ pub fn parse_decimal(v: &[u8]) -> Option<i64> {
     Some(if neg { -x } else { x })
 }
 
+/// [`parse_decimal`] of `buf[start..end]` for a caller that can read eight bytes from
+/// `start` (a field inside a message: the trailer follows the body). A value of up to eight
+/// characters with no sign is read as one word: the point found and taken out, the digits
+/// checked and combined without a loop over them. Anything else, or fewer than eight bytes
+/// from `start`, takes [`parse_decimal`], which is also this path's property-test oracle.
+#[inline]
+pub fn parse_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<i64> {
+    let len = end.wrapping_sub(start);
+    match buf.get(start..start.wrapping_add(8)) {
+        Some(w) if (1..=8).contains(&len) => {
+            let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+            match decimal_word(w, len) {
+                Some(v) => Some(v),
+                None => parse_decimal(buf.get(start..end)?),
+            }
+        }
+        _ => parse_decimal(buf.get(start..end)?),
+    }
+}
+
+/// The value of the first `len` (1 to 8) bytes of `w` (little-endian: byte 0 first) when
+/// they are digits with at most one point among them (not the point alone); `None` for
+/// anything else (a sign included), which the caller reads the long way.
+#[inline(always)]
+fn decimal_word(w: u64, len: usize) -> Option<i64> {
+    const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let bits = 8 * len as u32;
+    // The value's bytes only (bytes past it are zero, and no zero byte is a point).
+    let v = if len == 8 { w } else { w & ((1u64 << bits) - 1) };
+    // Exact: a high bit in each byte of `v` that is a point.
+    let x = v ^ DOTS;
+    let dots = !(((x & LOW7) + LOW7) | x) & HIGHS & if len == 8 { u64::MAX } else { (1u64 << bits) - 1 };
+    let (digits, n, decimals) = if dots == 0 {
+        (v, len, 0)
+    } else {
+        if dots & (dots - 1) != 0 || len == 1 {
+            return None;
+        }
+        // The point at byte p: the bytes above it move down one.
+        let p = dots.trailing_zeros() / 8;
+        let below = (1u64 << (8 * p)) - 1;
+        let above = (v >> 8) & !below;
+        (v & below | above, len - 1, len - 1 - p as usize)
+    };
+    // Right-align the digits over leading '0's: the value in the top n bytes.
+    let digits = if n == 8 { digits } else { (digits << (64 - 8 * n as u32)) | (ZEROS >> (8 * n as u32)) };
+    // Every byte a digit: 0x30..=0x39.
+    if (digits & 0xf0f0_f0f0_f0f0_f0f0) != ZEROS || ((digits + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0) != ZEROS
+    {
+        return None;
+    }
+    // Eight digits to their value: pairs, then fours, then the eight (byte 0 the most
+    // significant digit).
+    let d = digits - ZEROS;
+    let d = (d * 10 + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let d = (d * 100 + (d >> 16)) & 0x0000_ffff_0000_ffff;
+    let d = (d * 10_000 + (d >> 32)) & 0xffff_ffff;
+    // At most 8 digits and 7 decimals: the value times 10^(9 - decimals) fits in i64.
+    Some((d * POW10_U64[9 - decimals]) as i64)
+}
+
 const POW10_U64: [u64; 19] = {
     let mut t = [1u64; 19];
     let mut i = 1;

@@ -280,3 +280,63 @@ proptest! {
         prop_assert_eq!(fix::parse_decimal(v.as_bytes()), decimal_oracle(v.as_bytes()), "{:?}", v);
     }
 }
+
+proptest! {
+    /// The word-at-once price read equals `parse_decimal` on the same bytes, for values of
+    /// every length up to 10 (the word path takes up to 8) with the bytes after the value
+    /// anything (the rest of a message), and on values too close to the buffer's end for a
+    /// word.
+    #[test]
+    fn parse_decimal_in_equals_parse_decimal(
+        v in "[-.0-9]{0,3}[0-9]{0,4}[.]?[0-9]{0,3}|[0-9x.]{0,10}",
+        after in prop::collection::vec(any::<u8>(), 0..10),
+        before in 0usize..3,
+    ) {
+        let mut buf = vec![b'#'; before];
+        buf.extend_from_slice(v.as_bytes());
+        buf.extend_from_slice(&after);
+        let (start, end) = (before, before + v.len());
+        prop_assert_eq!(fix::parse_decimal_in(&buf, start, end), fix::parse_decimal(v.as_bytes()), "{:?} then {:?}", v, after);
+    }
+}
+
+/// Every value of up to eight characters over digits and points, with the word path on
+/// (eight bytes readable) and off: the same as `parse_decimal`.
+#[test]
+fn parse_decimal_in_every_short_shape() {
+    let alphabet = [b'0', b'1', b'9', b'.', b'5'];
+    for len in 1..=7usize {
+        let mut idx = vec![0usize; len];
+        loop {
+            let v: Vec<u8> = idx.iter().map(|&k| alphabet[k]).collect();
+            let mut buf = v.clone();
+            buf.extend_from_slice(b"\x0110=123\x01");
+            assert_eq!(
+                fix::parse_decimal_in(&buf, 0, len),
+                fix::parse_decimal(&v),
+                "{:?}",
+                String::from_utf8_lossy(&v)
+            );
+            assert_eq!(fix::parse_decimal_in(&v, 0, len), fix::parse_decimal(&v), "{:?}", String::from_utf8_lossy(&v));
+            let mut k = 0;
+            while k < len {
+                idx[k] += 1;
+                if idx[k] < alphabet.len() {
+                    break;
+                }
+                idx[k] = 0;
+                k += 1;
+            }
+            if k == len {
+                break;
+            }
+        }
+    }
+    for v in
+        [&b"12345678"[..], b"99999999", b"1234.567", b".1234567", b"1234567.", b"00000000", b"-1234.56", b"12x4.567"]
+    {
+        let mut buf = v.to_vec();
+        buf.push(1);
+        assert_eq!(fix::parse_decimal_in(&buf, 0, v.len()), fix::parse_decimal(v), "{:?}", String::from_utf8_lossy(v));
+    }
+}
