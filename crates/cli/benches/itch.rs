@@ -13,12 +13,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use tickplant_core::book::{BookConfig, Books};
-use tickplant_core::itch;
 use tickplant_sim::{generate_itch, ItchGenConfig};
 use tickplant_wire::itch50::{Framing, Message, Stream};
 
-const BATCH: usize = 16;
+#[path = "support/itch_book.rs"]
+mod itch_book;
 
 fn best_of<F: FnMut() -> u64>(rounds: usize, mut f: F) -> (f64, u64) {
     let mut best = f64::MAX;
@@ -74,41 +73,8 @@ fn main() {
         if ratio >= 5.0 { "meets" } else { "MISSES" }
     );
 
-    // Parse + normalize + book, as the pipeline does it: per batch of messages (a packet
-    // there), first ask for every order they name, then decode and apply each message in one
-    // dispatch on its type.
-    let (book, n) = best_of(rounds, || {
-        let mut books = Books::new(BookConfig {
-            max_orders: (live * 2).max(1 << 16),
-            max_instruments: 1 << 16,
-            ..Default::default()
-        });
-        let mut n = 0u64;
-        let mut msgs: Vec<&[u8]> = Vec::with_capacity(BATCH);
-        let mut events = Vec::with_capacity(BATCH);
-        let mut stream = Stream::new(&file, Framing::LengthPrefixed);
-        loop {
-            msgs.clear();
-            msgs.extend(stream.by_ref().take(BATCH).map(|r| r.expect("valid").1));
-            if msgs.is_empty() {
-                break;
-            }
-            for m in &msgs {
-                books.prefetch_order(itch::order_hint(m));
-            }
-            events.clear();
-            for m in &msgs {
-                let e = itch::decode_with(m, 0, n, 0, |e| {
-                    books.apply(e);
-                });
-                events.push(e.expect("valid"));
-                n += 1;
-            }
-            black_box(&events);
-        }
-        assert_eq!(books.live_orders(), live);
-        n
-    });
+    // Parse + normalize + book, as the pipeline does it (support/itch_book.rs).
+    let (book, n) = best_of(rounds, || itch_book::parse_and_book(&file, live));
     let ns_book = book * 1e9 / n as f64;
     println!(
         "  parse + book:         {ns_book:>6.2} ns/message ({:>6.1} M/s), target <= 30 ns: {} | published C++ peer (charles-cooper/itch-order-book, not measured here): 45-64 ns",

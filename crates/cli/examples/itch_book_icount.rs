@@ -1,0 +1,28 @@
+//! Instruction counts of parse + normalize + full-depth book (the second ITCH target of
+//! `benches/itch.rs`, the same loop), for weighing a change where wall time is too noisy
+//! to tell:
+//!
+//! ```sh
+//! cargo build --release -p tickplant --example itch_book_icount
+//! valgrind --tool=callgrind target/release/examples/itch_book_icount 200000 1
+//! valgrind --tool=callgrind target/release/examples/itch_book_icount 200000 3
+//! ```
+//! The difference of the two totals over 2 x 200,000 is the instructions per message
+//! (arguments: messages in the day, passes over it).
+
+use tickplant_sim::{generate_itch, ItchGenConfig};
+
+#[path = "../benches/support/itch_book.rs"]
+mod itch_book;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let messages: u64 = args.next().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let passes: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let day = generate_itch(&ItchGenConfig { seed: 7, symbols: 200, messages, target_live: 0 });
+    let file = day.to_binary_file();
+    let live = day.live_orders();
+    drop(day);
+    let total: u64 = (0..passes).map(|_| itch_book::parse_and_book(&file, live)).sum();
+    println!("{total} messages through parse + book");
+}
