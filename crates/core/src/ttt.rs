@@ -254,10 +254,28 @@ impl Fttc {
         if self.triggers.is_some() {
             return self.by_triggers(now, &m, next_seq, send);
         }
+        // The loop in two copies, so that a run without the collar does not ask about
+        // trades at every field.
+        if self.risk.wants_trades() {
+            self.scan::<true>(now, &m, next_seq, send)
+        } else {
+            self.scan::<false>(now, &m, next_seq, send)
+        }
+    }
+
+    /// [`Fttc::on_market_data`]'s pass over the fields; `TRADES`: the collar wants trade
+    /// prices.
+    #[inline(always)]
+    fn scan<const TRADES: bool>(
+        &mut self,
+        now: u64,
+        m: &Message<'_>,
+        next_seq: &mut u64,
+        send: &mut impl FttcOutput,
+    ) -> Result<usize, MdError> {
         // The current entry's Symbol (55), as `buf[sym.0..sym.1]`.
         let mut sym = (0usize, 0usize);
         let mut orders = 0;
-        let want_trades = self.risk.wants_trades();
         // This entry is a trade (its 269 was `2`) and the collar wants to know.
         let mut trade = false;
         let buf = m.as_bytes();
@@ -326,7 +344,7 @@ impl Fttc {
                 }
                 continue;
             }
-            if want_trades {
+            if TRADES {
                 if head == u32::from_le_bytes(*b"269=") {
                     trade = buf[i + 4] == b'2' && soh == i + 5;
                     i = soh + 1;
