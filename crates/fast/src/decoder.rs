@@ -311,8 +311,7 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u3
 }
 
 /// How deltas and exponents are read, whatever the field's type: a signed 64-bit integer.
-const SIGNED_64: Insn =
-    Insn { code: Code::IntNone, flags: flag::SIGNED, field: 0, slot: 0, a: 0, init: 0, op: 1, then: 0 };
+const SIGNED_64: Insn = Insn { flags: flag::SIGNED, op: 1, ..Insn::BLANK };
 
 /// A failed decode: the details are in [`Decoder::err`]. Zero-sized, so every internal
 /// result fits in registers.

@@ -204,6 +204,9 @@ pub fn op_of(ins: &Insn) -> u8 {
 }
 
 impl Insn {
+    /// Every operand zero: the base the compiler fills in (`Insn { code, ..Insn::BLANK }`).
+    pub const BLANK: Insn = Insn { code: Code::IntNone, flags: 0, field: 0, slot: 0, a: 0, init: 0, op: 0, then: 0 };
+
     #[inline(always)]
     pub fn has(&self, f: u8) -> bool {
         self.flags & f != 0
@@ -397,7 +400,7 @@ impl Compiler<'_> {
             }
             _ => 0,
         };
-        Ok(Insn { code, flags, field, slot, a: 0, init, op: 0, then: 0 })
+        Ok(Insn { code, flags, field, slot, init, ..Insn::BLANK })
     }
 
     fn field(&mut self, scope: Scope, f: &Field) -> Result<u32, TemplateError> {
@@ -448,22 +451,13 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                let insn = Insn { code, flags, field, slot, a, init, op: 0, then: 0 };
+                let insn = Insn { code, flags, field, slot, a, init, ..Insn::BLANK };
                 self.prog.insns.push(insn);
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (FieldType::Decimal, FieldOp::Split { exponent, mantissa }) => {
                 let flags = if optional { flag::OPT } else { 0 };
-                self.prog.insns.push(Insn {
-                    code: Code::DecSplit,
-                    flags,
-                    field,
-                    slot: 0,
-                    a: 0,
-                    init: 0,
-                    op: 0,
-                    then: 0,
-                });
+                self.prog.insns.push(Insn { code: Code::DecSplit, flags, field, ..Insn::BLANK });
                 let ek = format!("{}:exponent", f.name);
                 let mk = format!("{}:mantissa", f.name);
                 let e = self.int_insn(scope, FieldType::Int32, exponent, optional, &ek, field)?;
@@ -512,7 +506,7 @@ impl Compiler<'_> {
                     }
                     _ => 0,
                 };
-                self.prog.insns.push(Insn { code, flags, field, slot, a, init: 0, op: 0, then: 0 });
+                self.prog.insns.push(Insn { code, flags, field, slot, a, ..Insn::BLANK });
                 Ok(u32::from(code.uses_bit(optional)))
             }
             (_, FieldOp::Split { .. }) => Err(err("exponent/mantissa operators on a field that is not a decimal")),
@@ -537,16 +531,8 @@ impl Compiler<'_> {
                     let field = self.add_field(&s.name, None, FieldKind::Sequence);
                     let at = self.prog.insns.len();
                     let optional = s.presence == Presence::Optional;
-                    self.prog.insns.push(Insn {
-                        code: Code::Seq,
-                        flags: if optional { flag::OPT } else { 0 },
-                        field,
-                        slot: 0,
-                        a: 0,
-                        init: 0,
-                        op: 0,
-                        then: 0,
-                    });
+                    let flags = if optional { flag::OPT } else { 0 };
+                    self.prog.insns.push(Insn { code: Code::Seq, flags, field, ..Insn::BLANK });
                     let lfield =
                         self.add_field(&s.length.name, s.length.id.as_deref(), FieldKind::Scalar(FieldType::UInt32));
                     let FieldOp::Single(lop) = &s.length.op else {
@@ -572,16 +558,8 @@ impl Compiler<'_> {
                     let field = self.add_field(&g.name, None, FieldKind::Group);
                     let at = self.prog.insns.len();
                     let optional = g.presence == Presence::Optional;
-                    self.prog.insns.push(Insn {
-                        code: Code::Group,
-                        flags: if optional { flag::OPT } else { 0 },
-                        field,
-                        slot: 0,
-                        a: 0,
-                        init: 0,
-                        op: 0,
-                        then: 0,
-                    });
+                    let flags = if optional { flag::OPT } else { 0 };
+                    self.prog.insns.push(Insn { code: Code::Group, flags, field, ..Insn::BLANK });
                     bits += u32::from(optional);
                     self.prog.insns[at].slot = at as u32 + 1;
                     let inner_bits = self.body(inner, &g.body, depth + 1)?;
@@ -604,16 +582,7 @@ impl Compiler<'_> {
                 }
                 Instruction::TemplateRef(None) => {
                     let field = self.add_field("templateRef", None, FieldKind::TemplateRef);
-                    self.prog.insns.push(Insn {
-                        code: Code::DynRef,
-                        flags: 0,
-                        field,
-                        slot: 0,
-                        a: 0,
-                        init: 0,
-                        op: 0,
-                        then: 0,
-                    });
+                    self.prog.insns.push(Insn { code: Code::DynRef, field, ..Insn::BLANK });
                 }
             }
         }
@@ -964,7 +933,7 @@ impl Resolver<'_> {
             }
         }
         self.head = Some(self.out.len());
-        self.out.push(Insn { code: Code::Consts, flags: 0, field: 0, slot: 0, a, init: n as i64, op: 0, then: 0 });
+        self.out.push(Insn { code: Code::Consts, a, init: n as i64, ..Insn::BLANK });
     }
 
     /// An integer operation with its presence bit resolved.
