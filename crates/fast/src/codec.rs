@@ -228,6 +228,11 @@ pub fn read_ascii(buf: &[u8], pos: &mut usize, nullable: bool) -> Result<AsciiRe
             if end == start + 2 && buf[start + 1] == 0x80 {
                 return Ok(AsciiRead::Empty);
             }
+            // After the nullable escape, the rest reads as a mandatory string does: 0x00
+            // 0x80 there is the one-NUL string, not two NULs.
+            if end == start + 3 && buf[start + 1] == 0 && buf[start + 2] == 0x80 {
+                return Ok(AsciiRead::Chars { start: start + 1, end: start + 2 });
+            }
             return Ok(AsciiRead::Chars { start: start + 1, end });
         }
         if end == start + 2 && buf[start + 1] == 0x80 {
@@ -530,5 +535,36 @@ mod tests {
         assert!(read_ascii(&[0x41, 0x42], &mut p, true).is_err());
         p = 0;
         assert!(read_bytes(&[0x85, 1, 2], &mut p, false).is_err());
+    }
+
+    /// What `write_ascii` writes, `read_ascii` reads back, nullable or not: the one-NUL
+    /// string included (0x00 0x00 0x80 when nullable, which once read as two NULs).
+    #[test]
+    fn test_ascii_round_trip() {
+        let values: [Option<&[u8]>; 7] =
+            [None, Some(b""), Some(b"\0"), Some(b"A"), Some(b"\0A"), Some(b"AB"), Some(b"\0AB")];
+        for nullable in [true, false] {
+            for v in values {
+                if v.is_none() && !nullable {
+                    continue;
+                }
+                let mut out = Vec::new();
+                write_ascii(&mut out, v, nullable);
+                let mut p = 0;
+                let got = match read_ascii(&out, &mut p, nullable).unwrap() {
+                    AsciiRead::Null => None,
+                    AsciiRead::Empty => Some(Vec::new()),
+                    AsciiRead::Chars { start, end } => {
+                        let mut c = out[start..end].to_vec();
+                        if let Some(last) = c.last_mut() {
+                            *last &= 0x7f;
+                        }
+                        Some(c)
+                    }
+                };
+                assert_eq!(p, out.len(), "{v:?} nullable {nullable}: {out:02x?}");
+                assert_eq!(got.as_deref(), v, "{v:?} nullable {nullable}: {out:02x?}");
+            }
+        }
     }
 }

@@ -131,6 +131,13 @@ fn write_decimal(ins: &Insn, out: &mut Vec<u8>, d: Option<Decimal>) -> Result<()
     Ok(())
 }
 
+/// True for the one ASCII value FAST cannot send: two NULs. Its bytes would be those of
+/// the one-NUL string (0x00 0x80, or 0x00 0x00 0x80 when nullable), which the
+/// specification reserves for "\0".
+fn unsendable_ascii(ins: &Insn, s: &[u8]) -> bool {
+    ins.flags & (flag::UNICODE | flag::BYTES) == 0 && s == [0, 0]
+}
+
 fn write_vector(ins: &Insn, out: &mut Vec<u8>, v: Option<&[u8]>, nullable: bool) -> Result<(), Error> {
     if v.is_none() && !nullable {
         return Err(mismatch("mandatory string missing", out.len(), ins.field));
@@ -139,6 +146,9 @@ fn write_vector(ins: &Insn, out: &mut Vec<u8>, v: Option<&[u8]>, nullable: bool)
         if let Some(s) = v {
             if s.iter().any(|&b| b >= 0x80) {
                 return Err(mismatch("ASCII string with a byte >= 0x80", out.len(), ins.field));
+            }
+            if unsendable_ascii(ins, s) {
+                return Err(mismatch("ASCII string of two NULs (FAST has no encoding for it)", out.len(), ins.field));
             }
         }
         codec::write_ascii(out, v, nullable);
@@ -469,7 +479,11 @@ impl<'p> Encoder<'p> {
                 let s = &mut self.strs[slot];
                 let base: &[u8] = if s.state == ASSIGNED { &s.buf } else { init.unwrap_or(&[]) };
                 let tail: &[u8] = if v.len() == base.len() {
-                    let p = v.iter().zip(base).take_while(|(a, b)| a == b).count();
+                    let mut p = v.iter().zip(base).take_while(|(a, b)| a == b).count();
+                    // A tail of two NULs cannot be sent: one byte more of the value can.
+                    if p > 0 && unsendable_ascii(ins, &v[p..]) {
+                        p -= 1;
+                    }
                     &v[p..]
                 } else if v.len() > base.len() {
                     v
@@ -500,8 +514,15 @@ impl<'p> Encoder<'p> {
                     UNDEFINED => init.unwrap_or(&[]),
                     _ => return Err(Error { kind: ErrorKind::EmptyPrevious, offset: at, field: ins.field }),
                 };
-                let prefix = v.iter().zip(base).take_while(|(a, b)| a == b).count();
-                let suffix = v.iter().rev().zip(base.iter().rev()).take_while(|(a, b)| a == b).count();
+                let mut prefix = v.iter().zip(base).take_while(|(a, b)| a == b).count();
+                let mut suffix = v.iter().rev().zip(base.iter().rev()).take_while(|(a, b)| a == b).count();
+                // A difference of two NULs cannot be sent: one byte more of the value can.
+                if prefix > 0 && unsendable_ascii(ins, &v[prefix..]) {
+                    prefix -= 1;
+                }
+                if suffix > 0 && unsendable_ascii(ins, &v[..v.len() - suffix]) {
+                    suffix -= 1;
+                }
                 let (sub, diff): (i64, &[u8]) = if suffix > prefix {
                     (-((base.len() - suffix) as i64) - 1, &v[..v.len() - suffix])
                 } else {

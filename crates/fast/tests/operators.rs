@@ -231,3 +231,49 @@ fn specialised_constants_and_prices_decode_as_the_generic_program() {
     assert!(special.insns.iter().any(|i| i.op == tickplant_fast::program::op::DEC_SPLIT_CONST_DELTA), "{listing}");
     assert_eq!(decode_all(&special, &msgs), want, "{listing}");
 }
+
+/// Decode a stream of messages, encode them again as received, decode that: the same
+/// values. Returns the rendered messages.
+fn round_trip(xml: &str, stream: &[u8]) -> Vec<String> {
+    use tickplant_fast::Encoder;
+    let p = Program::from_xml(xml).unwrap();
+    let mut d = Decoder::new(&p);
+    let mut enc = Encoder::new(&p);
+    let mut m = Message::new();
+    let (mut at, mut again, mut first) = (0, Vec::new(), Vec::new());
+    while at < stream.len() {
+        at += d.decode(&stream[at..], &mut m).unwrap();
+        first.push(format!("{:?} {:?}", m.entries, m.bytes));
+        enc.encode_as_received(&m, &mut again).unwrap();
+    }
+    let mut d = Decoder::new(&p);
+    let (mut at, mut second) = (0, Vec::new());
+    while at < again.len() {
+        at += d.decode(&again[at..], &mut m).unwrap();
+        second.push(format!("{:?} {:?}", m.entries, m.bytes));
+    }
+    assert_eq!(second, first, "re-encoded as {again:02x?}");
+    first
+}
+
+/// Strings of NULs, found by fuzzing: a nullable 0x00 0x00 0x80 is the one-NUL string
+/// (it read as two), and two NULs have no encoding of their own (their bytes are the one
+/// NUL's), so a tail or a delta that would send exactly two NULs sends one byte more.
+#[test]
+fn strings_of_nuls_round_trip() {
+    let inner = r#"<templates><template name="Inner" id="3"><int64 name="x"><delta/></int64>
+        <string name="y" presence="optional"><tail value="ABCD"/></string></template></templates>"#;
+    // "ABCD" then the tail "C\0": "ABC\0" (sent again as the nullable one-NUL tail).
+    let got = round_trip(inner, &[0xca, 0x83, 0xca, 0xa9, 0x80, 0x43, 0x80]);
+    assert!(got[1].ends_with("[65, 66, 67, 0]"), "{got:?}");
+    // "\x06\0\x01\0" then the tail "\0\0\0": "\x06\0\0\0" (its shortest tail, two NULs,
+    // cannot be sent).
+    let got =
+        round_trip(inner, &[0xca, 0x83, 0xa1, 0xa1, 0xa1, 0x06, 0x00, 0x01, 0x80, 0xa1, 0xa1, 0x00, 0x00, 0x00, 0x80]);
+    assert!(got[2].ends_with("[6, 0, 0, 0]"), "{got:?}");
+    // Delta: "A", then "A\0\0" (one removed, "A\0\0" appended: the two NULs alone cannot
+    // be sent after the kept "A").
+    let delta = r#"<templates><template name="T" id="1"><string name="d"><delta/></string></template></templates>"#;
+    let got = round_trip(delta, &[0xc0, 0x81, 0x80, 0xc1, 0x80, 0x81, 0x41, 0x00, 0x80]);
+    assert!(got[1].ends_with("[65, 0, 0]"), "{got:?}");
+}
