@@ -437,6 +437,14 @@ impl Sequencer {
         if skip == 0 || skip >= info.count || !self.can_trim() {
             return false;
         }
+        // The new first sequence number must fit the field (found by fuzzing: a number near
+        // the field's top overflowed).
+        let bits = 8 * u32::from(self.config.seq.bytes);
+        let fits = |v: u64| bits >= 64 || v >> bits == 0;
+        match info.seq.checked_add(u64::from(skip)) {
+            Some(v) if fits(v) => {}
+            _ => return false,
+        }
         let po = usize::from(info.payload_offset);
         let payload = &frame[po..po + usize::from(info.payload_len)];
         let cut = match self.config.protocol {
@@ -453,6 +461,9 @@ impl Sequencer {
         out.clear();
         out.extend_from_slice(&frame[..po + header]);
         out.extend_from_slice(&payload[cut..]);
+        // Whatever follows the UDP datagram stays as it was: bytes the IP datagram holds
+        // past it (its total length counts them) and Ethernet padding.
+        out.extend_from_slice(&frame[po + payload.len()..]);
         let new_payload_len = payload.len() - removed;
         {
             let p = &mut out[po..];
@@ -477,7 +488,6 @@ impl Sequencer {
         if had_checksum {
             u.fill_checksum(src, dst);
         }
-        // Ethernet padding (if any) after the IP datagram is kept as it was.
         true
     }
 }
@@ -590,6 +600,40 @@ mod tests {
         assert_eq!((j.seq, j.count), (12, 1));
         assert_eq!(out, frame(&mold(12, &[b"C"]), 26400), "identical to a frame built with only the last message");
         assert!(!s.trim(&f, &i, 3, &mut out), "cannot trim everything");
+    }
+
+    /// Found by fuzzing (the sequencer target): bytes after the UDP datagram, inside the IP
+    /// datagram or as Ethernet padding, were dropped by a trim that still counted them in
+    /// the IP total length, and the trimmed frame no longer classified.
+    #[test]
+    fn trim_keeps_what_follows_the_udp_datagram() {
+        let s = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
+        let mut f = frame(&mold(10, &[b"AAA", b"BB", b"C"]), 26400);
+        // Four bytes past the UDP datagram inside the IP datagram, then two of padding.
+        f.extend_from_slice(b"xyzw");
+        let mut ip = ipv4::Packet::new_unchecked(&mut f[14..]);
+        let total = ip.total_len() + 4;
+        ip.set_total_len(total);
+        ip.fill_checksum();
+        f.extend_from_slice(&[0, 0]);
+        let i = s.classify(LinkType::Ethernet, &f).unwrap();
+        let mut out = Vec::new();
+        assert!(s.trim(&f, &i, 2, &mut out));
+        let j = s.classify(LinkType::Ethernet, &out).unwrap();
+        assert_eq!((j.seq, j.count), (12, 1));
+        assert!(out.ends_with(b"xyzw\0\0"), "{out:02x?}");
+        assert_eq!(out.len(), f.len() - (mold(10, &[b"AAA", b"BB", b"C"]).len() - mold(12, &[b"C"]).len()));
+    }
+
+    /// A first sequence number that would pass the field's top is not trimmed.
+    #[test]
+    fn trim_refuses_a_sequence_number_past_the_field() {
+        let s = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
+        let f = frame(&mold(u64::MAX - 1, &[b"AAA", b"BB", b"C"]), 26400);
+        let i = s.classify(LinkType::Ethernet, &f).unwrap();
+        let mut out = Vec::new();
+        assert!(s.trim(&f, &i, 1, &mut out), "MAX - 1 + 1 fits");
+        assert!(!s.trim(&f, &i, 2, &mut out), "MAX - 1 + 2 does not");
     }
 
     #[test]
