@@ -279,6 +279,19 @@ fn append(v: &mut Vec<u8>, src: &[u8]) {
     }
 }
 
+/// Push a run of prebuilt entries. Runs are short (one to four entries): a push loop beats
+/// a memcpy call, and the usual single entry goes without the loop.
+#[inline(always)]
+fn push_consts(msg: &mut Message, run: &[Entry]) {
+    if let [e] = run {
+        msg.entries.push(*e);
+    } else {
+        for e in run {
+            msg.entries.push(*e);
+        }
+    }
+}
+
 /// A short ASCII string (up to 8 bytes) that is not NULL, empty or led by a zero byte: one
 /// word load, the stop bit found by a trailing-zero count. `None`
 /// leaves every other case to `str_op`.
@@ -1140,16 +1153,7 @@ impl<'p> Decoder<'p> {
     #[inline(always)]
     fn then_consts(program: &Program, then: u32, msg: &mut Message) {
         let lo = (then >> 8) as usize;
-        let run = &program.consts[lo..lo + (then & 0xff) as usize];
-        // Runs are short (one to four entries): a push loop beats a memcpy call, and the
-        // usual single entry goes without the loop.
-        if let [e] = run {
-            msg.entries.push(*e);
-        } else {
-            for e in run {
-                msg.entries.push(*e);
-            }
-        }
+        push_consts(msg, &program.consts[lo..lo + (then & 0xff) as usize]);
     }
 
     #[inline(always)]
@@ -1239,16 +1243,7 @@ impl<'p> Decoder<'p> {
             op::CONSTS => {
                 let program = self.program;
                 let lo = ins.a as usize;
-                // Runs are short (one to four entries): a push loop beats a memcpy call, and
-                // the usual single entry goes without the loop.
-                let run = &program.consts[lo..lo + ins.init as usize];
-                if let [e] = run {
-                    msg.entries.push(*e);
-                } else {
-                    for e in run {
-                        msg.entries.push(*e);
-                    }
-                }
+                push_consts(msg, &program.consts[lo..lo + ins.init as usize]);
                 Ok(i + 1)
             }
             op::DEC_NONE

@@ -219,12 +219,12 @@ fn decimal_word(w: u64, len: usize) -> Option<i64> {
     const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
     const ZEROS: u64 = 0x3030_3030_3030_3030;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let bits = 8 * len as u32;
     // The value's bytes only (bytes past it are zero, and no zero byte is a point).
-    let v = if len == 8 { w } else { w & ((1u64 << bits) - 1) };
+    let keep = u64::MAX >> (64 - 8 * len as u32);
+    let v = w & keep;
     // Exact: a high bit in each byte of `v` that is a point.
     let x = v ^ DOTS;
-    let dots = !(((x & LOW7) + LOW7) | x) & HIGHS & if len == 8 { u64::MAX } else { (1u64 << bits) - 1 };
+    let dots = !(((x & LOW7) + LOW7) | x) & HIGHS & keep;
     let (digits, n, decimals) = if dots == 0 {
         (v, len, 0)
     } else {
