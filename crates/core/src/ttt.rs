@@ -283,21 +283,29 @@ impl Fttc {
         // The body and the 7-byte trailer after it: for every field start `i < end`, the
         // word at `i` lies inside (checked once here, not per field).
         let scan = buf.get(..end + 7).ok_or(MdError::Fix(truncated(end)))?;
+        let body = &buf[..end];
         let mut i = m.after_msg_type();
         // One pass over the body's fields that reads only Symbol (55) and MDEntryPx (270):
         // each field is recognised by its first four bytes, and only a field whose tag
-        // announces a data field (which may hold SOH bytes) is read the long way.
+        // announces a data field (which may hold SOH bytes) is read the long way. Where
+        // the fields end comes from `sohs`, the SOH bytes of 64 bytes from `base` as bits
+        // (found 16 at a time): the next field's start is known without reading this one,
+        // so fields do not wait on each other's loads.
+        let mut base = i;
+        let mut sohs = fix::soh_bits(body, base);
         while i < end {
-            // Eight bytes always exist here: the trailer (7 bytes) follows the body's last
-            // SOH, which is at or after `i`. One load gives the field's head and, for a
-            // field of up to 7 bytes, its SOH too (the first SOH in the word is never past
-            // the body's last one).
-            let w = u64::from_le_bytes(scan[i..i + 8].try_into().expect("eight bytes"));
-            let head = w as u32;
-            let soh = match fix::first_soh_in(w) {
-                Some(k) => i + k,
-                None => fix::find_soh(&buf[..end], i + 8).ok_or(MdError::Fix(truncated(i)))?,
-            };
+            while sohs == 0 {
+                base += 64;
+                if base >= end {
+                    // Unreachable: the body ends with an SOH (checked by `new_checked`).
+                    return Err(MdError::Fix(truncated(i)));
+                }
+                sohs = fix::soh_bits(body, base);
+            }
+            let soh = base + sohs.trailing_zeros() as usize;
+            sohs &= sohs - 1;
+            // Four bytes always exist here: the trailer (7 bytes) follows the body.
+            let head = u32::from_le_bytes(scan[i..i + 4].try_into().expect("four bytes"));
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
                 sym = (i + 3, soh);
                 i = soh + 1;
@@ -363,6 +371,9 @@ impl Fttc {
                     fields.next().ok_or(MdError::Fix(truncated(i)))?.map_err(MdError::Fix)?;
                 }
                 i = fields.position();
+                // Past the data field: the bits start again from here.
+                base = i;
+                sohs = fix::soh_bits(body, base);
                 continue;
             }
             i = soh + 1;
@@ -848,17 +859,23 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
 
         /// The one-pass scan orders exactly the whole-dollar entries the full reader sees,
-        /// with data fields (which may hold "55=" and "270=" and SOH) in the way.
+        /// with data fields (which may hold "55=" and "270=" and SOH) and long fields in the
+        /// way.
         #[test]
         fn the_scan_agrees_with_the_full_reader(
             entries in proptest::collection::vec(("[A-Z]{1,5}", 0u32..3, 0u32..1000, proptest::prelude::any::<bool>()), 1..6),
             data in proptest::option::of("[a-z0-9=\x01]{0,12}"),
+            text in proptest::option::of("[a-z ]{1,200}"),
         ) {
             let mut w = Writer::new("FIX.4.4", "X");
             w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
             if let Some(d) = &data {
                 let raw = format!("55=ZZ\x01270=7.000\x01{d}");
                 w.field_uint(95, raw.len() as u64).field(96, raw.as_bytes());
+            }
+            // A long field: 64-byte stretches with no SOH at all.
+            if let Some(t) = &text {
+                w.field(58, t.as_bytes());
             }
             w.field_uint(268, entries.len() as u64);
             for (sym, dollars, mils, whole) in &entries {

@@ -135,7 +135,7 @@ pub fn parse_initial(ty: FieldType, s: &str) -> Result<Initial, String> {
         FieldType::Unicode => Ok(Initial::Bytes(s.as_bytes().to_vec())),
         FieldType::Bytes => {
             let hex: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-            if hex.len() % 2 != 0 || !hex.iter().all(u8::is_ascii_hexdigit) {
+            if !hex.len().is_multiple_of(2) || !hex.iter().all(u8::is_ascii_hexdigit) {
                 return Err("not an even number of hex digits".to_string());
             }
             let nib = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;

@@ -826,7 +826,7 @@ fn consumer_thread(
                             t.on_entry(&entry)?;
                             // The exchange's answers are read between records now and then,
                             // and whenever the ring is empty.
-                            if res.received % 256 == 0 {
+                            if res.received.is_multiple_of(256) {
                                 t.poll()?;
                             }
                         }
@@ -1060,7 +1060,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
         // The arbitrate stage alone: what it released was timed by the later stages.
         let _ = h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0).max(1));
-        if spec.progress && frames % 65_536 == 0 && Instant::now() >= next_progress {
+        if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);
             eprintln!(
                 "run: {frames} frames, {} messages decoded, {:.1} M msg/s",

@@ -108,7 +108,7 @@ const VENUES: [&str; 4] = ["nyse", "tsx", "arca", "bats"];
 
 fn price_attr(w: Workload, i: usize) -> String {
     match w {
-        Workload::C => format!("{}_{}", VENUES[i / 2], if i % 2 == 0 { "bid" } else { "ask" }),
+        Workload::C => format!("{}_{}", VENUES[i / 2], if i.is_multiple_of(2) { "bid" } else { "ask" }),
         _ => format!("p{i}"),
     }
 }

@@ -96,6 +96,44 @@ pub fn find_soh(b: &[u8], from: usize) -> Option<usize> {
     b.get(i..)?.iter().position(|&c| c == SOH).map(|k| i + k)
 }
 
+/// The SOH bytes of `b` from `base` on, as bits: bit `k` is set when `b[base + k]` is SOH
+/// (`k < 64`; bytes past the end of `b` are not SOH). Sixteen bytes a compare (`wide`'s
+/// safe SSE2 / NEON types: one compare and one mask move each), so that a scanner learns
+/// where up to 64 fields end at once instead of one field after another. A block that
+/// would pass the end of `b` is read as the last 64 bytes of `b`, shifted: no byte loop
+/// unless `b` itself is shorter than 64 bytes.
+#[inline]
+pub fn soh_bits(b: &[u8], base: usize) -> u64 {
+    let n = b.len();
+    if let Some(block) = b.get(base..base.wrapping_add(64)) {
+        return soh_bits_64(block.try_into().expect("64 bytes"));
+    }
+    if base >= n {
+        return 0;
+    }
+    if n >= 64 {
+        // `n - 64 < base < n`: the block ending at `n`, moved down to start at `base`.
+        return soh_bits_64(b[n - 64..].try_into().expect("64 bytes")) >> (base - (n - 64));
+    }
+    soh_bits_short(&b[base..])
+}
+
+#[inline(always)]
+fn soh_bits_64(block: &[u8; 64]) -> u64 {
+    let soh = wide::u8x16::splat(SOH);
+    let mut bits = 0u64;
+    for (k, lane) in block.chunks_exact(16).enumerate() {
+        let v = wide::u8x16::from(<[u8; 16]>::try_from(lane).expect("sixteen bytes"));
+        bits |= u64::from(v.simd_eq(soh).to_bitmask() as u16) << (16 * k);
+    }
+    bits
+}
+
+#[cold]
+fn soh_bits_short(b: &[u8]) -> u64 {
+    b.iter().enumerate().fold(0, |bits, (k, &c)| bits | (u64::from(c == SOH) << k))
+}
+
 /// Where the first SOH is among the eight bytes of `w` (read little-endian: byte 0 first),
 /// if there is one: the word form of [`find_soh`], for a scanner that already holds a
 /// field's first eight bytes.
@@ -182,7 +220,7 @@ pub fn parse_decimal(v: &[u8]) -> Option<i64> {
     } else {
         // Decimals past the ninth must be zeros.
         let p = POW10_U64[decimals - 9];
-        if n % p != 0 {
+        if !n.is_multiple_of(p) {
             return None;
         }
         n / p
@@ -1299,7 +1337,7 @@ impl OrderTemplate {
         }
         let d = self.price_decimals;
         let unit = 10u64.pow(9 - d as u32);
-        if p < 0 || p as u64 % unit != 0 {
+        if p < 0 || !(p as u64).is_multiple_of(unit) {
             return Err(TemplateError::Price(p));
         }
         let v = p as u64 / unit;
@@ -1571,5 +1609,35 @@ mod tests {
         let b = [0x00, 0x03, 0x81, 0x41, 0x11, 0x02, 0x01, 0x01, 0x00];
         assert_eq!(find_soh(&b, 0), Some(6));
         assert_eq!(checksum(&b), (b.iter().map(|&x| u32::from(x)).sum::<u32>() % 256) as u8);
+    }
+
+    /// The oracle of [`soh_bits`]: byte by byte.
+    fn soh_bits_naive(b: &[u8], base: usize) -> u64 {
+        (0..64).filter(|&k| b.get(base + k) == Some(&SOH)).fold(0, |bits, k| bits | 1 << k)
+    }
+
+    #[test]
+    fn soh_bits_agree_with_a_byte_loop() {
+        // Every length across the short, shifted-tail and whole-block cases, every base
+        // (past the end too), one SOH at every place, and bytes one bit away from SOH.
+        for n in 0..200 {
+            let mut b: Vec<u8> = (0..n).map(|k| [b'a', 0x00, 0x03, 0x81, 0x41, 0x11][k % 6]).collect();
+            for at in (0..n).step_by(7).chain(n.checked_sub(1)) {
+                b[at] = SOH;
+                for base in 0..n + 2 {
+                    assert_eq!(soh_bits(&b, base), soh_bits_naive(&b, base), "n {n} SOH at {at} base {base}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn soh_bits_agree_with_a_byte_loop_on_random_bytes(
+            b in proptest::collection::vec(proptest::prop_oneof![proptest::strategy::Just(SOH), proptest::arbitrary::any::<u8>()], 0..300),
+            base in 0usize..320,
+        ) {
+            proptest::prop_assert_eq!(soh_bits(&b, base), soh_bits_naive(&b, base));
+        }
     }
 }
