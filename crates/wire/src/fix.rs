@@ -234,7 +234,7 @@ pub fn parse_decimal(v: &[u8]) -> Option<i64> {
 /// characters with no sign is read as one word: the point found and taken out, the digits
 /// checked and combined without a loop over them. Anything else, or fewer than eight bytes
 /// from `start`, takes [`parse_decimal`], which is also this path's property-test oracle.
-#[inline]
+#[inline(always)]
 pub fn parse_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<i64> {
     let len = end.wrapping_sub(start);
     match buf.get(start..start.wrapping_add(8)) {
