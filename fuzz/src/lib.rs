@@ -203,11 +203,34 @@ pub fn fix(data: &[u8]) {
         }
     }
     let _ = frame_len(data);
+    let scanned = tick_to_trade(data);
     let Ok(m) = Message::new_checked(data) else { return };
     assert!(m.len() <= data.len());
     let mut ix = FieldIndex::new();
     if ix.parse(&m).is_err() {
         return;
+    }
+    // The tick-to-trade scan agrees with the full reader: an order for exactly the entries
+    // whose MDEntryPx (270) is a whole number of dollars, with the Symbol (55) before it
+    // (none without one), in order; or, when a price is not a decimal, an error.
+    let mut sym: &[u8] = b"";
+    let mut want = Some(Vec::new());
+    for f in ix.fields() {
+        match f.tag {
+            55 => sym = f.value,
+            270 => match (parse_decimal(f.value), want.as_mut()) {
+                (Some(px), Some(w)) if px % 1_000_000_000 == 0 && !sym.is_empty() => {
+                    w.push(String::from_utf8_lossy(sym).into_owned())
+                }
+                (None, _) => want = None,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    match want {
+        Some(w) => assert_eq!(scanned, Ok(w), "the scan's orders"),
+        None => assert!(scanned.is_err(), "a price that is not a decimal is an error"),
     }
     let _ = ix.group(268, 279, &[]).map(|g| g.count());
     let _ = ix.group(268, 269, &[269, 270, 271, 55]).map(|g| g.count());
@@ -229,6 +252,33 @@ pub fn fix(data: &[u8]) {
             assert_eq!(w.finish(), m.as_bytes(), "the writer gives back the bytes");
         }
     }
+}
+
+/// The tick-to-trade path on `data` as a market-data datagram, with no risk limits (every
+/// whole-dollar entry orders): the symbols of its orders, in order, or that it failed. A
+/// second engine with the price collar on (the walk's other copy) must not panic either.
+fn tick_to_trade(data: &[u8]) -> Result<Vec<String>, ()> {
+    use tickplant_core::risk::RiskLimits;
+    use tickplant_core::ttt::{Fttc, FttcConfig};
+    use tickplant_wire::fix::{FieldIndex, Message};
+    let config = |limits| FttcConfig {
+        begin_string: "FIX.4.4".into(),
+        sender: "TP".into(),
+        target: "EX".into(),
+        qty: 100,
+        limits,
+    };
+    let mut collared = Fttc::new(config(RiskLimits { collar_bps: 100, ..RiskLimits::default() }));
+    let _ = collared.on_market_data(0, data, &mut 1, &mut |_: u64, _: &[u8]| {});
+    let mut f = Fttc::new(config(RiskLimits::default()));
+    let mut symbols = Vec::new();
+    let r = f.on_market_data(0, data, &mut 1, &mut |_: u64, order: &[u8]| {
+        let m = Message::new_checked(order).expect("an order is a valid FIX message");
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).expect("an order's fields read");
+        symbols.push(String::from_utf8_lossy(ix.get(55).expect("an order has a Symbol").value).into_owned());
+    });
+    r.map(|_| symbols).map_err(|_| ())
 }
 
 /// Books: arbitrary event sequences keep levels equal to the orders and the accounting balanced.

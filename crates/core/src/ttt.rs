@@ -4,7 +4,8 @@
 //! [`Fttc::on_market_data`] validates the FIX message (framing, BodyLength, CheckSum),
 //! walks its fields once without building an index, and for every MDEntryPx (270) whose
 //! value is a whole number of dollars (`123.000` and `123` alike) it decides a market BUY of
-//! the configured quantity of that entry's Symbol (55). Each order passes the pre-trade
+//! the configured quantity of that entry's Symbol (55) (the last one before the price; an
+//! entry with none orders nothing and is counted as `no_symbol`). Each order passes the pre-trade
 //! risk checks ([`crate::risk::Risk`]) and is written by patching the symbol's pre-built
 //! [`OrderTemplate`]: the order bytes exist before the decision, as in the hardware design
 //! we follow. [`Fttc::on_execution`] turns each BUY fill into a SELL of the same quantity.
@@ -67,6 +68,9 @@ pub struct FttcStats {
     pub acks: u64,
     /// Orders the template could not hold (a number too wide).
     pub template_errors: u64,
+    /// Entries whose price would trade but which name no Symbol (55), in their own fields
+    /// or an earlier entry's: no order (it would go out with an empty Symbol).
+    pub no_symbol: u64,
 }
 
 /// A symbol's state; its index in `Fttc::symbols` is its id (for risk).
@@ -273,7 +277,8 @@ impl Fttc {
         next_seq: &mut u64,
         send: &mut impl FttcOutput,
     ) -> Result<usize, MdError> {
-        // The current entry's Symbol (55), as `buf[sym.0..sym.1]`.
+        // The current entry's Symbol (55), as `buf[sym.0..sym.1]`: the last one seen (an
+        // entry without its own has the one before it), empty until there is one.
         let mut sym = (0usize, 0usize);
         let mut orders = 0;
         // This entry is a trade (its 269 was `2`) and the collar wants to know.
@@ -318,12 +323,17 @@ impl Fttc {
                 // The symbol is looked up only for a trade (the collar) or a price that
                 // trades, and once for both.
                 let mut id = None;
-                if std::mem::take(&mut trade) {
+                if std::mem::take(&mut trade) && sym.0 != sym.1 {
                     let k = self.id_in(buf, sym.0, sym.1);
                     self.risk.on_trade(k, px);
                     id = Some(k);
                 }
                 if px % 1_000_000_000 != 0 {
+                    continue;
+                }
+                if sym.0 == sym.1 {
+                    self.stats.whole_dollar += 1;
+                    self.stats.no_symbol += 1;
                     continue;
                 }
                 send.decided();
@@ -365,10 +375,18 @@ impl Fttc {
                 }
             }
             if announces_data(head) {
-                // The data field after this one is read by its length: the slow reader.
+                // A length field: the data field it announces, when that comes next, may
+                // hold SOH bytes and is read by its length (the slow reader, as the full
+                // reader reads it). Anything else after it is the walk's again.
                 let mut fields = fix::Fields::starting_at(buf, i, end);
-                for _ in 0..2 {
-                    fields.next().ok_or(MdError::Fix(truncated(i)))?.map_err(MdError::Fix)?;
+                let length = fields.next().ok_or(MdError::Fix(truncated(i)))?.map_err(MdError::Fix)?;
+                if let Some((tag, _)) = length.announces() {
+                    let mut data = fields.clone();
+                    match data.next() {
+                        Some(Ok(f)) if f.tag == tag => fields = data,
+                        Some(Err(e)) => return Err(MdError::Fix(e)),
+                        _ => {}
+                    }
                 }
                 i = fields.position();
                 // Past the data field: the bits start again from here.
@@ -517,6 +535,12 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> usize {
         let mut orders = 0;
+        if entry.symbol.is_empty() {
+            // Nothing to trade: what fires is counted, and nothing goes out.
+            self.triggers.as_mut().expect("trigger mode").fire(entry, fired);
+            self.stats.no_symbol += fired.len() as u64;
+            return 0;
+        }
         if self.risk.wants_trades() {
             if let Some(px) = entry.trade_price() {
                 let id = self.id(entry.symbol);
@@ -740,6 +764,13 @@ mod tests {
         assert_eq!(get(&sent[0], 38), b"000000300");
         let s = f.stats();
         assert_eq!((s.entries, s.whole_dollar, s.buys, s.sells), (2, 1, 0, 1));
+        // A trigger that fires on an entry with no Symbol sends nothing, and is counted.
+        let mut t = Triggers::new();
+        t.apply(&crate::trigger::parse_triggers("6: price >= 1 => buy 100\n").unwrap()).unwrap();
+        f.set_triggers(Some(t));
+        let entry = Entry { price: Some(2_000_000_000), ..Entry::default() };
+        assert_eq!(f.on_entry(0, &entry, &mut seq, &mut |_: u64, b: &[u8]| sent.push(b.to_vec())), 0);
+        assert_eq!((sent.len(), f.stats().no_symbol), (1, 1));
     }
 
     /// The collar takes its reference from the feed's trades, in the scan and in trigger
@@ -828,6 +859,24 @@ mod tests {
 
     /// The key read from a message word equals the key built from a copy, whatever follows
     /// the symbol in the message.
+    /// A price that trades in an entry with no Symbol (55), here before any, sends nothing
+    /// (an order would carry an empty Symbol) and is counted; the next entry orders.
+    #[test]
+    fn an_entry_with_no_symbol_orders_nothing() {
+        let mut w = Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
+        w.field_uint(268, 2).field(279, b"0").field(269, b"2").field(270, b"5.000");
+        w.field(279, b"0").field(55, b"AB").field(270, b"6");
+        let msg = w.finish().to_vec();
+        for collar in [0, 500] {
+            let mut f = fttc(RiskLimits { collar_bps: collar, ..RiskLimits::default() });
+            let mut sent = Vec::new();
+            let n = f.on_market_data(0, &msg, &mut 1, &mut |_: u64, b: &[u8]| sent.push(get(b, 55))).unwrap();
+            assert_eq!((n, sent), (1, vec![b"AB".to_vec()]), "collar {collar}");
+            assert_eq!((f.stats().no_symbol, f.stats().whole_dollar, f.stats().buys), (1, 2, 1));
+        }
+    }
+
     #[test]
     fn word_keys_equal_copied_keys() {
         proptest::proptest!(|(sym in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8), after in proptest::collection::vec(proptest::prelude::any::<u8>(), 8))| {
@@ -859,13 +908,14 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
 
         /// The one-pass scan orders exactly the whole-dollar entries the full reader sees,
-        /// with data fields (which may hold "55=" and "270=" and SOH) and long fields in the
-        /// way.
+        /// with data fields (which may hold "55=" and "270=" and SOH), length fields with no
+        /// data after them, and long fields in the way.
         #[test]
         fn the_scan_agrees_with_the_full_reader(
             entries in proptest::collection::vec(("[A-Z]{1,5}", 0u32..3, 0u32..1000, proptest::prelude::any::<bool>()), 1..6),
             data in proptest::option::of("[a-z0-9=\x01]{0,12}"),
             text in proptest::option::of("[a-z ]{1,200}"),
+            lone in 0u8..3,
         ) {
             let mut w = Writer::new("FIX.4.4", "X");
             w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
@@ -878,9 +928,18 @@ mod tests {
                 w.field(58, t.as_bytes());
             }
             w.field_uint(268, entries.len() as u64);
-            for (sym, dollars, mils, whole) in &entries {
+            for (k, (sym, dollars, mils, whole)) in entries.iter().enumerate() {
                 let px = if *whole { format!("{dollars}.000") } else { format!("{dollars}.{:03}", mils.max(&1)) };
-                w.field(279, b"0").field(55, sym.as_bytes()).field(270, px.as_bytes());
+                w.field(279, b"0");
+                // A length field with no data field after it: here, right before a Symbol
+                // (which is still the entry's Symbol), or at the body's end.
+                if lone == 1 && k == 0 {
+                    w.field_uint(95, 4);
+                }
+                w.field(55, sym.as_bytes()).field(270, px.as_bytes());
+            }
+            if lone == 2 {
+                w.field_uint(95, 4);
             }
             let msg = w.finish().to_vec();
             let want: Vec<Vec<u8>> = reference(&msg).into_iter().filter(|e| e.1 % 1_000_000_000 == 0).map(|e| e.0).collect();

@@ -651,6 +651,9 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     if st.template_errors > 0 {
         r.risk_rejects.insert("template".into(), st.template_errors);
     }
+    if st.no_symbol > 0 {
+        r.risk_rejects.insert("no_symbol".into(), st.no_symbol);
+    }
     Ok(r)
 }
 
@@ -876,6 +879,11 @@ impl TriggerTrader {
         for (why, n) in self.fttc.rejects() {
             if n > 0 {
                 r.risk_rejects.insert(why.as_str().to_string(), n);
+            }
+        }
+        for (why, n) in [("template", st.template_errors), ("no_symbol", st.no_symbol)] {
+            if n > 0 {
+                r.risk_rejects.insert(why.into(), n);
             }
         }
         Ok(r)

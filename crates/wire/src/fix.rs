@@ -154,6 +154,12 @@ pub struct Field<'a> {
 }
 
 impl Field<'_> {
+    /// The data field this one announces, when it is a length field (RawDataLength (95)
+    /// and the like) with a length: the data field's tag and its length in bytes. Its
+    /// value may hold SOH bytes: it is read by that length.
+    pub fn announces(&self) -> Option<(u32, usize)> {
+        data_field_after(self.tag, self.value)
+    }
     /// The value as an unsigned integer (leading zeros allowed).
     pub fn as_uint(&self) -> Result<u64> {
         parse_uint(self.value).ok_or(Error::Malformed { what: "integer value", offset: self.offset, value: 0 })
@@ -359,8 +365,14 @@ fn read_field(b: &[u8], i: usize, end: usize, data: Option<(u32, usize)>) -> Res
         tag = tag * 10 + u32::from(d);
         j += 1;
     }
-    if j == i || tag == 0 {
-        return Err(Error::Malformed { what: "field tag", offset: i, value: u64::from(tag) });
+    // A TagNum is positive and has no leading zeros (so `0270=` is not MDEntryPx, and no
+    // field has two spellings).
+    if j == i || b[i] == b'0' {
+        return Err(Error::Malformed {
+            what: "field tag (positive, no leading zeros)",
+            offset: i,
+            value: u64::from(tag),
+        });
     }
     let v = j + 1;
     let soh = match data.filter(|d| d.0 == tag) {
@@ -1490,6 +1502,14 @@ mod tests {
         assert!(matches!(frame_len(b"9=12|").unwrap_err(), Error::Malformed { what: "BeginString (8) first", .. }));
         let e = Message::new_checked(&fix("8=FIX.4.4|35=A|10=000|")).unwrap_err();
         assert_eq!(e, Error::Malformed { what: "BodyLength (9) second", offset: 10, value: 0 });
+        // A tag with a leading zero (TagNum has none), and tag 0: said, with where.
+        for (body, at) in [("8=FIX.4.4|9=?|35=X|0270=1.5|", 20), ("8=FIX.4.4|9=?|35=X|55=A|0=1|", 25)] {
+            let b = with_trailer(body);
+            let m = Message::new_checked(&b).unwrap();
+            let e = FieldIndex::new().parse(&m).unwrap_err();
+            assert!(matches!(e, Error::Malformed { what: "field tag (positive, no leading zeros)", .. }), "{e}");
+            assert_eq!(e.offset(), at, "{body}");
+        }
         // A wrong group count.
         let b = with_trailer("8=FIX.4.4|9=?|35=X|268=3|279=0|270=1|279=0|270=2|");
         let m = Message::new_checked(&b).unwrap();
