@@ -281,6 +281,146 @@ fn tick_to_trade(data: &[u8]) -> Result<Vec<String>, ()> {
     r.map(|_| symbols).map_err(|_| ())
 }
 
+/// FIX sessions: an initiator and an acceptor over a connection the input drives (sends
+/// both ways, deliveries whole or split, time, and restarts that lose whatever was in
+/// flight, each side then coming back from its store). Each side's application messages
+/// reach the other exactly once and in order, under any schedule; once the connection
+/// behaves (a last restart, then deliveries and time), every one has arrived.
+pub fn fix_session(data: &[u8]) {
+    use std::collections::VecDeque;
+    use tickplant_core::fix_session::{MemoryStore, Role, Session, SessionConfig, SessionEvent};
+    use tickplant_wire::fix::{FieldIndex, Message};
+    type S = Session<MemoryStore>;
+    let cfg = |role, me: &str, them: &str| SessionConfig { heartbeat_s: 1, ..SessionConfig::new(role, me, them) };
+    let (ini_cfg, acc_cfg) = (cfg(Role::Initiator, "BUY", "EXCH"), cfg(Role::Acceptor, "EXCH", "BUY"));
+    struct Side {
+        s: S,
+        /// Bytes on their way to the other side.
+        wire: VecDeque<Vec<u8>>,
+        /// Ids of the application messages this side sent, in order.
+        sent: Vec<u64>,
+        /// Ids received, in order.
+        got: Vec<u64>,
+        closed: bool,
+    }
+    let connect = |cfg: &SessionConfig, store: MemoryStore, now: u64| {
+        let mut s = Session::new(cfg.clone(), store);
+        s.handle_connected(now);
+        s
+    };
+    let mut now = 1_795_000_000_000_000_000u64;
+    let mut side = [
+        Side {
+            s: connect(&ini_cfg, MemoryStore::default(), now),
+            wire: VecDeque::new(),
+            sent: vec![],
+            got: vec![],
+            closed: false,
+        },
+        Side {
+            s: connect(&acc_cfg, MemoryStore::default(), now),
+            wire: VecDeque::new(),
+            sent: vec![],
+            got: vec![],
+            closed: false,
+        },
+    ];
+    let mut next_id = 1u64;
+    // Take out what each side wrote and what it says; check the promise as it goes.
+    fn pump(side: &mut [Side; 2]) {
+        for x in side.iter_mut() {
+            while let Some(b) = x.s.poll_transmit() {
+                x.wire.push_back(b);
+            }
+            while let Some(e) = x.s.poll_event() {
+                match e {
+                    SessionEvent::App { message, .. } => {
+                        let m = Message::new_checked(&message).expect("a delivered message is valid");
+                        let mut ix = FieldIndex::new();
+                        ix.parse(&m).expect("its fields read");
+                        let id = ix.get(11).expect("our id").as_uint().expect("a number");
+                        assert!(
+                            x.got.last().is_none_or(|&l| id > l),
+                            "delivered twice or out of order: {:?} then {id}",
+                            x.got
+                        );
+                        x.got.push(id);
+                    }
+                    SessionEvent::LoggedOut { .. } => x.closed = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let deliver = |side: &mut [Side; 2], from: usize, split: Option<usize>, now: u64| {
+        if let Some(b) = side[from].wire.pop_front() {
+            let to = &mut side[1 - from].s;
+            match split {
+                Some(k) => {
+                    let k = k % (b.len() + 1);
+                    to.handle_bytes(now, &b[..k]);
+                    to.handle_bytes(now, &b[k..]);
+                }
+                None => to.handle_bytes(now, &b),
+            }
+        }
+    };
+    let restart = |side: &mut [Side; 2], now: u64| {
+        for (x, cfg) in side.iter_mut().zip([&ini_cfg, &acc_cfg]) {
+            x.wire.clear();
+            x.s = connect(cfg, x.s.store().clone(), now);
+        }
+    };
+    pump(&mut side);
+    for op in data.chunks(2).take(400) {
+        let (kind, arg) = (op[0], *op.get(1).unwrap_or(&0));
+        match kind % 8 {
+            k @ 0..=1 => {
+                let x = &mut side[usize::from(k)];
+                if x.s.is_active() {
+                    let id = next_id.to_string();
+                    x.s.send(now, if k == 0 { "D" } else { "8" }, &[(11, id.as_bytes())]);
+                    x.sent.push(next_id);
+                    next_id += 1;
+                }
+            }
+            k @ 2..=3 => deliver(&mut side, usize::from(k - 2), None, now),
+            k @ 4..=5 => deliver(&mut side, usize::from(k - 4), Some(usize::from(arg)), now),
+            6 => {
+                now += u64::from(arg) * 20_000_000;
+                for x in side.iter_mut() {
+                    if x.s.poll_timeout().is_some_and(|t| t <= now) {
+                        x.s.handle_timeout(now);
+                    }
+                }
+            }
+            _ => restart(&mut side, now),
+        }
+        pump(&mut side);
+        if side.iter().any(|x| x.closed) {
+            return;
+        }
+    }
+    // The connection behaves from here: everything sent arrives.
+    now += 1_000_000_000;
+    restart(&mut side, now);
+    for _ in 0..200 {
+        pump(&mut side);
+        if side.iter().all(|x| x.wire.is_empty()) {
+            break;
+        }
+        for from in 0..2 {
+            while !side[from].wire.is_empty() {
+                deliver(&mut side, from, None, now);
+            }
+        }
+    }
+    pump(&mut side);
+    assert!(side.iter().all(|x| !x.closed && x.s.is_active()), "both sides logged on again");
+    assert_eq!(side[1].got, side[0].sent, "the acceptor has every message the initiator sent, once, in order");
+    assert_eq!(side[0].got, side[1].sent, "the initiator has every message the acceptor sent, once, in order");
+}
+
 /// Books: arbitrary event sequences keep levels equal to the orders and the accounting balanced.
 pub fn book(data: &[u8]) {
     use tickplant_core::book::{BookConfig, Books};
@@ -489,6 +629,38 @@ mod smoke {
         ]
     }
 
+    /// Seeds every target's corpus for `cargo fuzz run` (which starts from nothing
+    /// otherwise, and seldom builds a valid checksummed message by itself): the smoke's
+    /// seeds, a three-entry market-data message, and slices of the real ITCH sample.
+    /// `cargo test --manifest-path fuzz/Cargo.toml --lib -- --ignored seed_corpus`
+    #[test]
+    #[ignore = "writes fuzz/corpus/ for cargo fuzz"]
+    fn seed_corpus() {
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut all = seeds();
+        let mut w = tickplant_wire::fix::Writer::new("FIX.4.4", "X");
+        w.field(49, b"MDSIM").field(56, b"TICKPLANT").field_uint(34, 8).field(52, b"20261121-14:30:00.123");
+        w.field_uint(268, 3);
+        for (t, sym, px) in
+            [(b"0", &b"S0001"[..], &b"101.250"[..]), (b"1", b"AB", b"7"), (b"2", b"LONGSYMBOL1", b"99.000")]
+        {
+            w.field(279, b"0").field(269, t).field(55, sym).field(270, px).field(271, b"100");
+        }
+        all.push(w.finish().to_vec());
+        let itch = here.join("../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
+        if let Ok(day) = std::fs::read(&itch) {
+            all.extend(day.chunks(4096).step_by(16).map(|c| c[..c.len().min(1024)].to_vec()));
+        }
+        for target in std::fs::read_dir(here.join("fuzz_targets")).expect("fuzz_targets") {
+            let name = target.expect("entry").path().file_stem().expect("a name").to_owned();
+            let dir = here.join("corpus").join(name);
+            std::fs::create_dir_all(&dir).expect("corpus directory");
+            for (i, s) in all.iter().enumerate() {
+                std::fs::write(dir.join(format!("seed-{i:02}")), s).expect("seed written");
+            }
+        }
+    }
+
     fn drive(target: fn(&[u8]), iterations: usize, seed: u64) {
         let mut rng = Rng(seed);
         let seeds = seeds();
@@ -513,7 +685,8 @@ mod smoke {
 
     #[test]
     fn every_target_survives_generated_inputs() {
-        let targets: [(&str, fn(&[u8])); 13] = [
+        let targets: [(&str, fn(&[u8])); 14] = [
+            ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
             ("fix", fix),
@@ -529,7 +702,11 @@ mod smoke {
             ("arbitrator", arbitrator),
         ];
         for (i, (name, t)) in targets.iter().enumerate() {
-            let n = if *name == "arbitrator" { 3_000 } else { 20_000 };
+            let n = match *name {
+                "arbitrator" => 3_000,
+                "fix_session" => 5_000,
+                _ => 20_000,
+            };
             drive(*t, n, 0x9e37_79b9 + i as u64);
         }
     }
