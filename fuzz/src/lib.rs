@@ -132,7 +132,7 @@ pub fn arbitrator(data: &[u8]) {
                 let seq = 1 + u64::from(a) + (u64::from(b & 0x3f) << 8);
                 let count = u16::from(b >> 6) + u16::from(kind >> 6);
                 let session = &sessions[usize::from(kind >> 5 & 1)];
-                let bodies: Vec<[u8; 2]> = (0..count).map(|i| (i as u16).to_be_bytes()).collect();
+                let bodies: Vec<[u8; 2]> = (0..count).map(|i| i.to_be_bytes()).collect();
                 let refs: Vec<&[u8]> = bodies.iter().map(|x| &x[..]).collect();
                 let frame = tickplant_wire::build::udp_frame(
                     &Default::default(),
@@ -182,10 +182,8 @@ pub fn itch50(data: &[u8]) {
         assert_eq!(&out[..], &data[..m.buffer_len()], "emit gives back the bytes parse read");
     }
     for f in [Framing::LengthPrefixed, Framing::InferLength, Framing::Raw] {
-        for r in Stream::new(data, f) {
-            if let Ok((_, b)) = r {
-                assert!(Message::parse(b).is_ok(), "a framed message parses");
-            }
+        for (_, b) in Stream::new(data, f).flatten() {
+            assert!(Message::parse(b).is_ok(), "a framed message parses");
         }
     }
 }
@@ -685,7 +683,8 @@ mod smoke {
 
     #[test]
     fn every_target_survives_generated_inputs() {
-        let targets: [(&str, fn(&[u8])); 14] = [
+        type Target = (&'static str, fn(&[u8]));
+        let targets: [Target; 14] = [
             ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
