@@ -672,12 +672,32 @@ fn latency_of_ns(h: &Histogram<u64>) -> Latency {
     }
 }
 
-/// The MsgSeqNum of a market-data datagram (for gap counting), without a full parse.
+/// The MsgSeqNum of a market-data datagram (for gap counting): its first MsgSeqNum (34)
+/// field, read field by field (a data field may hold the bytes `<SOH>34=`); `None` for a
+/// datagram that is not a valid message. Off the latency path: it runs after the orders.
 fn md_seq(b: &[u8]) -> Option<u64> {
-    let p = b.windows(4).position(|w| w == b"\x0134=")?;
-    let v = &b[p + 4..];
-    let end = fix::find_soh(v, 0)?;
-    fix::parse_uint(&v[..end])
+    let m = Message::new_checked(b).ok()?;
+    m.fields().map_while(Result::ok).find(|f| f.tag == 34)?.as_uint().ok()
+}
+
+#[cfg(test)]
+mod md_seq_tests {
+    use super::md_seq;
+    use tickplant_wire::fix::Writer;
+
+    /// The sequence number is the field's, not bytes that look like it inside a data field,
+    /// and a damaged datagram has none.
+    #[test]
+    fn md_seq_reads_the_field_not_look_alike_bytes() {
+        let mut w = Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field(95, b"8").field(96, b"\x0134=999\x01").field(34, b"5");
+        let m = w.finish().to_vec();
+        assert_eq!(md_seq(&m), Some(5));
+        let mut bad = m.clone();
+        let n = bad.len();
+        bad[n - 5] ^= 1;
+        assert_eq!(md_seq(&bad), None);
+    }
 }
 
 /// A trigger trader's settings: the exchange, the session's ids, the triggers and the risk
