@@ -307,22 +307,14 @@ pub fn fix_session(data: &[u8]) {
         s
     };
     let mut now = 1_795_000_000_000_000_000u64;
-    let mut side = [
-        Side {
-            s: connect(&ini_cfg, MemoryStore::default(), now),
-            wire: VecDeque::new(),
-            sent: vec![],
-            got: vec![],
-            closed: false,
-        },
-        Side {
-            s: connect(&acc_cfg, MemoryStore::default(), now),
-            wire: VecDeque::new(),
-            sent: vec![],
-            got: vec![],
-            closed: false,
-        },
-    ];
+    let fresh = |cfg: &SessionConfig| Side {
+        s: connect(cfg, MemoryStore::default(), now),
+        wire: VecDeque::new(),
+        sent: vec![],
+        got: vec![],
+        closed: false,
+    };
+    let mut side = [fresh(&ini_cfg), fresh(&acc_cfg)];
     let mut next_id = 1u64;
     // Take out what each side wrote and what it says; check the promise as it goes.
     fn pump(side: &mut [Side; 2]) {

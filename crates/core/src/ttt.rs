@@ -535,19 +535,18 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> usize {
         let mut orders = 0;
-        if entry.symbol.is_empty() {
-            // Nothing to trade: what fires is counted, and nothing goes out.
-            self.triggers.as_mut().expect("trigger mode").fire(entry, fired);
-            self.stats.no_symbol += fired.len() as u64;
-            return 0;
-        }
-        if self.risk.wants_trades() {
+        if self.risk.wants_trades() && !entry.symbol.is_empty() {
             if let Some(px) = entry.trade_price() {
                 let id = self.id(entry.symbol);
                 self.risk.on_trade(id, px);
             }
         }
         self.triggers.as_mut().expect("trigger mode").fire(entry, fired);
+        if entry.symbol.is_empty() {
+            // Nothing to trade: what fired is counted, and nothing goes out.
+            self.stats.no_symbol += fired.len() as u64;
+            return 0;
+        }
         for &(_, action) in fired.iter() {
             send.decided();
             let id = self.id(entry.symbol);
@@ -857,8 +856,6 @@ mod tests {
         assert_eq!((n, f.stats().template_errors, f.risk().open_orders()), (0, 1, 0));
     }
 
-    /// The key read from a message word equals the key built from a copy, whatever follows
-    /// the symbol in the message.
     /// A price that trades in an entry with no Symbol (55), here before any, sends nothing
     /// (an order would carry an empty Symbol) and is counted; the next entry orders.
     #[test]
@@ -877,6 +874,8 @@ mod tests {
         }
     }
 
+    /// The key read from a message word equals the key built from a copy, whatever follows
+    /// the symbol in the message.
     #[test]
     fn word_keys_equal_copied_keys() {
         proptest::proptest!(|(sym in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8), after in proptest::collection::vec(proptest::prelude::any::<u8>(), 8))| {

@@ -643,18 +643,19 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     if stamping.is_ok() {
         r.latency_ns.insert("wire-to-wire".to_string(), latency_of_ns(&h_wire));
     }
-    for (why, n) in fttc.rejects() {
-        if n > 0 {
-            r.risk_rejects.insert(why.as_str().to_string(), n);
-        }
-    }
-    if st.template_errors > 0 {
-        r.risk_rejects.insert("template".into(), st.template_errors);
-    }
-    if st.no_symbol > 0 {
-        r.risk_rejects.insert("no_symbol".into(), st.no_symbol);
-    }
+    r.risk_rejects = refusals(&fttc);
     Ok(r)
+}
+
+/// Orders decided and not sent, by reason (those with none left out): the risk checks'
+/// refusals, a number too wide for the template, an entry with no Symbol.
+fn refusals(fttc: &Fttc) -> std::collections::BTreeMap<String, u64> {
+    let st = fttc.stats();
+    let risk = fttc.rejects().map(|(why, n)| (why.as_str(), n));
+    risk.chain([("template", st.template_errors), ("no_symbol", st.no_symbol)])
+        .filter(|&(_, n)| n > 0)
+        .map(|(why, n)| (why.to_string(), n))
+        .collect()
 }
 
 /// Percentiles of a histogram recorded in ns (the kernel's clock, not the TSC).
@@ -887,25 +888,14 @@ impl TriggerTrader {
             }
         }
         let st = self.fttc.stats();
-        let mut r = TriggerTradeReport {
+        Ok(TriggerTradeReport {
             entries: self.entries,
             buys_sent: st.buys,
             sells_sent: st.sells,
             acks: st.acks,
             buy_fills: st.buy_fills,
             sell_fills: st.sell_fills,
-            risk_rejects: Default::default(),
-        };
-        for (why, n) in self.fttc.rejects() {
-            if n > 0 {
-                r.risk_rejects.insert(why.as_str().to_string(), n);
-            }
-        }
-        for (why, n) in [("template", st.template_errors), ("no_symbol", st.no_symbol)] {
-            if n > 0 {
-                r.risk_rejects.insert(why.into(), n);
-            }
-        }
-        Ok(r)
+            risk_rejects: refusals(&self.fttc),
+        })
     }
 }
