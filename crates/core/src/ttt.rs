@@ -284,10 +284,12 @@ impl Fttc {
         // This entry is a trade (its 269 was `2`) and the collar wants to know.
         let mut trade = false;
         let buf = m.as_bytes();
-        let (_, end) = m.body();
+        let (_, body_end) = m.body();
         // The body and the 7-byte trailer after it: for every field start `i < end`, the
-        // word at `i` lies inside (checked once here, not per field).
-        let scan = buf.get(..end + 7).ok_or(MdError::Fix(truncated(end)))?;
+        // word at `i` lies inside (checked once here, not per field). `end` is taken back
+        // from `scan`'s length, so that the compiler sees it too and checks nothing per field.
+        let scan = buf.get(..body_end + 7).ok_or(MdError::Fix(truncated(body_end)))?;
+        let end = scan.len().checked_sub(7).ok_or(MdError::Fix(truncated(body_end)))?;
         let body = &buf[..end];
         let mut i = m.after_msg_type();
         // One pass over the body's fields that reads only Symbol (55) and MDEntryPx (270):
