@@ -325,4 +325,44 @@ mod tests {
         assert_eq!(r.verdict(0, &buy(1)), Err(RiskReject::MaxOpenOrders));
         assert_eq!(r.rejects().find(|x| x.0 == RiskReject::MaxOpenOrders).unwrap().1, 1);
     }
+
+    proptest::proptest! {
+        /// The rate check against a naive window (every send time kept, those of the past
+        /// second counted), with time steps at and around the window's edge and the limit
+        /// raised and lowered on the way.
+        #[test]
+        fn the_rate_window_agrees_with_counting_every_order(
+            steps in proptest::collection::vec((
+                proptest::prop_oneof![
+                    proptest::strategy::Just(0u64),
+                    proptest::strategy::Just(1),
+                    proptest::strategy::Just(333_333_333),
+                    proptest::strategy::Just(999_999_999),
+                    proptest::strategy::Just(1_000_000_000),
+                    0u64..400_000_000,
+                ],
+                0u8..12,
+            ), 1..300),
+        ) {
+            let mut limit = 3u64;
+            let mut r = Risk::new(RiskLimits { max_orders_per_second: limit, ..Default::default() });
+            let mut sent: Vec<u64> = Vec::new();
+            let mut now = 0u64;
+            for (dt, what) in steps {
+                now += dt;
+                if what == 0 {
+                    limit = 1 + dt % 6;
+                    r.set_limits(RiskLimits { max_orders_per_second: limit, ..Default::default() });
+                    continue;
+                }
+                let in_window = sent.iter().filter(|&&t| t + 1_000_000_000 > now).count() as u64;
+                let want = if in_window >= limit { Err(RiskReject::RateLimit) } else { Ok(()) };
+                let got = r.check(now, &OrderIntent { symbol: 1, buy: what % 2 == 0, qty: 1, price: PX });
+                proptest::prop_assert_eq!(got, want, "now {}, limit {}, {} in the window", now, limit, in_window);
+                if got.is_ok() {
+                    sent.push(now);
+                }
+            }
+        }
+    }
 }
