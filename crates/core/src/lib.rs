@@ -3,7 +3,8 @@
 //! Nothing in this crate touches the OS: no sockets, threads, clocks or files. Time comes in
 //! as `now` (u64 nanoseconds) and output goes out through `poll_*` methods, so a replay from
 //! a pcap file is exact: the same input gives the same output, byte for byte.
-// One audited exception: the order-table prefetch hint in `book` (see its SAFETY note).
+// Two audited exceptions, each with its SAFETY note: the order-table prefetch hint in `book`,
+// and the read of a field's first four bytes in the tick-to-trade walk (`ttt`).
 #![deny(unsafe_code)]
 
 pub mod arb;

@@ -324,8 +324,14 @@ impl Fttc {
             }
             let soh = base + sohs.trailing_zeros() as usize;
             sohs &= sohs - 1;
-            // Four bytes always exist here: the trailer (7 bytes) follows the body.
-            let head = u32::from_le_bytes(scan[i..i + 4].try_into().expect("four bytes"));
+            debug_assert!(i < end && end + 7 == scan.len());
+            // SAFETY: `i < end` (the loop's condition; `i` has not changed since) and
+            // `end == scan.len() - 7` (`checked_sub` above), so `i + 4 < scan.len()`: the
+            // four bytes are inside `scan` (they are the field's first bytes, or the
+            // trailer's). The compiler proves half of this by itself and checked the rest
+            // on every field; this read is the walk's only unchecked one.
+            #[allow(unsafe_code)]
+            let head = u32::from_le_bytes(unsafe { *scan.as_ptr().add(i).cast::<[u8; 4]>() });
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
                 sym = (i + 3, soh);
                 i = soh + 1;
