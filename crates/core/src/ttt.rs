@@ -202,9 +202,9 @@ impl Fttc {
     fn id_in(&mut self, buf: &[u8], start: usize, end: usize) -> u32 {
         let len = end - start;
         match buf.get(start..start + 8) {
-            Some(w) if len <= 8 => {
-                let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-                let w = if len >= 8 { w } else { w & ((1u64 << (len * 8)) - 1) };
+            // Length 0 marks an empty cache slot: an empty symbol takes the map's way.
+            Some(w) if (1..=8).contains(&len) => {
+                let w = word_bytes(u64::from_le_bytes(w.try_into().expect("eight bytes")), len);
                 let slot = recent_slot(w, len);
                 let (word, n, id) = self.recent_ids[slot];
                 if word == w && n as usize == len {
@@ -630,8 +630,17 @@ fn short_key(symbol: &[u8]) -> Option<u128> {
 /// masked off): the same number [`short_key`] makes from a copy.
 #[inline]
 fn word_key(w: u64, len: usize) -> u128 {
-    let bytes = if len >= 8 { w } else { w & ((1u64 << (len * 8)) - 1) };
-    u128::from(bytes) | (len as u128) << 64
+    u128::from(word_bytes(w, len)) | (len as u128) << 64
+}
+
+/// The first `len <= 8` bytes of word `w`, the bytes after them zero.
+#[inline(always)]
+fn word_bytes(w: u64, len: usize) -> u64 {
+    if len >= 8 {
+        w
+    } else {
+        w & ((1u64 << (len * 8)) - 1)
+    }
 }
 
 fn truncated(offset: usize) -> tickplant_wire::Error {
@@ -1073,7 +1082,8 @@ mod tests {
 
     /// The cache of recent ids gives the map's id whatever shares its slot: 2,000 symbols
     /// of 1 to 12 bytes (many to a slot, the long ones past the cache) looked up in a
-    /// scrambled order, each read from inside a message as the walk reads it.
+    /// scrambled order, each read from inside a message as the walk reads it; and an empty
+    /// symbol, which must not take an empty slot for a hit.
     #[test]
     fn recent_ids_agree_with_the_map() {
         let mut f = fttc(RiskLimits::default());
@@ -1087,5 +1097,11 @@ mod tests {
             assert_eq!(Some(id), f.known(name.as_bytes()), "{name}");
             assert_eq!(get(f.symbols[id as usize].template.bytes(), 55), name.as_bytes(), "the template of id {id}");
         }
+        // An empty symbol is not an empty slot's id 0.
+        let mut f = fttc(RiskLimits::default());
+        f.prepare(b"ABC");
+        let empty = f.id_in(b"55=\x0110=000\x01", 3, 3);
+        assert_eq!(Some(empty), f.known(b""));
+        assert_ne!(empty, 0);
     }
 }
