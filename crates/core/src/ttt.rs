@@ -313,25 +313,31 @@ impl Fttc {
         // so fields do not wait on each other's loads.
         let mut base = i;
         let mut sohs = fix::soh_bits(body, base);
-        while i < end {
+        // Driven by the SOH bits alone: each field takes the lowest bit left, so that its
+        // SOH is at or after its start (`i <= soh`), and the walk ends when the body has
+        // no SOH left (the body ends with one, checked by `new_checked`: `i == end` then).
+        // No separate `i < end` test per field.
+        loop {
             while sohs == 0 {
                 base += 64;
                 if base >= end {
-                    // Unreachable: the body ends with an SOH (checked by `new_checked`).
-                    return Err(MdError::Fix(truncated(i)));
+                    debug_assert_eq!(i, end, "the body ends with an SOH");
+                    return Ok(orders);
                 }
                 sohs = fix::soh_bits(body, base);
             }
             let soh = base + sohs.trailing_zeros() as usize;
             sohs &= sohs - 1;
-            debug_assert!(i < end && end + 7 == scan.len());
-            // SAFETY: `i < end` (the loop's condition; `i` has not changed since) and
-            // `end == scan.len() - 7` (`checked_sub` above), so `i + 4 < scan.len()`: the
-            // four bytes are inside `scan` (they are the field's first bytes, or the
-            // trailer's). The compiler proves half of this by itself and checked the rest
-            // on every field; this read is the walk's only unchecked one.
+            debug_assert!(i <= soh && soh < end && end + 7 == scan.len());
+            // SAFETY: `i <= soh` (above) and `soh < end`, as `soh_bits(body, ..)` sets no
+            // bit past `body`'s end (its contract, property-tested against a byte loop),
+            // and `end == scan.len() - 7` (`checked_sub` above), so `i + 8 <= scan.len()`:
+            // the eight bytes are inside `scan` (the field's first bytes, then those after
+            // them, the trailer's at the last field). This read is the walk's only
+            // unchecked one.
             #[allow(unsafe_code)]
-            let head = u32::from_le_bytes(unsafe { *scan.as_ptr().add(i).cast::<[u8; 4]>() });
+            let word = u64::from_le_bytes(unsafe { *scan.as_ptr().add(i).cast::<[u8; 8]>() });
+            let head = word as u32;
             if head & 0x00ff_ffff == u32::from_le_bytes(*b"55=\0") {
                 sym = (i + 3, soh);
                 i = soh + 1;
@@ -385,7 +391,8 @@ impl Fttc {
             }
             if TRADES {
                 if head == u32::from_le_bytes(*b"269=") {
-                    trade = buf[i + 4] == b'2' && soh == i + 5;
+                    // The value is exactly `2`: `2` and the SOH, in the word already read.
+                    trade = word & 0xffff_ffff_ffff == u64::from_le_bytes(*b"269=2\x01\0\0");
                     i = soh + 1;
                     continue;
                 }
@@ -417,7 +424,6 @@ impl Fttc {
             }
             i = soh + 1;
         }
-        Ok(orders)
     }
 
     /// An ExecutionReport for one of our orders: a BUY fill sends the SELL.
