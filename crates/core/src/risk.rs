@@ -89,17 +89,23 @@ pub struct Risk {
     symbols: Vec<SymbolRisk>,
     rejects: [u64; 7],
     accepted: u64,
+    /// `(max_notional + 1) * 1e9`: the smallest quantity x price (1e-9 units) that
+    /// [`RiskLimits::max_notional`] refuses, worked out when the limits are set.
+    notional_cap: u128,
 }
 
 impl Risk {
     pub fn new(limits: RiskLimits) -> Self {
-        Risk { limits, ..Default::default() }
+        let mut r = Risk::default();
+        r.set_limits(limits);
+        r
     }
     pub fn limits(&self) -> &RiskLimits {
         &self.limits
     }
     pub fn set_limits(&mut self, limits: RiskLimits) {
         self.limits = limits;
+        self.notional_cap = (u128::from(limits.max_notional) + 1) * 1_000_000_000;
     }
     /// Stop (or allow again) every order.
     pub fn set_kill_switch(&mut self, on: bool) {
@@ -122,16 +128,20 @@ impl Risk {
     /// caller that sends at once. A caller that can still fail to send after the check
     /// (a template that refuses a number) calls [`Risk::verdict`], then [`Risk::on_sent`]
     /// once the order is out, so that an order never sent is never open.
+    #[inline]
     pub fn check(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
-        self.verdict(now, o)?;
-        self.on_sent(now, o);
-        Ok(())
+        // One pass: the symbol's state is found once for the checks and the counting.
+        let r = self.judge::<true>(now, o);
+        if let Err(why) = r {
+            self.rejects[why as usize] += 1;
+        }
+        r
     }
 
     /// Would `o` pass every check now? A refusal is counted with its reason; a pass
     /// changes nothing until [`Risk::on_sent`].
     pub fn verdict(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
-        let r = self.judge(now, o);
+        let r = self.judge::<false>(now, o);
         if let Err(why) = r {
             self.rejects[why as usize] += 1;
         }
@@ -141,16 +151,21 @@ impl Risk {
     /// An order that passed [`Risk::verdict`] was sent: it is open (and in the rate
     /// window) until its fill or its end.
     pub fn on_sent(&mut self, now: u64, o: &OrderIntent) {
+        let limited = self.limits.max_orders_per_second > 0;
         self.accepted += 1;
         self.open_orders += 1;
-        let limited = self.limits.max_orders_per_second > 0;
-        let s = self.sym(o.symbol);
+        Self::count_open(self.sym(o.symbol), limited, now, o);
+    }
+
+    /// `o` is open in its symbol's state (and in the rate window when the rate is limited:
+    /// else the window would grow for ever).
+    #[inline(always)]
+    fn count_open(s: &mut SymbolRisk, limited: bool, now: u64, o: &OrderIntent) {
         if o.buy {
             s.open_buy += o.qty;
         } else {
             s.open_sell += o.qty;
         }
-        // The window is kept only when the rate is limited (else it would grow for ever).
         if limited {
             s.recent.push_back(now);
         }
@@ -161,7 +176,9 @@ impl Risk {
         self.limits.collar_bps > 0
     }
 
-    fn judge(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
+    /// Every check; with `RECORD`, a pass also counts the order as sent ([`Risk::on_sent`]).
+    #[inline(always)]
+    fn judge<const RECORD: bool>(&mut self, now: u64, o: &OrderIntent) -> Result<(), RiskReject> {
         let l = self.limits;
         if self.killed {
             return Err(RiskReject::KillSwitch);
@@ -174,7 +191,7 @@ impl Risk {
             // exactly when q * p >= (max + 1) * 1e9. No 128-bit division (a library call
             // of tens of cycles on every order).
             let value = u128::from(o.qty) * u128::from(o.price.unsigned_abs());
-            if value >= (u128::from(l.max_notional) + 1) * 1_000_000_000 {
+            if value >= self.notional_cap {
                 return Err(RiskReject::MaxNotional);
             }
         }
@@ -207,6 +224,11 @@ impl Risk {
                     return Err(RiskReject::PriceCollar);
                 }
             }
+        }
+        if RECORD {
+            Self::count_open(s, l.max_orders_per_second > 0, now, o);
+            self.accepted += 1;
+            self.open_orders += 1;
         }
         Ok(())
     }

@@ -372,19 +372,22 @@ impl Fttc {
                 st.last_px = px;
                 self.stats.whole_dollar += 1;
                 let intent = OrderIntent { symbol: id, buy: true, qty: self.cfg.qty, price: px };
-                if self.risk.verdict(now, &intent).is_err() {
+                // The template is asked first, so that the risk checks and the counting of
+                // the order as open are one step (`check`): after both, the order goes.
+                if !self.qty_fits || !st.template.fits(*next_seq, self.cl_ord_id + 1) {
+                    self.stats.template_errors += 1;
                     continue;
                 }
-                if !self.qty_fits {
-                    self.stats.template_errors += 1;
+                if self.risk.check(now, &intent).is_err() {
                     continue;
                 }
                 self.cl_ord_id += 1;
                 if order(st, &mut self.counters, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
-                    self.risk.on_sent(now, &intent);
                     self.stats.buys += 1;
                     orders += 1;
                 } else {
+                    // Not reached (`fits` said yes): were it, the order is not open.
+                    self.risk.on_done(id, true, intent.qty);
                     self.stats.template_errors += 1;
                 }
                 continue;
