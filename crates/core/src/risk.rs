@@ -386,5 +386,53 @@ mod tests {
                 }
             }
         }
+
+        /// `check` (one pass) is `verdict` then, on a pass, `on_sent`: the same answers and
+        /// the same state after, over every limit, fills, trades and the kill switch.
+        #[test]
+        fn check_is_verdict_then_on_sent(
+            limits in (0u64..400, 0u64..60_000, 0u64..6, 0u64..5, 0u64..900, 0u64..300),
+            steps in proptest::collection::vec((0u8..6, 0u32..3, 1u64..300, 90_000_000_000i64..110_000_000_000, 0u64..400_000_000), 1..200),
+        ) {
+            let (q, n, o, rate, pos, collar) = limits;
+            let limits = RiskLimits { max_order_qty: q, max_notional: n, max_open_orders: o, max_orders_per_second: rate, max_position: pos, collar_bps: collar };
+            let (mut one, mut two) = (Risk::new(limits), Risk::new(limits));
+            let mut now = 0u64;
+            for (what, symbol, qty, price, dt) in steps {
+                now += dt;
+                let o = OrderIntent { symbol, buy: what % 2 == 0, qty, price };
+                match what {
+                    0 | 1 => {
+                        let a = one.check(now, &o);
+                        let b = two.verdict(now, &o);
+                        if b.is_ok() {
+                            two.on_sent(now, &o);
+                        }
+                        proptest::prop_assert_eq!(a, b);
+                    }
+                    2 => {
+                        one.on_fill(symbol, o.buy, qty / 2, qty % 2 == 0);
+                        two.on_fill(symbol, o.buy, qty / 2, qty % 2 == 0);
+                    }
+                    3 => {
+                        one.on_trade(symbol, price);
+                        two.on_trade(symbol, price);
+                    }
+                    4 => {
+                        one.on_done(symbol, o.buy, qty);
+                        two.on_done(symbol, o.buy, qty);
+                    }
+                    _ => {
+                        one.set_kill_switch(qty % 7 == 0);
+                        two.set_kill_switch(qty % 7 == 0);
+                    }
+                }
+                proptest::prop_assert_eq!(
+                    (one.open_orders(), one.accepted(), one.position(symbol)),
+                    (two.open_orders(), two.accepted(), two.position(symbol))
+                );
+                proptest::prop_assert!(one.rejects().eq(two.rejects()));
+            }
+        }
     }
 }
