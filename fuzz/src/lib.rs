@@ -202,7 +202,11 @@ pub fn fix(data: &[u8]) {
     }
     let _ = frame_len(data);
     let scanned = tick_to_trade(data);
-    let Ok(m) = Message::new_checked(data) else { return };
+    let Ok(m) = Message::new_checked(data) else {
+        // The scan validates as `new_checked` does (its CheckSum from its own pass).
+        assert!(scanned.is_err(), "the scan took a message new_checked refuses");
+        return;
+    };
     assert!(m.len() <= data.len());
     let mut ix = FieldIndex::new();
     if ix.parse(&m).is_err() {

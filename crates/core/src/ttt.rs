@@ -260,8 +260,19 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> Result<usize, MdError> {
         self.stats.messages += 1;
-        let m = match Message::new_checked(bytes) {
-            Ok(m) => m,
+        // Everything `new_checked` checks, the CheckSum apart: that one comes from the
+        // pass that also finds the body's SOH bytes for the walk (each byte loaded once for
+        // both), for a message of up to 512 bytes; a longer one is summed alone and its
+        // walk finds the SOH bytes as it goes.
+        let mut bits = [0u64; fix::SCAN_WORDS];
+        let checked = Message::new_unsummed(bytes).and_then(|m| {
+            let body = &bytes[..m.body().1];
+            let pre = fix::soh_bits_and_sum(body, &mut bits);
+            m.check_sum(pre.unwrap_or_else(|| fix::checksum(body)))?;
+            Ok((m, pre.is_some()))
+        });
+        let (m, pre) = match checked {
+            Ok(x) => x,
             Err(e) => {
                 self.stats.undecodable += 1;
                 return Err(MdError::Fix(e));
@@ -271,22 +282,24 @@ impl Fttc {
         if self.triggers.is_some() {
             return self.by_triggers(now, &m, next_seq, send);
         }
-        // The loop in two copies, so that a run without the collar does not ask about
-        // trades at every field.
-        if self.risk.wants_trades() {
-            self.scan::<true>(now, &m, next_seq, send)
-        } else {
-            self.scan::<false>(now, &m, next_seq, send)
+        // The loop in copies, so that a run without the collar does not ask about trades
+        // at every field, and a walk with its SOH bits found reads them from `bits`.
+        match (pre, self.risk.wants_trades()) {
+            (true, true) => self.scan::<true, _>(now, &m, &bits, next_seq, send),
+            (true, false) => self.scan::<false, _>(now, &m, &bits, next_seq, send),
+            (false, true) => self.scan::<true, _>(now, &m, &Lazy, next_seq, send),
+            (false, false) => self.scan::<false, _>(now, &m, &Lazy, next_seq, send),
         }
     }
 
     /// [`Fttc::on_market_data`]'s pass over the fields; `TRADES`: the collar wants trade
     /// prices.
     #[inline(always)]
-    fn scan<const TRADES: bool>(
+    fn scan<const TRADES: bool, S: SohBits>(
         &mut self,
         now: u64,
         m: &Message<'_>,
+        sohs_of: &S,
         next_seq: &mut u64,
         send: &mut impl FttcOutput,
     ) -> Result<usize, MdError> {
@@ -311,8 +324,7 @@ impl Fttc {
         // the fields end comes from `sohs`, the SOH bytes of 64 bytes from `base` as bits
         // (found 16 at a time): the next field's start is known without reading this one,
         // so fields do not wait on each other's loads.
-        let mut base = i;
-        let mut sohs = fix::soh_bits(body, base);
+        let (mut base, mut sohs) = sohs_of.start(body, i);
         // Driven by the SOH bits alone: each field takes the lowest bit left, so that its
         // SOH is at or after its start (`i <= soh`), and the walk ends when the body has
         // no SOH left (the body ends with one, checked by `new_checked`: `i == end` then).
@@ -324,13 +336,15 @@ impl Fttc {
                     debug_assert_eq!(i, end, "the body ends with an SOH");
                     return Ok(orders);
                 }
-                sohs = fix::soh_bits(body, base);
+                sohs = sohs_of.next(body, base);
             }
             let soh = base + sohs.trailing_zeros() as usize;
             sohs &= sohs - 1;
             debug_assert!(i <= soh && soh < end && end + 7 == scan.len());
-            // SAFETY: `i <= soh` (above) and `soh < end`, as `soh_bits(body, ..)` sets no
-            // bit past `body`'s end (its contract, property-tested against a byte loop),
+            // SAFETY: `i <= soh` (above) and `soh < end`, as `sohs_of` sets no bit past
+            // `body`'s end (the contract of `fix::soh_bits` and of `fix::soh_bits_and_sum`,
+            // whose words of the same body `bits` are, each property-tested against a
+            // byte loop),
             // and `end == scan.len() - 7` (`checked_sub` above), so `i + 8 <= scan.len()`:
             // the eight bytes are inside `scan` (the field's first bytes, then those after
             // them, the trailer's at the last field). This read is the walk's only
@@ -421,8 +435,7 @@ impl Fttc {
                 }
                 i = fields.position();
                 // Past the data field: the bits start again from here.
-                base = i;
-                sohs = fix::soh_bits(body, base);
+                (base, sohs) = sohs_of.start(body, i);
                 continue;
             }
             i = soh + 1;
@@ -612,6 +625,42 @@ impl Fttc {
     /// Refusals by reason.
     pub fn rejects(&self) -> impl Iterator<Item = (RiskReject, u64)> + '_ {
         self.risk.rejects()
+    }
+}
+
+/// Where the walk learns the SOH bytes of a body, as words of bits: bit `k` of the word
+/// of `base` is set when `body[base + k]` is SOH (none past `body`'s end).
+trait SohBits {
+    /// A base at or before `i` and its word, with the bits before `i` clear.
+    fn start(&self, body: &[u8], i: usize) -> (usize, u64);
+    /// The word of `base`, 64 bytes after the base before it.
+    fn next(&self, body: &[u8], base: usize) -> u64;
+}
+
+/// Found as the walk goes, 64 bytes at a time from where it starts.
+struct Lazy;
+
+impl SohBits for Lazy {
+    #[inline(always)]
+    fn start(&self, body: &[u8], i: usize) -> (usize, u64) {
+        (i, fix::soh_bits(body, i))
+    }
+    #[inline(always)]
+    fn next(&self, body: &[u8], base: usize) -> u64 {
+        fix::soh_bits(body, base)
+    }
+}
+
+/// Found beforehand for the whole body by [`fix::soh_bits_and_sum`]: the words of bases
+/// 0, 64, 128...
+impl SohBits for [u64; fix::SCAN_WORDS] {
+    #[inline(always)]
+    fn start(&self, _: &[u8], i: usize) -> (usize, u64) {
+        (i & !63, self.get(i / 64).map_or(0, |&w| w & (u64::MAX << (i % 64))))
+    }
+    #[inline(always)]
+    fn next(&self, _: &[u8], base: usize) -> u64 {
+        self.get(base / 64).copied().unwrap_or(0)
     }
 }
 
@@ -842,6 +891,37 @@ mod tests {
         assert_eq!(f.stats().undecodable, 1);
     }
 
+    /// A datagram whose CheckSum is wrong by one sends nothing and is counted, short or
+    /// long (past 512 bytes the CheckSum is summed apart from the walk's SOH bits).
+    #[test]
+    fn a_wrong_checksum_sends_nothing() {
+        for pad in [0usize, 300, 600] {
+            let mut w = Writer::new("FIX.4.4", "X");
+            w.field(49, b"MD").field(56, b"TP").field_uint(34, 1).field(52, b"20261121-14:30:00.000");
+            if pad > 0 {
+                w.field(58, "x".repeat(pad).as_bytes());
+            }
+            w.field_uint(268, 1).field(279, b"0").field(269, b"0").field(55, b"AAPL").field(270, b"190.000");
+            let good = w.finish().to_vec();
+            let mut f = fttc(RiskLimits::default());
+            let mut seq = 1;
+            let n = f.on_market_data(0, &good, &mut seq, &mut |_: u64, _: &[u8]| {}).unwrap();
+            assert_eq!(n, 1, "pad {pad}: the good one orders");
+            let mut bad = good.clone();
+            let at = bad.len() - 2;
+            bad[at] = if bad[at] == b'9' { b'0' } else { bad[at] + 1 };
+            let e = f.on_market_data(0, &bad, &mut seq, &mut |_: u64, _: &[u8]| panic!("pad {pad}: nothing to send"));
+            assert!(
+                matches!(
+                    e,
+                    Err(MdError::Fix(tickplant_wire::Error::Malformed { what: "CheckSum (10): computed", .. }))
+                ),
+                "pad {pad}: {e:?}"
+            );
+            assert_eq!((f.stats().undecodable, f.stats().entries), (1, 1), "pad {pad}");
+        }
+    }
+
     #[test]
     fn risk_refusals_send_nothing() {
         let mut f = fttc(RiskLimits { max_order_qty: 50, ..Default::default() });
@@ -1024,7 +1104,8 @@ mod tests {
         fn the_scan_agrees_with_the_full_reader(
             entries in proptest::collection::vec(("[A-Z]{1,5}", 0u32..3, 0u32..1000, proptest::prelude::any::<bool>()), 1..6),
             data in proptest::option::of("[a-z0-9=\x01]{0,12}"),
-            text in proptest::option::of("[a-z ]{1,200}"),
+            // Up to 700 bytes: bodies past 512 take the walk that finds SOH bytes as it goes.
+            text in proptest::option::of("[a-z ]{1,700}"),
             lone in 0u8..3,
         ) {
             let mut w = Writer::new("FIX.4.4", "X");

@@ -134,6 +134,80 @@ fn soh_bits_short(b: &[u8]) -> u64 {
     b.iter().enumerate().fold(0, |bits, (k, &c)| bits | (u64::from(c == SOH) << k))
 }
 
+/// Words of SOH bits [`soh_bits_and_sum`] fills: messages of up to 512 bytes before their
+/// CheckSum field.
+pub const SCAN_WORDS: usize = 8;
+
+/// The SOH bytes of `b` as bits, 64 to a word (bit `j` of `bits[k]` is set when
+/// `b[64 * k + j]` is SOH; bits past `b`'s end are clear), and the sum of `b`'s bytes
+/// modulo 256, its CheckSum: one pass, each sixteen bytes loaded once for both (one
+/// compare, one mask move and one add each). `None` when `b` is longer than
+/// `64 * SCAN_WORDS` bytes. [`soh_bits`] and [`checksum`] are its oracles.
+#[inline]
+pub fn soh_bits_and_sum(b: &[u8], bits: &mut [u64; SCAN_WORDS]) -> Option<u8> {
+    let n = b.len();
+    if n > 64 * SCAN_WORDS {
+        return None;
+    }
+    *bits = [0; SCAN_WORDS];
+    if n < 16 {
+        bits[0] = soh_bits_short(b);
+        return Some(b.iter().fold(0u8, |s, &c| s.wrapping_add(c)));
+    }
+    #[inline(always)]
+    fn load(b: &[u8]) -> wide::u8x16 {
+        wide::u8x16::from(<[u8; 16]>::try_from(&b[..16]).expect("sixteen bytes"))
+    }
+    #[inline(always)]
+    fn sohs(v: wide::u8x16) -> u64 {
+        u64::from(v.simd_eq(wide::u8x16::splat(SOH)).to_bitmask() as u16)
+    }
+    let mut acc = wide::u8x16::splat(0);
+    let mut quads = b.chunks_exact(64);
+    for (w, c) in (&mut quads).enumerate() {
+        let (v0, v1, v2, v3) = (load(c), load(&c[16..]), load(&c[32..]), load(&c[48..]));
+        bits[w] = sohs(v0) | sohs(v1) << 16 | sohs(v2) << 32 | sohs(v3) << 48;
+        acc += v0 + v1 + v2 + v3;
+    }
+    // Under 64 bytes left: whole blocks of 16, then the last 16 bytes of `b`, of which only
+    // the ones not yet counted are kept (their lanes and their bits).
+    let mut at = n - quads.remainder().len();
+    while at + 16 <= n {
+        let v = load(&b[at..]);
+        bits[at / 64] |= sohs(v) << (at % 64);
+        acc += v;
+        at += 16;
+    }
+    let left = n - at;
+    if left > 0 {
+        let v = load(&b[n - 16..]);
+        let keep: [u8; 16] = KEEP_LAST[left..left + 16].try_into().expect("sixteen bytes");
+        bits[at / 64] |= sohs(v) >> (16 - left) << (at % 64);
+        acc += v & wide::u8x16::from(keep);
+    }
+    Some(acc.to_array().iter().map(|&x| u32::from(x)).sum::<u32>() as u8)
+}
+
+/// `KEEP_LAST[k..k + 16]` keeps the last `k` lanes of sixteen (0 to 16).
+const KEEP_LAST: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut i = 16;
+    while i < 32 {
+        t[i] = 0xff;
+        i += 1;
+    }
+    t
+};
+
+/// A CheckSum field's value `want` against the sum of the bytes before it.
+#[inline]
+fn compare_sum(want: u64, sum: u8, body_end: usize) -> Result<()> {
+    if u64::from(sum) != want {
+        return Err(Error::Malformed { what: "CheckSum (10): computed", offset: body_end + 3, value: u64::from(sum) });
+    }
+    Ok(())
+}
+
 /// Where the first SOH is among the eight bytes of `w` (read little-endian: byte 0 first),
 /// if there is one: the word form of [`find_soh`], for a scanner that already holds a
 /// field's first eight bytes.
@@ -505,6 +579,28 @@ impl<'a> Message<'a> {
     /// Validate the message at the start of `buf` (which may hold more after it): the
     /// header order, BodyLength, the trailer and the CheckSum.
     pub fn new_checked(buf: &'a [u8]) -> Result<Self> {
+        Self::validate::<true>(buf)
+    }
+
+    /// Every check of [`Message::new_checked`] but the CheckSum's value (its three digits
+    /// are checked): for a reader that sums the bytes in a pass of its own
+    /// ([`soh_bits_and_sum`]) and then hands the sum to [`Message::check_sum`] before it
+    /// acts on anything in the message.
+    pub fn new_unsummed(buf: &'a [u8]) -> Result<Self> {
+        Self::validate::<false>(buf)
+    }
+
+    /// The CheckSum field against `sum`, the sum of the bytes before it modulo 256: the
+    /// error [`Message::new_checked`] gives when they differ.
+    #[inline]
+    pub fn check_sum(&self, sum: u8) -> Result<()> {
+        let d = &self.buf[self.body.1 + 3..self.body.1 + 6];
+        let want = u64::from(d[0] - b'0') * 100 + u64::from(d[1] - b'0') * 10 + u64::from(d[2] - b'0');
+        compare_sum(want, sum, self.body.1)
+    }
+
+    #[inline(always)]
+    fn validate<const SUM: bool>(buf: &'a [u8]) -> Result<Self> {
         let (s1, s2, len) = frame(buf)?.ok_or_else(|| {
             let have = buf.len();
             Error::Truncated { what: "message", offset: 0, need: have + 1, have }
@@ -528,14 +624,9 @@ impl<'a> Message<'a> {
         if d0 > 9 || d1 > 9 || d2 > 9 {
             return Err(Error::Malformed { what: "CheckSum (10) value", offset: body_end + 3, value: 0 });
         }
-        let want = u64::from(d0) * 100 + u64::from(d1) * 10 + u64::from(d2);
-        let sum = checksum(&buf[..body_end]);
-        if u64::from(sum) != want {
-            return Err(Error::Malformed {
-                what: "CheckSum (10): computed",
-                offset: body_end + 3,
-                value: u64::from(sum),
-            });
+        if SUM {
+            let want = u64::from(d0) * 100 + u64::from(d1) * 10 + u64::from(d2);
+            compare_sum(want, checksum(&buf[..body_end]), body_end)?;
         }
         // MsgType: `35=` then its value; anything else goes through the general reader,
         // which says what is wrong.
@@ -1673,6 +1764,45 @@ mod tests {
             base in 0usize..320,
         ) {
             proptest::prop_assert_eq!(soh_bits(&b, base), soh_bits_naive(&b, base));
+        }
+
+        #[test]
+        fn soh_bits_and_sum_agree_with_byte_loops_on_random_bytes(
+            b in proptest::collection::vec(proptest::prop_oneof![proptest::strategy::Just(SOH), proptest::arbitrary::any::<u8>()], 0..530),
+        ) {
+            let mut bits = [u64::MAX; SCAN_WORDS];
+            let got = soh_bits_and_sum(&b, &mut bits);
+            if b.len() > 64 * SCAN_WORDS {
+                proptest::prop_assert_eq!(got, None);
+            } else {
+                proptest::prop_assert_eq!(got, Some(b.iter().fold(0u8, |s, &c| s.wrapping_add(c))));
+                for (w, &word) in bits.iter().enumerate() {
+                    proptest::prop_assert_eq!(word, soh_bits_naive(&b, 64 * w), "word {}", w);
+                }
+            }
+        }
+    }
+
+    /// [`soh_bits_and_sum`] at every length it takes (and one past), with an SOH at every
+    /// seventh place and the last, bytes one bit away from SOH, and the sum's every lane.
+    #[test]
+    fn soh_bits_and_sum_agree_with_byte_loops() {
+        for n in 0..=64 * SCAN_WORDS + 1 {
+            let mut b: Vec<u8> = (0..n).map(|k| [b'a', 0x00, 0x03, 0x81, 0xff, 0x11, 0x7f][k % 7]).collect();
+            for at in (0..n).step_by(7).chain(n.checked_sub(1)) {
+                b[at] = SOH;
+            }
+            let mut bits = [u64::MAX; SCAN_WORDS];
+            let got = soh_bits_and_sum(&b, &mut bits);
+            if n > 64 * SCAN_WORDS {
+                assert_eq!(got, None);
+                continue;
+            }
+            assert_eq!(got, Some(b.iter().fold(0u8, |s, &c| s.wrapping_add(c))), "sum, n {n}");
+            assert_eq!(got, Some(checksum(&b)), "checksum, n {n}");
+            for (w, &word) in bits.iter().enumerate() {
+                assert_eq!(word, soh_bits_naive(&b, 64 * w), "n {n} word {w}");
+            }
         }
     }
 }
