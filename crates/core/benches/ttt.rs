@@ -3,13 +3,7 @@
 //! pre-built order), per datagram, p50 and p99 against the targets (p50 <= 100 ns, p99 <=
 //! 300 ns; FPGA reference 170 ns, x86 reference 4,663 ns).
 //!
-//! The datagrams go in rounds, with a pause between rounds, and the round with the lowest
-//! mean is the figure (best of N, as the project's other benchmarks take theirs): the
-//! machines here are shared, and in a busy minute everything on them runs about 1.5 times
-//! slower. The median round is printed beside it, so that the spread shows.
-//!
-//! `cargo bench -p tickplant-core --bench ttt` (TICKPLANT_BENCH_ITERS=N datagrams in all,
-//! TICKPLANT_BENCH_ROUNDS=R rounds, TICKPLANT_BENCH_PAUSE_MS=P between rounds).
+//! `cargo bench -p tickplant-core --bench ttt` (TICKPLANT_BENCH_ITERS=N for another count).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -78,50 +72,30 @@ impl Hist {
     }
 }
 
-/// One round's figures, in ns: p50, p99, p99.9 and the mean of the lower 99% (the top 1%
-/// are interrupts and the like; the mean is finer than the counter's step, for comparing
-/// builds).
-#[derive(Clone, Copy)]
-struct Round {
-    p50: f64,
-    p99: f64,
-    p999: f64,
-    mean: f64,
-}
-
-/// `rounds` rounds of `per_round` datagrams through one engine (its state carries on from
-/// round to round, as a running engine's does), `pause` between rounds; and the size of a
-/// datagram.
-fn run(entries: usize, per_round: usize, rounds: usize, pause: std::time::Duration) -> (Vec<Round>, usize) {
+fn run(entries: usize, iters: usize) -> (f64, f64, f64, f64, usize) {
     let (mut f, msgs) = support::setup(entries);
     let mut seq = 1u64;
+    let mut lat = Hist::new();
+    let t0 = Instant::now();
+    let c0 = ticks();
     let mut now = 1_795_271_400_000_000_000u64;
-    let mut i = 0usize;
-    let mut out = Vec::with_capacity(rounds);
-    for r in 0..rounds {
-        if r > 0 {
-            std::thread::sleep(pause);
-        }
-        let mut lat = Hist::new();
-        let t0 = Instant::now();
-        let c0 = ticks();
-        for _ in 0..per_round {
-            now += support::DATAGRAM_GAP_NS;
-            let m = &msgs[i % msgs.len()];
-            i += 1;
-            let a = ticks();
-            let n = f.on_market_data(now, black_box(m), &mut seq, &mut |_: u64, b: &[u8]| {
-                black_box(b);
-            });
-            let b = ticks();
-            assert_eq!(n.expect("valid"), 1, "one order per datagram (no risk check refuses)");
-            lat.record(b - a);
-        }
-        let ns_per_tick = t0.elapsed().as_nanos() as f64 / (ticks() - c0).max(1) as f64;
-        let q = |p: f64| lat.quantile(p) as f64 * ns_per_tick;
-        out.push(Round { p50: q(0.5), p99: q(0.99), p999: q(0.999), mean: lat.mean_below(0.99) * ns_per_tick });
+    for i in 0..iters {
+        now += support::DATAGRAM_GAP_NS;
+        let m = &msgs[i % msgs.len()];
+        let a = ticks();
+        let n = f.on_market_data(now, black_box(m), &mut seq, &mut |_: u64, b: &[u8]| {
+            black_box(b);
+        });
+        let b = ticks();
+        assert_eq!(n.expect("valid"), 1, "one order per datagram (no risk check refuses)");
+        lat.record(b - a);
     }
-    (out, msgs[0].len())
+    let ns_per_tick = t0.elapsed().as_nanos() as f64 / (ticks() - c0) as f64;
+    let q = |p: f64| lat.quantile(p) as f64 * ns_per_tick;
+    // The mean of the lower 99% (the top 1% are interrupts and the like): finer than the
+    // counter's step, for comparing builds.
+    let mean = lat.mean_below(0.99) * ns_per_tick;
+    (q(0.5), q(0.99), q(0.999), mean, msgs[0].len())
 }
 
 /// The cost of the two time-stamp reads around each datagram (included in the figures).
@@ -138,30 +112,14 @@ fn timer_overhead(iters: usize) -> f64 {
 }
 
 fn main() {
-    let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let iters = env("TICKPLANT_BENCH_ITERS", 2_000_000);
-    let rounds = env("TICKPLANT_BENCH_ROUNDS", 10).max(1);
-    let pause = std::time::Duration::from_millis(env("TICKPLANT_BENCH_PAUSE_MS", 500) as u64);
-    let per_round = (iters / rounds).max(1);
-    println!(
-        "tick-to-trade in memory (datagram bytes -> order bytes ready), one order per datagram, every risk check on; best of {rounds} rounds of {per_round} datagrams, {} ms apart:",
-        pause.as_millis()
-    );
+    let iters: usize = std::env::var("TICKPLANT_BENCH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    println!("tick-to-trade in memory (datagram bytes -> order bytes ready), {iters} datagrams each, one order per datagram, every risk check on:");
     for entries in [1, 3] {
-        let (mut all, len) = run(entries, per_round, rounds, pause);
-        all.sort_by(|a, b| a.mean.total_cmp(&b.mean));
-        let (best, median) = (all[0], all[all.len() / 2]);
+        let (p50, p99, p999, mean, len) = run(entries, iters);
         println!(
-            "  {entries} entries ({len} bytes): p50 {:>6.1} ns  p99 {:>6.0} ns  p99.9 {:>6.0} ns  mean(99%) {:>6.1} ns | targets p50 <= 100 ns: {}, p99 <= 300 ns: {} | FPGA reference 170 ns, x86 reference 4,663 ns | median round: p50 {:.1} ns, p99 {:.0} ns, mean(99%) {:.1} ns",
-            best.p50,
-            best.p99,
-            best.p999,
-            best.mean,
-            if best.p50 <= 100.0 { "meets" } else { "MISSES" },
-            if best.p99 <= 300.0 { "meets" } else { "MISSES" },
-            median.p50,
-            median.p99,
-            median.mean
+            "  {entries} entries ({len} bytes): p50 {p50:>6.1} ns  p99 {p99:>6.0} ns  p99.9 {p999:>6.0} ns  mean(99%) {mean:>6.1} ns | targets p50 <= 100 ns: {}, p99 <= 300 ns: {} | FPGA reference 170 ns, x86 reference 4,663 ns",
+            if p50 <= 100.0 { "meets" } else { "MISSES" },
+            if p99 <= 300.0 { "meets" } else { "MISSES" }
         );
     }
     println!(
