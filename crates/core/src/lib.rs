@@ -4,7 +4,7 @@
 //! as `now` (u64 nanoseconds) and output goes out through `poll_*` methods, so a replay from
 //! a pcap file is exact: the same input gives the same output, byte for byte.
 // Two audited exceptions, each with its SAFETY note: the order-table prefetch hint in `book`,
-// and the read of a field's first four bytes in the tick-to-trade walk (`ttt`).
+// and the read of a field's first eight bytes in the tick-to-trade walk (`ttt`).
 #![deny(unsafe_code)]
 
 pub mod arb;

@@ -327,7 +327,7 @@ impl Fttc {
         let (mut base, mut sohs) = sohs_of.start(body, i);
         // Driven by the SOH bits alone: each field takes the lowest bit left, so that its
         // SOH is at or after its start (`i <= soh`), and the walk ends when the body has
-        // no SOH left (the body ends with one, checked by `new_checked`: `i == end` then).
+        // no SOH left (the body ends with one, checked by `new_unsummed`: `i == end` then).
         // No separate `i < end` test per field.
         loop {
             while sohs == 0 {
@@ -343,12 +343,11 @@ impl Fttc {
             debug_assert!(i <= soh && soh < end && end + 7 == scan.len());
             // SAFETY: `i <= soh` (above) and `soh < end`, as `sohs_of` sets no bit past
             // `body`'s end (the contract of `fix::soh_bits` and of `fix::soh_bits_and_sum`,
-            // whose words of the same body `bits` are, each property-tested against a
-            // byte loop),
-            // and `end == scan.len() - 7` (`checked_sub` above), so `i + 8 <= scan.len()`:
-            // the eight bytes are inside `scan` (the field's first bytes, then those after
-            // them, the trailer's at the last field). This read is the walk's only
-            // unchecked one.
+            // whose words of the same body `bits` are, each property-tested against a byte
+            // loop), and `end == scan.len() - 7` (`checked_sub` above), so `i + 8 <=
+            // scan.len()`: the eight bytes are inside `scan` (the field's first bytes, then
+            // those after them, the trailer's at the last field). This read is the walk's
+            // only unchecked one.
             #[allow(unsafe_code)]
             let word = u64::from_le_bytes(unsafe { *scan.as_ptr().add(i).cast::<[u8; 8]>() });
             let head = word as u32;

@@ -120,13 +120,23 @@ pub fn soh_bits(b: &[u8], base: usize) -> u64 {
 
 #[inline(always)]
 fn soh_bits_64(block: &[u8; 64]) -> u64 {
-    let soh = wide::u8x16::splat(SOH);
     let mut bits = 0u64;
     for (k, lane) in block.chunks_exact(16).enumerate() {
-        let v = wide::u8x16::from(<[u8; 16]>::try_from(lane).expect("sixteen bytes"));
-        bits |= u64::from(v.simd_eq(soh).to_bitmask() as u16) << (16 * k);
+        bits |= soh_mask(load16(lane)) << (16 * k);
     }
     bits
+}
+
+/// The first sixteen bytes of `b` as one vector.
+#[inline(always)]
+fn load16(b: &[u8]) -> wide::u8x16 {
+    wide::u8x16::from(<[u8; 16]>::try_from(&b[..16]).expect("sixteen bytes"))
+}
+
+/// The SOH lanes of `v` as the low sixteen bits (one compare, one mask move).
+#[inline(always)]
+fn soh_mask(v: wide::u8x16) -> u64 {
+    u64::from(v.simd_eq(wide::u8x16::splat(SOH)).to_bitmask() as u16)
 }
 
 #[cold]
@@ -152,37 +162,29 @@ pub fn soh_bits_and_sum(b: &[u8], bits: &mut [u64; SCAN_WORDS]) -> Option<u8> {
     *bits = [0; SCAN_WORDS];
     if n < 16 {
         bits[0] = soh_bits_short(b);
-        return Some(b.iter().fold(0u8, |s, &c| s.wrapping_add(c)));
-    }
-    #[inline(always)]
-    fn load(b: &[u8]) -> wide::u8x16 {
-        wide::u8x16::from(<[u8; 16]>::try_from(&b[..16]).expect("sixteen bytes"))
-    }
-    #[inline(always)]
-    fn sohs(v: wide::u8x16) -> u64 {
-        u64::from(v.simd_eq(wide::u8x16::splat(SOH)).to_bitmask() as u16)
+        return Some(checksum(b));
     }
     let mut acc = wide::u8x16::splat(0);
     let mut quads = b.chunks_exact(64);
     for (w, c) in (&mut quads).enumerate() {
-        let (v0, v1, v2, v3) = (load(c), load(&c[16..]), load(&c[32..]), load(&c[48..]));
-        bits[w] = sohs(v0) | sohs(v1) << 16 | sohs(v2) << 32 | sohs(v3) << 48;
+        let (v0, v1, v2, v3) = (load16(c), load16(&c[16..]), load16(&c[32..]), load16(&c[48..]));
+        bits[w] = soh_mask(v0) | soh_mask(v1) << 16 | soh_mask(v2) << 32 | soh_mask(v3) << 48;
         acc += v0 + v1 + v2 + v3;
     }
     // Under 64 bytes left: whole blocks of 16, then the last 16 bytes of `b`, of which only
     // the ones not yet counted are kept (their lanes and their bits).
     let mut at = n - quads.remainder().len();
     while at + 16 <= n {
-        let v = load(&b[at..]);
-        bits[at / 64] |= sohs(v) << (at % 64);
+        let v = load16(&b[at..]);
+        bits[at / 64] |= soh_mask(v) << (at % 64);
         acc += v;
         at += 16;
     }
     let left = n - at;
     if left > 0 {
-        let v = load(&b[n - 16..]);
+        let v = load16(&b[n - 16..]);
         let keep: [u8; 16] = KEEP_LAST[left..left + 16].try_into().expect("sixteen bytes");
-        bits[at / 64] |= sohs(v) >> (16 - left) << (at % 64);
+        bits[at / 64] |= soh_mask(v) >> (16 - left) << (at % 64);
         acc += v & wide::u8x16::from(keep);
     }
     Some(acc.to_array().iter().map(|&x| u32::from(x)).sum::<u32>() as u8)
@@ -199,9 +201,11 @@ const KEEP_LAST: [u8; 32] = {
     t
 };
 
-/// A CheckSum field's value `want` against the sum of the bytes before it.
+/// A CheckSum field's three digits (checked to be digits) against the sum of the bytes
+/// before the field, which starts at `body_end`.
 #[inline]
-fn compare_sum(want: u64, sum: u8, body_end: usize) -> Result<()> {
+fn compare_sum(digits: &[u8], sum: u8, body_end: usize) -> Result<()> {
+    let want = digits.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
     if u64::from(sum) != want {
         return Err(Error::Malformed { what: "CheckSum (10): computed", offset: body_end + 3, value: u64::from(sum) });
     }
@@ -594,9 +598,7 @@ impl<'a> Message<'a> {
     /// error [`Message::new_checked`] gives when they differ.
     #[inline]
     pub fn check_sum(&self, sum: u8) -> Result<()> {
-        let d = &self.buf[self.body.1 + 3..self.body.1 + 6];
-        let want = u64::from(d[0] - b'0') * 100 + u64::from(d[1] - b'0') * 10 + u64::from(d[2] - b'0');
-        compare_sum(want, sum, self.body.1)
+        compare_sum(&self.buf[self.body.1 + 3..self.body.1 + 6], sum, self.body.1)
     }
 
     #[inline(always)]
@@ -625,8 +627,7 @@ impl<'a> Message<'a> {
             return Err(Error::Malformed { what: "CheckSum (10) value", offset: body_end + 3, value: 0 });
         }
         if SUM {
-            let want = u64::from(d0) * 100 + u64::from(d1) * 10 + u64::from(d2);
-            compare_sum(want, checksum(&buf[..body_end]), body_end)?;
+            compare_sum(&trailer[3..6], checksum(&buf[..body_end]), body_end)?;
         }
         // MsgType: `35=` then its value; anything else goes through the general reader,
         // which says what is wrong.
