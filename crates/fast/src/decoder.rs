@@ -13,7 +13,7 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
-use crate::program::{flag, op, Code, FieldKind, Insn, Program, INT_CODES};
+use crate::program::{flag, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
 use crate::value::Decimal;
 
 /// A decoded value.
@@ -296,7 +296,7 @@ fn push_consts(msg: &mut Message, run: &[Entry]) {
 /// word load, the stop bit found by a trailing-zero count. `None`
 /// leaves every other case to `str_op`.
 #[inline(always)]
-fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u32)> {
+fn ascii_fast(buf: &[u8], pos: &mut usize, bytes: &mut Vec<u8>) -> Option<(u32, u32)> {
     let at = *pos;
     let w = match buf.get(at..at + 8) {
         Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
@@ -314,13 +314,144 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, msg: &mut Message) -> Option<(u32, u3
     }
     let last = stops.trailing_zeros() as usize; // the stop bit of the last byte
     let n = last / 8 + 1;
-    let start = msg.bytes.len();
+    let start = bytes.len();
     // All eight bytes in one store, then cut to the string's length: one capacity check
     // and no byte loop. The stop bit comes off the last byte.
-    msg.bytes.extend_from_slice(&(w & !(1u64 << last)).to_le_bytes());
-    msg.bytes.truncate(start + n);
+    bytes.extend_from_slice(&(w & !(1u64 << last)).to_le_bytes());
+    bytes.truncate(start + n);
     *pos = at + n;
     Some((start as u32, n as u32))
+}
+
+/// A kernel's entry of a field that turned out NULL, until [`take_holes`] takes it out.
+const HOLE: u32 = u32::MAX;
+
+/// Take out the entries marked [`HOLE`] from `base` on, keeping the order of the rest.
+#[cold]
+fn take_holes(entries: &mut Vec<Entry>, base: usize) {
+    let mut w = base;
+    for r in base..entries.len() {
+        if entries[r].field != HOLE {
+            entries[w] = entries[r];
+            w += 1;
+        }
+    }
+    entries.truncate(w);
+}
+
+/// An integer of the type `S` (signed), `N` (nullable), `W` (32-bit) read the fast way, as
+/// `Decoder::int_t` reads it: `Some(None)` is NULL; `None` leaves it to the engine (a value
+/// of ten bytes, past the end, or out of the type's range).
+#[inline(always)]
+fn k_read<const S: bool, const N: bool, const W: bool>(buf: &[u8], p: &mut usize) -> Option<Option<i64>> {
+    let (v, n) = groups(buf, p)?;
+    let v = if S {
+        let shift = 64 - 7 * n;
+        let v = ((v << shift) as i64) >> shift;
+        if N {
+            match v {
+                0 => None,
+                v if v > 0 => Some(v - 1),
+                v => Some(v),
+            }
+        } else {
+            Some(v)
+        }
+    } else if N {
+        v.checked_sub(1).map(|v| v as i64)
+    } else {
+        Some(v as i64)
+    };
+    if W {
+        if let Some(v) = v {
+            let ok = if S { i32::try_from(v).is_ok() } else { u32::try_from(v as u64).is_ok() };
+            if !ok {
+                return None;
+            }
+        }
+    }
+    Some(v)
+}
+
+/// One integer operation of a kernel (family `F`, see [`kop`]; type `S`, `N`, `W`; for a
+/// decimal, its mantissa): the value (`Some(None)` for NULL), or `None`, with the cursor and
+/// the dictionary untouched, where the engine must take over. The dictionary rules are
+/// `Decoder::int_typed`'s, an undefined previous value's included.
+#[inline(always)]
+fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
+    ints: &mut [IntSlot],
+    op: &KOp,
+    buf: &[u8],
+    p: &mut usize,
+) -> Option<Option<i64>> {
+    let in_type = |v: Option<i64>| {
+        if W {
+            v.filter(|&v| if S { i32::try_from(v).is_ok() } else { u32::try_from(v).is_ok() })
+        } else {
+            v
+        }
+    };
+    match F {
+        kop::INT_READ => {
+            let mut q = *p;
+            let v = k_read::<S, N, W>(buf, &mut q)?;
+            *p = q;
+            Some(v)
+        }
+        kop::INT_STORE => {
+            let mut q = *p;
+            let v = k_read::<S, N, W>(buf, &mut q)?;
+            *ints.get_mut(op.slot as usize)? = match v {
+                Some(v) => IntSlot { v, exp: 0, state: ASSIGNED },
+                None => IntSlot { v: 0, exp: 0, state: EMPTY },
+            };
+            *p = q;
+            Some(v)
+        }
+        kop::INT_LOAD | kop::INT_LOAD_INCR => {
+            let s = ints.get_mut(op.slot as usize)?;
+            if s.state != ASSIGNED {
+                // Undefined: the initial value, which the entry then holds; no initial
+                // value, or an empty entry: the engine's rules.
+                if s.state == UNDEFINED && op.has_init {
+                    *s = IntSlot { v: op.init, exp: 0, state: ASSIGNED };
+                    return Some(Some(op.init));
+                }
+                return None;
+            }
+            if F == kop::INT_LOAD {
+                return Some(Some(s.v));
+            }
+            let next =
+                in_type(if S || W { s.v.checked_add(1) } else { (s.v as u64).checked_add(1).map(|v| v as i64) })?;
+            s.v = next;
+            Some(Some(next))
+        }
+        _ => {
+            let mut q = *p;
+            let Some(d) = k_read::<true, N, false>(buf, &mut q)? else {
+                // A NULL delta: absent, the dictionary as it was.
+                *p = q;
+                return Some(None);
+            };
+            let s = ints.get_mut(op.slot as usize)?;
+            let prev = match s.state {
+                ASSIGNED => s.v,
+                UNDEFINED if op.has_init => op.init,
+                UNDEFINED => 0,
+                _ => return None,
+            };
+            let v = in_type(if S || W {
+                prev.checked_add(d)
+            } else {
+                (prev as u64).checked_add_signed(d).map(|v| v as i64)
+            })?;
+            // As the engine leaves it: an assigned entry keeps its exponent.
+            *s = if s.state == ASSIGNED { IntSlot { v, ..*s } } else { IntSlot { v, exp: 0, state: ASSIGNED } };
+            *p = q;
+            Some(Some(v))
+        }
+    }
 }
 
 /// How deltas and exponents are read, whatever the field's type: a signed 64-bit integer.
@@ -464,7 +595,10 @@ impl<'p> Decoder<'p> {
             let program = self.program;
             for sp in &program.specials[lo..lo + n] {
                 if sp.pmap == pmap {
-                    *pos = self.run(sp.start as usize, sp.end as usize, buf, *pos, 0, msg)?;
+                    *pos = match program.kernels.get((sp.kernel as usize).wrapping_sub(1)) {
+                        Some(k) => self.kernel(k, buf, *pos, msg)?,
+                        None => self.run(sp.start as usize, sp.end as usize, buf, *pos, 0, msg)?,
+                    };
                     return Ok(());
                 }
             }
@@ -938,7 +1072,7 @@ impl<'p> Decoder<'p> {
         let start = msg.bytes.len() as u32;
         if ins.flags & (flag::UNICODE | flag::BYTES) == 0 {
             // The common case (short, not NULL, no leading zero byte), then every rule.
-            if let Some(r) = ascii_fast(buf, pos, msg) {
+            if let Some(r) = ascii_fast(buf, pos, &mut msg.bytes) {
                 return Ok(Some(r));
             }
             match codec::read_ascii(buf, pos, nullable) {
@@ -1149,6 +1283,197 @@ impl<'p> Decoder<'p> {
         Ok(p)
     }
 
+    /// A specialised segment through its kernel (see [`Kernel`]): the frame copied in, each
+    /// operation's value written into its entry, the entries of fields that turned out NULL
+    /// taken out after. An operation that cannot finish here hands the segment to the
+    /// engine from its instruction, with nothing of its own done yet.
+    #[inline(always)]
+    fn kernel(&mut self, kn: &Kernel, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let program = self.program;
+        let ops = &program.kops[kn.ops.0 as usize..kn.ops.1 as usize];
+        let base = msg.entries.len();
+        msg.entries.extend_from_slice(&program.frames[kn.frame.0 as usize..kn.frame.1 as usize]);
+        let mut p = p;
+        let mut holes = false;
+        let mut stop = None;
+        {
+            let Message { entries, bytes, .. } = msg;
+            let frame = &mut entries[base..];
+            let ints = &mut self.ints[..];
+            let strs = &mut self.strs[..];
+            for (n, op) in ops.iter().enumerate() {
+                let Some(e) = frame.get_mut(op.k as usize) else {
+                    stop = Some(n);
+                    break;
+                };
+                // One arm per kind: the value goes straight into its entry; a NULL marks the
+                // entry a hole; `false` hands over to the engine.
+                macro_rules! int {
+                    ($f:expr, $s:expr, $n:expr, $w:expr) => {
+                        match k_int::<{ $f }, $s, $n, $w>(ints, op, buf, &mut p) {
+                            Some(Some(v)) => {
+                                e.value = if $s { Value::Int(v) } else { Value::UInt(v as u64) };
+                                true
+                            }
+                            Some(None) => {
+                                e.field = HOLE;
+                                holes = true;
+                                true
+                            }
+                            None => false,
+                        }
+                    };
+                }
+                let ok = match op.kind {
+                    0 => int!(0, false, false, false),
+                    1 => int!(0, true, false, false),
+                    2 => int!(0, false, true, false),
+                    3 => int!(0, true, true, false),
+                    4 => int!(0, false, false, true),
+                    5 => int!(0, true, false, true),
+                    6 => int!(0, false, true, true),
+                    7 => int!(0, true, true, true),
+                    8 => int!(1, false, false, false),
+                    9 => int!(1, true, false, false),
+                    10 => int!(1, false, true, false),
+                    11 => int!(1, true, true, false),
+                    12 => int!(1, false, false, true),
+                    13 => int!(1, true, false, true),
+                    14 => int!(1, false, true, true),
+                    15 => int!(1, true, true, true),
+                    16 => int!(2, false, false, false),
+                    17 => int!(2, true, false, false),
+                    18 => int!(2, false, true, false),
+                    19 => int!(2, true, true, false),
+                    20 => int!(2, false, false, true),
+                    21 => int!(2, true, false, true),
+                    22 => int!(2, false, true, true),
+                    23 => int!(2, true, true, true),
+                    24 => int!(3, false, false, false),
+                    25 => int!(3, true, false, false),
+                    26 => int!(3, false, true, false),
+                    27 => int!(3, true, true, false),
+                    28 => int!(3, false, false, true),
+                    29 => int!(3, true, false, true),
+                    30 => int!(3, false, true, true),
+                    31 => int!(3, true, true, true),
+                    32 => int!(4, false, false, false),
+                    33 => int!(4, true, false, false),
+                    34 => int!(4, false, true, false),
+                    35 => int!(4, true, true, false),
+                    36 => int!(4, false, false, true),
+                    37 => int!(4, true, false, true),
+                    38 => int!(4, false, true, true),
+                    39 => int!(4, true, true, true),
+                    kop::DEC_CONST_DELTA => {
+                        match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut p) {
+                            Some(Some(m)) => {
+                                e.value = Value::Decimal(Decimal { exponent: i32::from(op.arg), mantissa: m });
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    kop::DEC_READ_DELTA => {
+                        let mut q = p;
+                        let exponent = if op.arg != 0 {
+                            k_read::<true, true, true>(buf, &mut q)
+                        } else {
+                            k_read::<true, false, true>(buf, &mut q)
+                        };
+                        match exponent {
+                            Some(Some(x)) if (-63..=63).contains(&x) => {
+                                match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut q) {
+                                    Some(Some(m)) => {
+                                        e.value = Value::Decimal(Decimal { exponent: x as i32, mantissa: m });
+                                        p = q;
+                                        true
+                                    }
+                                    _ => false,
+                                }
+                            }
+                            Some(None) => {
+                                // A NULL exponent: the decimal is absent, no mantissa follows.
+                                e.field = HOLE;
+                                holes = true;
+                                p = q;
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    kop::ASCII | kop::ASCII_STORE => {
+                        let store = op.kind == kop::ASCII_STORE;
+                        if op.arg != 0 && buf.get(p) == Some(&0x80) {
+                            // NULL: no entry; a copy's slot is empty.
+                            match strs.get_mut(op.slot as usize) {
+                                Some(s) if store => {
+                                    s.state = EMPTY;
+                                    p += 1;
+                                    e.field = HOLE;
+                                    holes = true;
+                                    true
+                                }
+                                None if store => false,
+                                _ => {
+                                    p += 1;
+                                    e.field = HOLE;
+                                    holes = true;
+                                    true
+                                }
+                            }
+                        } else {
+                            let mut q = p;
+                            let slot = if store { strs.get_mut(op.slot as usize) } else { None };
+                            if store && slot.is_none() {
+                                false
+                            } else if let Some((start, len)) = ascii_fast(buf, &mut q, bytes) {
+                                if let Some(s) = slot {
+                                    s.buf.clear();
+                                    s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
+                                    s.state = ASSIGNED;
+                                }
+                                e.value = Value::Bytes { start, len };
+                                p = q;
+                                true
+                            } else {
+                                false
+                            }
+                        }
+                    }
+                    kop::ASCII_LOAD => match strs.get(op.slot as usize) {
+                        Some(s) if s.state == ASSIGNED => {
+                            let start = bytes.len() as u32;
+                            append(bytes, &s.buf);
+                            e.value = Value::Bytes { start, len: s.buf.len() as u32 };
+                            true
+                        }
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if !ok {
+                    stop = Some(n);
+                    break;
+                }
+            }
+        }
+        if let Some(n) = stop {
+            // The engine takes over at this operation's instruction: the entries before
+            // its own are final, the rest of the frame is the engine's to push.
+            let op = &ops[n];
+            msg.entries.truncate(base + op.k as usize);
+            if holes {
+                take_holes(&mut msg.entries, base);
+            }
+            return self.run(op.insn as usize, kn.end as usize, buf, p, 0, msg);
+        }
+        if holes {
+            take_holes(&mut msg.entries, base);
+        }
+        Ok(p)
+    }
+
     /// The prebuilt entries an instruction carries (see [`Insn::then`]).
     #[inline(always)]
     fn then_consts(program: &Program, then: u32, msg: &mut Message) {
@@ -1318,7 +1643,7 @@ impl<'p> Decoder<'p> {
                     }
                     return Ok(i + 1);
                 }
-                if let Some((start, len)) = ascii_fast(buf, pos, msg) {
+                if let Some((start, len)) = ascii_fast(buf, pos, &mut msg.bytes) {
                     if ins.code == Code::StrStore {
                         let s = &mut self.strs[ins.slot as usize];
                         s.buf.clear();

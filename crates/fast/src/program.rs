@@ -264,6 +264,71 @@ pub struct Special {
     pub hits: u64,
     /// Generic instructions the segment runs / resolved instructions it runs instead.
     pub generic_len: u32,
+    /// Its kernel, `index + 1` in [`Program::kernels`]; 0 when it has none.
+    pub kernel: u32,
+}
+
+/// Kinds of [`KOp`] that are not integers (integers are `8 * family + type`, below 40).
+pub mod kop {
+    /// A decimal with a constant exponent and a mandatory int64 delta mantissa.
+    pub const DEC_CONST_DELTA: u8 = 40;
+    /// An ASCII string read (nullable when the op's flags say so).
+    pub const ASCII: u8 = 41;
+    /// A decimal whose int32 exponent is read (nullable when `arg` is 1: NULL, the decimal
+    /// is absent) and whose mantissa is a mandatory int64 delta.
+    pub const DEC_READ_DELTA: u8 = 44;
+    /// An ASCII string read and stored in its copy slot.
+    pub const ASCII_STORE: u8 = 42;
+    /// An ASCII string copied from its slot.
+    pub const ASCII_LOAD: u8 = 43;
+    /// Integer families: read; read and store (copy or increment with a value); the
+    /// previous value (copy); the previous value plus one (increment); a delta.
+    pub const INT_READ: u8 = 0;
+    pub const INT_STORE: u8 = 1;
+    pub const INT_LOAD: u8 = 2;
+    pub const INT_LOAD_INCR: u8 = 3;
+    pub const INT_DELTA: u8 = 4;
+}
+
+/// One operation of a [`Kernel`]: a field that has a value to find (in the stream or the
+/// dictionary), written into entry `k` of the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KOp {
+    /// Integers: `8 * family + type` (families in [`kop`], the type as in [`Insn::op`]:
+    /// signed + 2 * nullable + 4 * 32-bit); other fields: one of [`kop`]'s kinds.
+    pub kind: u8,
+    /// A string or a decimal exponent that may be NULL (1) or not (0); a constant decimal
+    /// exponent.
+    pub arg: i8,
+    /// Its entry in the frame.
+    pub k: u16,
+    /// Dictionary slot (a decimal's: its mantissa's).
+    pub slot: u32,
+    /// The initial value of the slot's operator, if it has one (a decimal's: its
+    /// mantissa's).
+    pub has_init: bool,
+    pub init: i64,
+    /// The instruction it stands for: where the engine takes over when the kernel cannot
+    /// go on (an error to report, a value longer than the fast reads take, a dictionary
+    /// entry not yet assigned).
+    pub insn: u32,
+}
+
+/// A specialised segment's fast form. Its entries are known before a byte is read (each
+/// field of the segment gives exactly one, a nullable one that turns out NULL aside), so
+/// they are copied in all at once from a prebuilt frame: the constants already in place,
+/// every other field's value written into its own entry by one [`KOp`]. An operation that
+/// cannot finish the fast way (anything the engine would report as an error, among
+/// others) hands the rest of the segment to the engine from its own instruction, before
+/// it has changed anything, so the result is the engine's, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// Its operations: `kops[ops.0..ops.1]`.
+    pub ops: (u32, u32),
+    /// Its frame: `frames[frame.0..frame.1]`.
+    pub frame: (u32, u32),
+    /// One past the segment's last instruction (where the engine stops when it takes over).
+    pub end: u32,
 }
 
 /// How often each (segment, presence map) pair occurred while decoding a sample.
@@ -291,6 +356,10 @@ pub struct Program {
     pub consts: Vec<Entry>,
     /// Specialised segments, grouped by segment.
     pub specials: Vec<Special>,
+    /// Kernels of specialised segments (see [`Kernel`]), their operations and frames.
+    pub kernels: Vec<Kernel>,
+    pub kops: Vec<KOp>,
+    pub frames: Vec<Entry>,
     dense: Vec<u32>,
     sparse: HashMap<u32, u32>,
 }
@@ -748,6 +817,14 @@ impl Program {
                 sp.generic_len,
                 sp.end - sp.start
             );
+            if let Some(k) = sp.kernel.checked_sub(1).and_then(|k| self.kernels.get(k as usize)) {
+                let _ = writeln!(
+                    out,
+                    "        kernel: {} operations into a frame of {} entries",
+                    k.ops.1 - k.ops.0,
+                    k.frame.1 - k.frame.0
+                );
+            }
             for i in sp.start..sp.end {
                 let ins = &self.insns[i as usize];
                 if ins.code == Code::Consts {
@@ -763,6 +840,93 @@ impl Program {
             }
         }
         out
+    }
+
+    /// The kernel of the specialised instructions `start..end` (sealed): its operations and
+    /// its frame, the entries the engine would push with no field NULL. `None` when one of
+    /// them is not of a kind the kernel runs (sequences, groups, template references,
+    /// unicode strings, byte vectors, string deltas and tails, decimals other than a
+    /// constant exponent with an int64 delta mantissa).
+    fn kernel_of(&self, start: usize, end: usize) -> Option<(Vec<KOp>, Vec<Entry>)> {
+        let mut ops = Vec::new();
+        let mut frame: Vec<Entry> = Vec::new();
+        let mut i = start;
+        while i < end {
+            let ins = &self.insns[i];
+            let k = u16::try_from(frame.len()).ok()?;
+            let mut op = KOp {
+                kind: 0,
+                arg: 0,
+                k,
+                slot: ins.slot,
+                has_init: ins.has(flag::HAS_INIT),
+                init: ins.init,
+                insn: i as u32,
+            };
+            let ascii = ins.flags & (flag::UNICODE | flag::BYTES) == 0;
+            let step = match ins.op {
+                o if o < 72 => {
+                    let family = match ins.code {
+                        Code::IntNone => kop::INT_READ,
+                        Code::IntStore => kop::INT_STORE,
+                        Code::IntLoad => kop::INT_LOAD,
+                        Code::IntLoadIncr => kop::INT_LOAD_INCR,
+                        Code::IntDelta => kop::INT_DELTA,
+                        _ => return None,
+                    };
+                    op.kind = family * 8 + (o & 7);
+                    frame.push(Entry { field: ins.field, value: int_value(ins, 0) });
+                    ops.push(op);
+                    1
+                }
+                op::DEC_SPLIT_CONST_DELTA => {
+                    op.kind = kop::DEC_CONST_DELTA;
+                    op.arg = i8::try_from(self.insns[i + 1].init).ok()?;
+                    let m = &self.insns[i + 2];
+                    (op.slot, op.has_init, op.init) = (m.slot, m.has(flag::HAS_INIT), m.init);
+                    let d = Decimal { exponent: i32::from(op.arg), mantissa: 0 };
+                    frame.push(Entry { field: ins.field, value: Value::Decimal(d) });
+                    ops.push(op);
+                    3
+                }
+                op::DEC_SPLIT
+                    if self.insns[i + 1].code == Code::IntNone
+                        && self.insns[i + 1].flags & (flag::SIGNED | flag::W32) == flag::SIGNED | flag::W32
+                        && self.insns[i + 2].op == op::I64_DELTA =>
+                {
+                    op.kind = kop::DEC_READ_DELTA;
+                    op.arg = i8::from(self.insns[i + 1].has(flag::NULLABLE));
+                    let m = &self.insns[i + 2];
+                    (op.slot, op.has_init, op.init) = (m.slot, m.has(flag::HAS_INIT), m.init);
+                    let d = Decimal { exponent: 0, mantissa: 0 };
+                    frame.push(Entry { field: ins.field, value: Value::Decimal(d) });
+                    ops.push(op);
+                    3
+                }
+                op::STR_NONE | op::STR_STORE | op::STR_LOAD if ascii => {
+                    op.kind = match ins.code {
+                        Code::StrNone => kop::ASCII,
+                        Code::StrStore => kop::ASCII_STORE,
+                        _ => kop::ASCII_LOAD,
+                    };
+                    op.arg = i8::from(ins.has(flag::NULLABLE));
+                    frame.push(Entry { field: ins.field, value: Value::Bytes { start: 0, len: 0 } });
+                    ops.push(op);
+                    1
+                }
+                op::CONSTS => {
+                    frame.extend_from_slice(&self.consts[ins.a as usize..][..ins.init as usize]);
+                    1
+                }
+                _ => return None,
+            };
+            if ins.then != 0 {
+                frame.extend_from_slice(&self.consts[(ins.then >> 8) as usize..][..(ins.then & 0xff) as usize]);
+            }
+            i += step;
+        }
+        u16::try_from(frame.len()).ok()?;
+        Some((ops, frame))
     }
 
     /// The field names of `n` prebuilt entries at `first` in [`Program::consts`].
@@ -1105,6 +1269,9 @@ impl Program {
         }
         self.specials.clear();
         self.consts.clear();
+        self.kernels.clear();
+        self.kops.clear();
+        self.frames.clear();
         for t in &mut self.templates {
             t.special = 0;
         }
@@ -1173,6 +1340,7 @@ impl Program {
                 end: start + out.len() as u32,
                 hits: n,
                 generic_len: end - seg,
+                kernel: 0,
             });
         }
         self.insns.extend_from_slice(&extra);
@@ -1200,6 +1368,20 @@ impl Program {
         }
         self.specials = specials;
         self.seal();
+        for n in 0..self.specials.len() {
+            let sp = &self.specials[n];
+            if let Some((ops, frame)) = self.kernel_of(sp.start as usize, sp.end as usize) {
+                let k = Kernel {
+                    ops: (self.kops.len() as u32, (self.kops.len() + ops.len()) as u32),
+                    frame: (self.frames.len() as u32, (self.frames.len() + frame.len()) as u32),
+                    end: sp.end,
+                };
+                self.kops.extend_from_slice(&ops);
+                self.frames.extend_from_slice(&frame);
+                self.kernels.push(k);
+                self.specials[n].kernel = self.kernels.len() as u32;
+            }
+        }
         self.specials.len()
     }
 

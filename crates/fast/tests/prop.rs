@@ -381,6 +381,114 @@ fn render(p: &Program, m: &Message) -> Vec<String> {
         .collect()
 }
 
+/// A random stream of six messages of the template `nodes` describes: the template XML, its
+/// program, the stream, each message's byte range, and each message as rendered.
+#[allow(clippy::type_complexity)]
+fn random_stream(
+    nodes: &[Node],
+    seed: u64,
+) -> Result<(String, Program, Vec<u8>, Vec<(usize, usize)>, Vec<Vec<String>>), TestCaseError> {
+    let xml = template_xml(nodes);
+    let p = match Program::from_xml(&xml) {
+        Ok(p) => p,
+        Err(e) => return Err(TestCaseError::fail(format!("{e}\n{xml}"))),
+    };
+    let mut g = Gen(seed);
+    let mut enc = Encoder::new(&p);
+    let mut stream = Vec::new();
+    let mut frames = Vec::new();
+    let mut sent = Vec::new();
+    let mut prev = std::collections::HashMap::new();
+    for _ in 0..6 {
+        let mut msg = Message::new();
+        msg.template = 0;
+        // Walk the template's fields in order: fields map to program field indices in
+        // compile order.
+        let mut field = 0u32;
+        for n in nodes {
+            match n {
+                Node::Field(f) => {
+                    fill(&p, f, field, &mut g, &mut msg, &mut prev);
+                    field += 1;
+                }
+                Node::Seq { optional, body } => {
+                    let seq_field = field;
+                    field += 2; // the sequence and its length
+                    if *optional && g.small(4) == 0 {
+                        field += body.len() as u32;
+                        continue;
+                    }
+                    let len = g.small(3) as u32;
+                    let si = msg.entries.len();
+                    msg.entries.push(Entry { field: seq_field, value: Value::Sequence { len, end: 0 } });
+                    for _ in 0..len {
+                        let ei = msg.entries.len();
+                        msg.entries.push(Entry { field: seq_field, value: Value::Element { end: 0 } });
+                        for (j, f) in body.iter().enumerate() {
+                            fill(&p, f, field + j as u32, &mut g, &mut msg, &mut prev);
+                        }
+                        let end = msg.entries.len() as u32;
+                        msg.entries[ei].value = Value::Element { end };
+                    }
+                    let end = msg.entries.len() as u32;
+                    msg.entries[si].value = Value::Sequence { len, end };
+                    field += body.len() as u32;
+                }
+                Node::Group { optional, body } => {
+                    let gf = field;
+                    field += 1;
+                    if *optional && g.small(3) == 0 {
+                        field += body.len() as u32;
+                        continue;
+                    }
+                    let gi = msg.entries.len();
+                    msg.entries.push(Entry { field: gf, value: Value::Group { end: 0 } });
+                    for (j, f) in body.iter().enumerate() {
+                        fill(&p, f, field + j as u32, &mut g, &mut msg, &mut prev);
+                    }
+                    let end = msg.entries.len() as u32;
+                    msg.entries[gi].value = Value::Group { end };
+                    field += body.len() as u32;
+                }
+            }
+        }
+        let start = stream.len();
+        match enc.encode(&msg, &mut stream) {
+            Ok(()) => {}
+            Err(e) => {
+                return Err(TestCaseError::fail(format!(
+                    "encode: {e} ({:?})\n{xml}\n{:?}",
+                    p.fields.get(e.field as usize),
+                    msg.entries
+                )))
+            }
+        }
+        frames.push((start, stream.len()));
+        sent.push(render(&p, &msg));
+    }
+    Ok((xml, p, stream, frames, sent))
+}
+
+/// A byte written over a stream's: any, or one of the bytes that reach the readers' edges
+/// (NULL, a lost stop bit, the most negative one-byte value, the largest ones).
+fn damaged_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![any::<u8>(), prop::sample::select(vec![0x00u8, 0x80, 0xc0, 0xbf, 0x7f, 0xff, 0x01, 0x81])]
+}
+
+/// A decoder's answer to one message, comparable across programs: the message as rendered
+/// and the bytes it took, or the error as reported.
+fn outcome(
+    p: &Program,
+    dec: &mut Decoder<'_>,
+    bytes: &[u8],
+    msg: &mut Message,
+) -> Result<(Vec<String>, usize), String> {
+    match dec.decode(bytes, msg) {
+        Ok(n) => Ok((render(p, msg), n)),
+        Err(e) => Err(format!("{e} [{:?} at {} field {}]", e.kind, e.offset, e.field)),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -389,78 +497,7 @@ proptest! {
     /// gives back the bytes.
     #[test]
     fn random_templates_round_trip(nodes in prop::collection::vec(node_strategy(), 1..8), seed in 1u64..u64::MAX) {
-        let xml = template_xml(&nodes);
-        let p = match Program::from_xml(&xml) {
-            Ok(p) => p,
-            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{xml}"))),
-        };
-        let mut g = Gen(seed);
-        let mut enc = Encoder::new(&p);
-        let mut stream = Vec::new();
-        let mut frames = Vec::new();
-        let mut sent = Vec::new();
-        let mut prev = std::collections::HashMap::new();
-        for _ in 0..6 {
-            let mut msg = Message::new();
-            msg.template = 0;
-            // Walk the template's fields in order: fields map to program field indices in
-            // compile order.
-            let mut field = 0u32;
-            for n in &nodes {
-                match n {
-                    Node::Field(f) => {
-                        fill(&p, f, field, &mut g, &mut msg, &mut prev);
-                        field += 1;
-                    }
-                    Node::Seq { optional, body } => {
-                        let seq_field = field;
-                        field += 2; // the sequence and its length
-                        if *optional && g.small(4) == 0 {
-                            field += body.len() as u32;
-                            continue;
-                        }
-                        let len = g.small(3) as u32;
-                        let si = msg.entries.len();
-                        msg.entries.push(Entry { field: seq_field, value: Value::Sequence { len, end: 0 } });
-                        for _ in 0..len {
-                            let ei = msg.entries.len();
-                            msg.entries.push(Entry { field: seq_field, value: Value::Element { end: 0 } });
-                            for (j, f) in body.iter().enumerate() {
-                                fill(&p, f, field + j as u32, &mut g, &mut msg, &mut prev);
-                            }
-                            let end = msg.entries.len() as u32;
-                            msg.entries[ei].value = Value::Element { end };
-                        }
-                        let end = msg.entries.len() as u32;
-                        msg.entries[si].value = Value::Sequence { len, end };
-                        field += body.len() as u32;
-                    }
-                    Node::Group { optional, body } => {
-                        let gf = field;
-                        field += 1;
-                        if *optional && g.small(3) == 0 {
-                            field += body.len() as u32;
-                            continue;
-                        }
-                        let gi = msg.entries.len();
-                        msg.entries.push(Entry { field: gf, value: Value::Group { end: 0 } });
-                        for (j, f) in body.iter().enumerate() {
-                            fill(&p, f, field + j as u32, &mut g, &mut msg, &mut prev);
-                        }
-                        let end = msg.entries.len() as u32;
-                        msg.entries[gi].value = Value::Group { end };
-                        field += body.len() as u32;
-                    }
-                }
-            }
-            let start = stream.len();
-            match enc.encode(&msg, &mut stream) {
-                Ok(()) => {}
-                Err(e) => return Err(TestCaseError::fail(format!("encode: {e} ({:?})\n{xml}\n{:?}", p.fields.get(e.field as usize), msg.entries))),
-            }
-            frames.push((start, stream.len()));
-            sent.push(render(&p, &msg));
-        }
+        let (xml, p, stream, frames, sent) = random_stream(&nodes, seed)?;
         // Decode with one decoder.
         let mut dec = Decoder::new(&p);
         let mut got = Message::new();
@@ -494,6 +531,57 @@ proptest! {
         for (k, &(a, b)) in frames.iter().enumerate() {
             dec.decode(&stream[a..b], &mut got).map_err(|e| TestCaseError::fail(format!("specialised decode {k}: {e}\n{xml}\n{}", sp.listing())))?;
             prop_assert_eq!(render(&sp, &got), sent[k].clone(), "specialised message {}\n{}\n{}", k, xml, sp.listing());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    /// Specialised segments run by their kernels give what the engine gives on the same
+    /// segments, byte for byte, on damaged streams too: the same messages, the same errors
+    /// at the same offsets, the same dictionary state after each (every kernel operation that
+    /// cannot finish hands over to the engine before it has changed anything).
+    #[test]
+    fn kernels_decode_as_the_engine(
+        nodes in prop::collection::vec(node_strategy(), 1..8),
+        seed in 1u64..u64::MAX,
+        damage in prop::collection::vec((any::<prop::sample::Index>(), damaged_byte()), 0..4),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
+        let mut kernels = p.clone();
+        let profile = {
+            let mut d = Decoder::new(&kernels);
+            d.start_profile();
+            let mut m = Message::new();
+            for &(a, b) in &frames {
+                d.decode(&stream[a..b], &mut m).unwrap();
+            }
+            d.take_profile()
+        };
+        kernels.specialise(&profile, 8, 64, 0.0);
+        let mut engine = kernels.clone();
+        for s in &mut engine.specials {
+            s.kernel = 0;
+        }
+        let mut bad = stream.clone();
+        if !bad.is_empty() {
+            for (at, x) in &damage {
+                let i = at.index(bad.len());
+                bad[i] = *x;
+            }
+            if !damage.is_empty() {
+                bad.truncate(cut.index(bad.len() + 1));
+            }
+        }
+        let (mut dk, mut de) = (Decoder::new(&kernels), Decoder::new(&engine));
+        let (mut mk, mut me) = (Message::new(), Message::new());
+        for (k, &(a, b)) in frames.iter().enumerate() {
+            let (a, b) = (a.min(bad.len()), b.min(bad.len()));
+            let ok = outcome(&kernels, &mut dk, &bad[a..b], &mut mk);
+            let oe = outcome(&engine, &mut de, &bad[a..b], &mut me);
+            prop_assert_eq!(ok, oe, "message {}, bytes {:02x?}\n{}\n{}", k, &bad[a..b], xml, kernels.listing());
         }
     }
 }
