@@ -1402,6 +1402,29 @@ impl<'p> Decoder<'p> {
                             _ => false,
                         }
                     }
+                    kop::ASCII if buf.get(p).is_some_and(|&b| b > 0x80) => {
+                        // One character, the usual code or flag: its byte with the stop
+                        // bit off (0x80 is NULL or empty, the cases below).
+                        let start = bytes.len() as u32;
+                        bytes.push(buf[p] & 0x7f);
+                        e.value = Value::Bytes { start, len: 1 };
+                        p += 1;
+                        true
+                    }
+                    kop::ASCII_STORE if buf.get(p).is_some_and(|&b| b > 0x80) => match strs.get_mut(op.slot as usize) {
+                        Some(s) => {
+                            let c = buf[p] & 0x7f;
+                            s.buf.clear();
+                            s.buf.push(c);
+                            s.state = ASSIGNED;
+                            let start = bytes.len() as u32;
+                            bytes.push(c);
+                            e.value = Value::Bytes { start, len: 1 };
+                            p += 1;
+                            true
+                        }
+                        None => false,
+                    },
                     kop::ASCII | kop::ASCII_STORE => {
                         let store = op.kind == kop::ASCII_STORE;
                         if op.arg != 0 && buf.get(p) == Some(&0x80) {
@@ -1442,6 +1465,12 @@ impl<'p> Decoder<'p> {
                         }
                     }
                     kop::ASCII_LOAD => match strs.get(op.slot as usize) {
+                        Some(s) if s.state == ASSIGNED && s.buf.len() == 1 => {
+                            let start = bytes.len() as u32;
+                            bytes.push(s.buf[0]);
+                            e.value = Value::Bytes { start, len: 1 };
+                            true
+                        }
                         Some(s) if s.state == ASSIGNED => {
                             let start = bytes.len() as u32;
                             append(bytes, &s.buf);
