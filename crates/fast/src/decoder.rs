@@ -1495,10 +1495,42 @@ impl<'p> Decoder<'p> {
             if holes {
                 take_holes(&mut msg.entries, base);
             }
-            return self.run(op.insn as usize, kn.end as usize, buf, p, 0, msg);
+            let i = op.insn as usize;
+            if op.kind == kop::SEQ {
+                return self.kernel_seq(i, kn.end as usize, buf, p, msg);
+            }
+            return self.run(i, kn.end as usize, buf, p, 0, msg);
         }
         if holes {
             take_holes(&mut msg.entries, base);
+        }
+        Ok(p)
+    }
+
+    /// The sequence that ends a kernel (instruction `i` of a specialised segment that runs
+    /// to `end`): its length and elements read as the engine's sequence arm reads them,
+    /// without the engine's loop around it; the engine runs what follows it.
+    #[inline(never)]
+    fn kernel_seq(&mut self, i: usize, end: usize, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        let program = self.program;
+        let ins = &program.insns[i];
+        let (at, mut p, mut pm) = (p, p, 0);
+        let r = match self.int_op(&program.insns[i + 1], buf, &mut p, &mut pm) {
+            Ok(Some(len)) => self.sequence(ins, len as u64, at, buf, p, msg).map(|q| p = q),
+            Ok(None) => Ok(()),
+            Err(f) => Err(f),
+        };
+        if r.is_err() {
+            if self.err.field == u32::MAX {
+                self.err.field = ins.field;
+            }
+            return Err(Fail);
+        }
+        if ins.then != 0 {
+            Self::then_consts(program, ins.then, msg);
+        }
+        if i + 2 < end {
+            return self.run(i + 2, end, buf, p, 0, msg);
         }
         Ok(p)
     }

@@ -277,6 +277,9 @@ pub mod kop {
     /// A decimal whose int32 exponent is read (nullable when `arg` is 1: NULL, the decimal
     /// is absent) and whose mantissa is a mandatory int64 delta.
     pub const DEC_READ_DELTA: u8 = 44;
+    /// A sequence, the segment's last operation: its elements are read by the decoder's
+    /// sequence loop (their own kernels), the rest of the segment by the engine.
+    pub const SEQ: u8 = 45;
     /// An ASCII string read and stored in its copy slot.
     pub const ASCII_STORE: u8 = 42;
     /// An ASCII string copied from its slot.
@@ -844,7 +847,8 @@ impl Program {
 
     /// The kernel of the specialised instructions `start..end` (sealed): its operations and
     /// its frame, the entries the engine would push with no field NULL. `None` when one of
-    /// them is not of a kind the kernel runs (sequences, groups, template references,
+    /// them is not of a kind the kernel runs (groups, template references, sequences other
+    /// than one after at least one operation, which ends the kernel,
     /// unicode strings, byte vectors, string deltas and tails, decimals other than a
     /// constant exponent with an int64 delta mantissa).
     fn kernel_of(&self, start: usize, end: usize) -> Option<(Vec<KOp>, Vec<Entry>)> {
@@ -917,6 +921,12 @@ impl Program {
                 op::CONSTS => {
                     frame.extend_from_slice(&self.consts[ins.a as usize..][..ins.init as usize]);
                     1
+                }
+                op::SEQ if ins.has(flag::INLINE) && !ops.is_empty() => {
+                    // The header before a sequence: the kernel ends here.
+                    op.kind = kop::SEQ;
+                    ops.push(op);
+                    break;
                 }
                 _ => return None,
             };
