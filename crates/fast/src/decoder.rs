@@ -266,6 +266,25 @@ fn groups(buf: &[u8], p: &mut usize) -> Option<(u64, u32)> {
     }
 }
 
+/// The value of `n` 7-bit groups `v` as a field of its encoding: sign-extended when
+/// `signed`, NULL (`None`) and the bias taken off when `nullable`.
+#[inline(always)]
+fn shape(v: u64, n: u32, signed: bool, nullable: bool) -> Option<i64> {
+    if signed {
+        let shift = 64 - 7 * n;
+        let v = ((v << shift) as i64) >> shift;
+        match v {
+            0 if nullable => None,
+            v if nullable && v > 0 => Some(v - 1),
+            v => Some(v),
+        }
+    } else if nullable {
+        v.checked_sub(1).map(|v| v as i64)
+    } else {
+        Some(v as i64)
+    }
+}
+
 /// Append `src` to `v`. Field values are mostly a few bytes, where a push loop is shorter
 /// than the call the generic slice append makes; long ones take the slice append.
 #[inline(always)]
@@ -345,23 +364,7 @@ fn take_holes(entries: &mut Vec<Entry>, base: usize) {
 #[inline(always)]
 fn k_read<const S: bool, const N: bool, const W: bool>(buf: &[u8], p: &mut usize) -> Option<Option<i64>> {
     let (v, n) = groups(buf, p)?;
-    let v = if S {
-        let shift = 64 - 7 * n;
-        let v = ((v << shift) as i64) >> shift;
-        if N {
-            match v {
-                0 => None,
-                v if v > 0 => Some(v - 1),
-                v => Some(v),
-            }
-        } else {
-            Some(v)
-        }
-    } else if N {
-        v.checked_sub(1).map(|v| v as i64)
-    } else {
-        Some(v as i64)
-    };
+    let v = shape(v, n, S, N);
     if W {
         if let Some(v) = v {
             let ok = if S { i32::try_from(v).is_ok() } else { u32::try_from(v as u64).is_ok() };
@@ -628,6 +631,8 @@ impl<'p> Decoder<'p> {
     #[inline(always)]
     fn int(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
         let at = *pos;
+        // Its own copy of `shape`'s body, with the flags read here: calling `shape` measured
+        // 5% slower on the generic program (371-384 against 395-403 ns a message).
         let v = match groups(buf, pos) {
             Some((v, n)) => {
                 if ins.has(flag::SIGNED) {
@@ -784,25 +789,7 @@ impl<'p> Decoder<'p> {
     ) -> R<Option<i64>> {
         let at = *pos;
         let v = match groups(buf, pos) {
-            Some((v, n)) => {
-                if S {
-                    let shift = 64 - 7 * n;
-                    let v = ((v << shift) as i64) >> shift;
-                    if N {
-                        match v {
-                            0 => None,
-                            v if v > 0 => Some(v - 1),
-                            v => Some(v),
-                        }
-                    } else {
-                        Some(v)
-                    }
-                } else if N {
-                    v.checked_sub(1).map(|v| v as i64)
-                } else {
-                    Some(v as i64)
-                }
-            }
+            Some((v, n)) => shape(v, n, S, N),
             None => {
                 let (v, q) = self.int_slow(ins, N, buf, *pos)?;
                 *pos = q;

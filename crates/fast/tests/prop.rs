@@ -469,6 +469,22 @@ fn random_stream(
     Ok((xml, p, stream, frames, sent))
 }
 
+/// `p` with segments specialised for every presence map a profile of `stream` saw.
+fn specialised(p: &Program, stream: &[u8], frames: &[(usize, usize)]) -> Program {
+    let mut sp = p.clone();
+    let profile = {
+        let mut d = Decoder::new(&sp);
+        d.start_profile();
+        let mut m = Message::new();
+        for &(a, b) in frames {
+            d.decode(&stream[a..b], &mut m).unwrap();
+        }
+        d.take_profile()
+    };
+    sp.specialise(&profile, 8, 64, 0.0);
+    sp
+}
+
 /// A byte written over a stream's: any, or one of the bytes that reach the readers' edges
 /// (NULL, a lost stop bit, the most negative one-byte value, the largest ones).
 fn damaged_byte() -> impl Strategy<Value = u8> {
@@ -516,17 +532,7 @@ proptest! {
         }
         prop_assert_eq!(&again, &stream);
         // Specialised segments from a profile of this stream decode the same.
-        let mut sp = p.clone();
-        let profile = {
-            let mut d = Decoder::new(&sp);
-            d.start_profile();
-            let mut m = Message::new();
-            for &(a, b) in &frames {
-                d.decode(&stream[a..b], &mut m).unwrap();
-            }
-            d.take_profile()
-        };
-        sp.specialise(&profile, 8, 64, 0.0);
+        let sp = specialised(&p, &stream, &frames);
         let mut dec = Decoder::new(&sp);
         for (k, &(a, b)) in frames.iter().enumerate() {
             dec.decode(&stream[a..b], &mut got).map_err(|e| TestCaseError::fail(format!("specialised decode {k}: {e}\n{xml}\n{}", sp.listing())))?;
@@ -550,17 +556,7 @@ proptest! {
         cut in any::<prop::sample::Index>(),
     ) {
         let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
-        let mut kernels = p.clone();
-        let profile = {
-            let mut d = Decoder::new(&kernels);
-            d.start_profile();
-            let mut m = Message::new();
-            for &(a, b) in &frames {
-                d.decode(&stream[a..b], &mut m).unwrap();
-            }
-            d.take_profile()
-        };
-        kernels.specialise(&profile, 8, 64, 0.0);
+        let kernels = specialised(&p, &stream, &frames);
         let mut engine = kernels.clone();
         for s in &mut engine.specials {
             s.kernel = 0;
