@@ -1289,6 +1289,8 @@ impl<'p> Decoder<'p> {
             let ints = &mut self.ints[..];
             let strs = &mut self.strs[..];
             for (n, op) in ops.iter().enumerate() {
+                // A sequence that ends the kernel has no entry of its own in the frame (its
+                // `k` is the frame's length): it stops the loop here, for the code below.
                 let Some(e) = frame.get_mut(op.k as usize) else {
                     stop = Some(n);
                     break;

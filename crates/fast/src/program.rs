@@ -277,8 +277,9 @@ pub mod kop {
     /// A decimal whose int32 exponent is read (nullable when `arg` is 1: NULL, the decimal
     /// is absent) and whose mantissa is a mandatory int64 delta.
     pub const DEC_READ_DELTA: u8 = 44;
-    /// A sequence, the segment's last operation: its elements are read by the decoder's
-    /// sequence loop (their own kernels), the rest of the segment by the engine.
+    /// A sequence, the kernel's last operation (its `k` is the frame's length: the entries
+    /// are the sequence's own): its elements are read by the decoder's sequence loop (their
+    /// own kernels), the rest of the segment by the engine.
     pub const SEQ: u8 = 45;
     /// An ASCII string read and stored in its copy slot.
     pub const ASCII_STORE: u8 = 42;
