@@ -365,7 +365,9 @@ fn take_holes(entries: &mut Vec<Entry>, base: usize) {
 fn k_read<const S: bool, const N: bool, const W: bool>(buf: &[u8], p: &mut usize) -> Option<Option<i64>> {
     let (v, n) = groups(buf, p)?;
     let v = shape(v, n, S, N);
-    if W {
+    // Four groups or fewer (28 bits) fit 32 bits, signed or not: only a longer value is
+    // checked (most are one byte).
+    if W && n > 4 {
         if let Some(v) = v {
             let ok = if S { i32::try_from(v).is_ok() } else { u32::try_from(v as u64).is_ok() };
             if !ok {
