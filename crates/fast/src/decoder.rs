@@ -342,6 +342,19 @@ fn ascii_fast(buf: &[u8], pos: &mut usize, bytes: &mut Vec<u8>) -> Option<(u32, 
     Some((start as u32, n as u32))
 }
 
+/// `v + d` in an integer type (`S` signed, `W` 32-bit), `None` when it leaves the type: the
+/// arithmetic of increments and deltas, the engine's and the kernels'.
+#[inline(always)]
+fn add_in_type<const S: bool, const W: bool>(v: i64, d: i64) -> Option<i64> {
+    if W {
+        v.checked_add(d).filter(|&v| if S { i32::try_from(v).is_ok() } else { u32::try_from(v).is_ok() })
+    } else if S {
+        v.checked_add(d)
+    } else {
+        (v as u64).checked_add_signed(d).map(|v| v as i64)
+    }
+}
+
 /// A kernel's entry of a field that turned out NULL, until [`take_holes`] takes it out.
 const HOLE: u32 = u32::MAX;
 
@@ -389,13 +402,6 @@ fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
     buf: &[u8],
     p: &mut usize,
 ) -> Option<Option<i64>> {
-    let in_type = |v: Option<i64>| {
-        if W {
-            v.filter(|&v| if S { i32::try_from(v).is_ok() } else { u32::try_from(v).is_ok() })
-        } else {
-            v
-        }
-    };
     match F {
         kop::INT_READ => {
             let mut q = *p;
@@ -427,8 +433,7 @@ fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
             if F == kop::INT_LOAD {
                 return Some(Some(s.v));
             }
-            let next =
-                in_type(if S || W { s.v.checked_add(1) } else { (s.v as u64).checked_add(1).map(|v| v as i64) })?;
+            let next = add_in_type::<S, W>(s.v, 1)?;
             s.v = next;
             Some(Some(next))
         }
@@ -446,11 +451,7 @@ fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
                 UNDEFINED => 0,
                 _ => return None,
             };
-            let v = in_type(if S || W {
-                prev.checked_add(d)
-            } else {
-                (prev as u64).checked_add_signed(d).map(|v| v as i64)
-            })?;
+            let v = add_in_type::<S, W>(prev, d)?;
             // As the engine leaves it: an assigned entry keeps its exponent.
             *s = if s.state == ASSIGNED { IntSlot { v, ..*s } } else { IntSlot { v, exp: 0, state: ASSIGNED } };
             *p = q;
@@ -766,14 +767,7 @@ impl<'p> Decoder<'p> {
             *pos = at;
             return self.delta(ins, buf, pos);
         }
-        let v = if W {
-            s.v.checked_add(d).filter(|&v| if S { i32::try_from(v).is_ok() } else { u32::try_from(v).is_ok() })
-        } else if S {
-            s.v.checked_add(d)
-        } else {
-            (s.v as u64).checked_add_signed(d).map(|v| v as i64)
-        };
-        let Some(v) = v else {
+        let Some(v) = add_in_type::<S, W>(s.v, d) else {
             return Err(self.fail(ErrorKind::DeltaOverflow, at));
         };
         self.ints[slot].v = v;
@@ -861,20 +855,7 @@ impl<'p> Decoder<'p> {
                         Some(s.v)
                     } else {
                         // Increment, with the type's range fixed at compile time.
-                        let next = if W {
-                            s.v.checked_add(1).filter(|&v| {
-                                if S {
-                                    i32::try_from(v).is_ok()
-                                } else {
-                                    u32::try_from(v).is_ok()
-                                }
-                            })
-                        } else if S {
-                            s.v.checked_add(1)
-                        } else {
-                            (s.v as u64).checked_add(1).map(|v| v as i64)
-                        };
-                        let Some(next) = next else {
+                        let Some(next) = add_in_type::<S, W>(s.v, 1) else {
                             return Err(self.fail(ErrorKind::DeltaOverflow, *pos));
                         };
                         self.ints[slot].v = next;
@@ -1418,40 +1399,33 @@ impl<'p> Decoder<'p> {
                     },
                     kop::ASCII | kop::ASCII_STORE => {
                         let store = op.kind == kop::ASCII_STORE;
-                        if op.arg != 0 && buf.get(p) == Some(&0x80) {
+                        // A copy's slot (one is always there: the engine reports it if not).
+                        let slot = if store { strs.get_mut(op.slot as usize) } else { None };
+                        if store && slot.is_none() {
+                            false
+                        } else if op.arg != 0 && buf.get(p) == Some(&0x80) {
                             // NULL: no entry; a copy's slot is empty.
-                            match strs.get_mut(op.slot as usize) {
-                                Some(s) if store => {
-                                    s.state = EMPTY;
-                                    p += 1;
-                                    e.field = HOLE;
-                                    holes = true;
-                                    true
-                                }
-                                None if store => false,
-                                _ => {
-                                    p += 1;
-                                    e.field = HOLE;
-                                    holes = true;
-                                    true
-                                }
+                            if let Some(s) = slot {
+                                s.state = EMPTY;
                             }
+                            p += 1;
+                            e.field = HOLE;
+                            holes = true;
+                            true
                         } else {
                             let mut q = p;
-                            let slot = if store { strs.get_mut(op.slot as usize) } else { None };
-                            if store && slot.is_none() {
-                                false
-                            } else if let Some((start, len)) = ascii_fast(buf, &mut q, bytes) {
-                                if let Some(s) = slot {
-                                    s.buf.clear();
-                                    s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
-                                    s.state = ASSIGNED;
+                            match ascii_fast(buf, &mut q, bytes) {
+                                Some((start, len)) => {
+                                    if let Some(s) = slot {
+                                        s.buf.clear();
+                                        s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
+                                        s.state = ASSIGNED;
+                                    }
+                                    e.value = Value::Bytes { start, len };
+                                    p = q;
+                                    true
                                 }
-                                e.value = Value::Bytes { start, len };
-                                p = q;
-                                true
-                            } else {
-                                false
+                                None => false,
                             }
                         }
                     }
