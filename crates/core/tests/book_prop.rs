@@ -136,6 +136,8 @@ proptest! {
                 let w = want.get(&(inst, bid));
                 let mut exp: Vec<(i64, u64, u32)> = w.map(|m| m.iter().map(|(&p, &(s, n))| (p, s, n)).collect()).unwrap_or_default();
                 if bid { exp.reverse(); }
+                let best = books.book(inst).and_then(|b| if bid { b.best_bid() } else { b.best_ask() });
+                prop_assert_eq!(best.map(|l| (l.price, l.shares, l.orders)), exp.first().copied(), "best of instrument {} {:?}", inst, side);
                 prop_assert_eq!(got, exp, "instrument {} {:?}", inst, side);
             }
         }

@@ -384,11 +384,53 @@ struct Out {
     symbols: HashSet<[u8; 8]>,
     filter: Filter,
     ring: rtrb::Producer<Record>,
+    /// The packet's records for this consumer, pushed to the ring together once the packet
+    /// is done: one update of the ring's write index a packet instead of one a record, so
+    /// the cache line the consumer polls moves between the cores once a packet, not once
+    /// a record (with the consumer taking all it finds at once, the bench's run of 5
+    /// million messages through two consumers went from 3.3-4.6 to 4.7-5.7 M messages/s,
+    /// runs alternated).
+    staged: Vec<Record>,
     policy: SlowPolicy,
     matched: u64,
     delivered: u64,
     dropped: u64,
     waits: u64,
+}
+
+impl Out {
+    /// Push the staged records to the ring, stamped with the moment they are published; a
+    /// full ring drops what does not fit (counted) or waits for room, as the policy says.
+    fn publish(&mut self) {
+        let Out { ring, staged, policy, delivered, dropped, waits, .. } = self;
+        if staged.is_empty() {
+            return;
+        }
+        let mut done = 0;
+        loop {
+            let now = rdtsc();
+            for r in &mut staged[done..] {
+                r.published_tsc = now;
+            }
+            let (pushed, _) = ring.push_partial_slice(&staged[done..]);
+            done += pushed.len();
+            if done == staged.len() {
+                break;
+            }
+            match policy {
+                SlowPolicy::Drop => {
+                    *dropped += (staged.len() - done) as u64;
+                    break;
+                }
+                SlowPolicy::Backpressure => {
+                    *waits += 1;
+                    std::thread::yield_now();
+                }
+            }
+        }
+        *delivered += done as u64;
+        staged.clear();
+    }
 }
 
 /// The OPRA FAST decoder and mapper.
@@ -537,27 +579,11 @@ impl Downstream<'_> {
                     let symbol = self.dir.get(e.instrument_id).copied().unwrap_or_default();
                     Record { event: *e, bbo, symbol, published_tsc: 0 }
                 });
-                r.published_tsc = rdtsc();
-                match o.ring.push(*r) {
-                    Ok(()) => o.delivered += 1,
-                    Err(rtrb::PushError::Full(r)) => match o.policy {
-                        SlowPolicy::Drop => o.dropped += 1,
-                        SlowPolicy::Backpressure => {
-                            let mut r = r;
-                            loop {
-                                o.waits += 1;
-                                std::thread::yield_now();
-                                r.published_tsc = rdtsc();
-                                match o.ring.push(r) {
-                                    Ok(()) => break,
-                                    Err(rtrb::PushError::Full(back)) => r = back,
-                                }
-                            }
-                            o.delivered += 1;
-                        }
-                    },
-                }
+                o.staged.push(*r);
             }
+        }
+        for o in &mut self.outs {
+            o.publish();
         }
     }
 
@@ -788,9 +814,14 @@ fn consumer_thread(
     let mut handler = handler.as_ref().map(|h| h.lock().unwrap_or_else(|p| p.into_inner()));
     let mut idle = 0u32;
     loop {
-        match rx.pop() {
-            Ok(r) => {
-                idle = 0;
+        // Everything the ring holds is taken at once and given back together: one update of
+        // the ring's read index a batch instead of one a record.
+        let n = rx.slots();
+        if n > 0 {
+            idle = 0;
+            let chunk = rx.read_chunk(n).expect("the ring holds n records");
+            let (first, second) = chunk.as_slices();
+            for r in first.iter().chain(second) {
                 let now = rdtsc();
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as 1.
                 let _ = res.ring.record(now.saturating_sub(r.published_tsc).clamp(1, 1 << 40));
@@ -801,7 +832,7 @@ fn consumer_thread(
                     ConsumerAction::Count => {}
                     ConsumerAction::Handler(_) => {
                         if let Some(h) = handler.as_mut() {
-                            (h)(&r);
+                            (h)(r);
                         }
                     }
                     ConsumerAction::Csv(_) => write_event(w.as_mut().expect("opened"), e, false)?,
@@ -817,7 +848,7 @@ fn consumer_thread(
                     }
                     ConsumerAction::Match(_) => {
                         if let Some(m) = matching.as_mut() {
-                            m.record(res.received - 1, &r)?;
+                            m.record(res.received - 1, r)?;
                         }
                     }
                     ConsumerAction::Trade(_) => {
@@ -833,25 +864,25 @@ fn consumer_thread(
                     }
                 }
             }
-            Err(_) => {
-                if rx.is_abandoned() && rx.is_empty() {
-                    break;
-                }
-                // Poll hard, then politely, then sleep a little: on a machine with fewer cores
-                // than threads a spinning consumer would steal the producer's time. A consumer
-                // pinned to its own core reaches the sleeps only when the feed is quiet.
-                idle += 1;
-                if let Some(t) = trader.as_mut() {
-                    t.poll()?;
-                }
-                if idle < 256 {
-                    std::hint::spin_loop();
-                } else if idle < 512 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-            }
+            chunk.commit_all();
+            continue;
+        }
+        if rx.is_abandoned() && rx.is_empty() {
+            break;
+        }
+        // Poll hard, then politely, then sleep a little: on a machine with fewer cores
+        // than threads a spinning consumer would steal the producer's time. A consumer
+        // pinned to its own core reaches the sleeps only when the feed is quiet.
+        idle += 1;
+        if let Some(t) = trader.as_mut() {
+            t.poll()?;
+        }
+        if idle < 256 {
+            std::hint::spin_loop();
+        } else if idle < 512 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
         }
     }
     if let Some(mut w) = w {
@@ -982,6 +1013,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             symbols: c.symbols.iter().map(|s| itch50::stock(s)).collect(),
             filter,
             ring: tx,
+            staged: Vec::with_capacity(256),
             policy: c.policy,
             matched: 0,
             delivered: 0,
