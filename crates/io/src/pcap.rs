@@ -78,8 +78,20 @@ impl Format {
 }
 
 enum Inner {
-    Classic { r: BufReader<File>, big_endian: bool, nanos: bool, offset: u64, chunk: Chunk },
-    Ng { r: Box<PcapNgReader<BufReader<File>>>, ifaces: Vec<(LinkType, u64, u64)> },
+    /// Read straight into the chunk: a `BufReader` in between copied every byte once more
+    /// (3.7% of the samples of a `tickplant run` with no consumers; 4.9-8.2 -> 8.0-8.6 M
+    /// messages/s on the demo's 5-million-message day, runs alternated).
+    Classic {
+        r: File,
+        big_endian: bool,
+        nanos: bool,
+        offset: u64,
+        chunk: Chunk,
+    },
+    Ng {
+        r: Box<PcapNgReader<BufReader<File>>>,
+        ifaces: Vec<(LinkType, u64, u64)>,
+    },
 }
 
 /// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
@@ -109,8 +121,7 @@ impl FrameReader {
     pub fn open(path: impl AsRef<Path>) -> Result<FrameReader, PcapError> {
         let path = path.as_ref().to_path_buf();
         let err = |frame, offset, reason: String| PcapError { path: path.clone(), frame, offset, reason };
-        let file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
-        let mut r = BufReader::with_capacity(BUF_BYTES, file);
+        let mut r = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
         let mut magic = [0u8; 4];
         r.read_exact(&mut magic).map_err(|_| err(None, Some(0), "too short for a pcap header".into()))?;
         let (inner, link) = match magic {
