@@ -11,6 +11,32 @@ pub mod tstamp;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};
 
+/// Ask the OS to back `len` bytes at `addr` with huge pages (Linux `madvise`,
+/// `MADV_HUGEPAGE`) where transparent huge pages are on "madvise", the usual default; a
+/// hint: where it is refused or means nothing, nothing changes. For large tables the hot
+/// path reads at random (the order table), before they are first written.
+pub fn huge_pages(addr: *const u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // madvise wants a page-aligned start: the pages wholly inside the range.
+        let page = 4096usize;
+        let start = (addr as usize).next_multiple_of(page);
+        let end = (addr as usize).saturating_add(len) & !(page - 1);
+        if end > start {
+            // SAFETY: MADV_HUGEPAGE changes only how the kernel backs these pages, never
+            // their contents or whether they may be read or written; the range lies inside
+            // one live allocation of the caller's (page-aligned inward), and a failure (an
+            // old kernel, huge pages off) is harmless, so its result is not needed.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
+}
+
 // The feed-handler guide's Rust examples run as doctests of this crate.
 #[doc = include_str!("../../../docs/feed-handler.md")]
 #[cfg(doctest)]

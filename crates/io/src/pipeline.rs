@@ -1065,7 +1065,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         opra,
         packets_in: 0,
         midnight_ns: spec.midnight_ns,
-        books: Books::new(spec.book),
+        books: Books::with_table_advice(spec.book, crate::huge_pages),
         dir: SymbolDirectory::new(),
         outs,
         batch: Vec::with_capacity(64),
