@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use tickplant_core::matcher::{MarketEvents, Matcher, Schema};
-use tickplant_io::pipeline::{
-    self, ConsumerAction, ConsumerSpec, Handler, MatchHandler, MatchSpec, PipelineSpec, Record, SlowPolicy,
-};
+use tickplant_io::pipeline::{self, ConsumerAction, Handler, MatchHandler, MatchSpec, Record, SlowPolicy};
+
+mod common;
 
 /// Strategies over the market attributes, from a small deterministic generator.
 fn strategies(n: usize) -> String {
@@ -46,17 +46,7 @@ fn strategies(n: usize) -> String {
 fn matching_consumer_equals_brute_force_on_the_records() {
     let dir = tempfile::tempdir().unwrap();
     let feed = dir.path().join("feed.pcap");
-    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
-        seed: 7,
-        symbols: 5,
-        messages: 40_000,
-        target_live: 0,
-    });
-    let mut w =
-        tickplant_io::FrameWriter::create(&feed, tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs)
-            .unwrap();
-    tickplant_sim::itch::packetize(&day.messages, 1, 4, 0, &Default::default(), |ts, f| w.write(ts, f).unwrap());
-    w.finish().unwrap();
+    common::itch_capture(&feed, 7, 40_000, |_| {});
 
     let text = strategies(400);
     let mut schema = Schema::new();
@@ -64,25 +54,11 @@ fn matching_consumer_equals_brute_force_on_the_records() {
     let records = Arc::new(Mutex::new(Vec::<Record>::new()));
     let delivered = Arc::new(Mutex::new(Vec::<(u64, Vec<u64>)>::new()));
     let (r2, d2) = (records.clone(), delivered.clone());
-    let consumer = |name: &str, action| ConsumerSpec {
-        name: name.into(),
-        symbols: vec![],
-        actions: vec![],
-        types: vec![],
-        action,
-        policy: SlowPolicy::Backpressure,
-        ring: 4096,
-        core: None,
-    };
+    let consumer = |name: &str, action| common::consumer(name, action, SlowPolicy::Backpressure, 4096);
     let matches_path = dir.path().join("matches.jsonl");
-    let spec = PipelineSpec {
-        decoder: Default::default(),
-        inputs: vec![feed],
-        sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
-        arb: Default::default(),
-        midnight_ns: 0,
-        book: Default::default(),
-        consumers: vec![
+    let spec = common::itch_spec(
+        feed,
+        vec![
             consumer("all", ConsumerAction::Handler(Handler::new(move |r: &Record| r2.lock().unwrap().push(*r)))),
             consumer(
                 "strategies",
@@ -97,9 +73,7 @@ fn matching_consumer_equals_brute_force_on_the_records() {
                 })),
             ),
         ],
-        producer_core: None,
-        progress: false,
-    };
+    );
     let out = pipeline::run(&spec).unwrap();
     out.report.check().unwrap();
     let m = out.report.consumers[1].matching.clone().expect("a matching report");

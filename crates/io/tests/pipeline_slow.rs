@@ -6,25 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, Handler, PipelineSpec, Record, SlowPolicy};
+use tickplant_io::pipeline::{self, ConsumerAction, Handler, Record, SlowPolicy};
 
-fn feed(dir: &std::path::Path) -> std::path::PathBuf {
-    let feed = dir.join("feed.pcap");
-    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
-        seed: 3,
-        symbols: 5,
-        messages: 20_000,
-        target_live: 0,
-    });
-    let mut w =
-        tickplant_io::FrameWriter::create(&feed, tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs)
-            .expect("capture created");
-    tickplant_sim::itch::packetize(&day.messages, 1, 4, 0, &Default::default(), |ts, f| {
-        w.write(ts, f).expect("written")
-    });
-    w.finish().expect("capture closed");
-    feed
-}
+mod common;
 
 /// A consumer that keeps the sequence numbers it receives; `pause` after each record.
 fn recorder(pause: Duration) -> (Handler, Arc<Mutex<Vec<u64>>>) {
@@ -39,37 +23,19 @@ fn recorder(pause: Duration) -> (Handler, Arc<Mutex<Vec<u64>>>) {
     (h, seen)
 }
 
-fn consumer(name: &str, action: Handler, policy: SlowPolicy, ring: usize) -> ConsumerSpec {
-    ConsumerSpec {
-        name: name.into(),
-        symbols: vec![],
-        actions: vec![],
-        types: vec![],
-        action: ConsumerAction::Handler(action),
-        policy,
-        ring,
-        core: None,
-    }
-}
-
 fn run(slow_policy: SlowPolicy) -> (pipeline::Outcome, Vec<u64>, Vec<u64>) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let (fast, fast_seen) = recorder(Duration::ZERO);
     let (slow, slow_seen) = recorder(Duration::from_micros(20));
-    let spec = PipelineSpec {
-        decoder: Default::default(),
-        inputs: vec![feed(dir.path())],
-        sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
-        arb: Default::default(),
-        midnight_ns: 0,
-        book: Default::default(),
-        consumers: vec![
-            consumer("fast", fast, SlowPolicy::Backpressure, 1 << 16),
-            consumer("slow", slow, slow_policy, 64),
+    let feed = dir.path().join("feed.pcap");
+    common::itch_capture(&feed, 3, 20_000, |_| {});
+    let spec = common::itch_spec(
+        feed,
+        vec![
+            common::consumer("fast", ConsumerAction::Handler(fast), SlowPolicy::Backpressure, 1 << 16),
+            common::consumer("slow", ConsumerAction::Handler(slow), slow_policy, 64),
         ],
-        producer_core: None,
-        progress: false,
-    };
+    );
     let out = pipeline::run(&spec).expect("the pipeline runs");
     let fast = fast_seen.lock().expect("not poisoned").clone();
     let slow = slow_seen.lock().expect("not poisoned").clone();

@@ -3,7 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use tickplant_io::pipeline::{self, ConsumerAction, ConsumerSpec, Handler, PipelineSpec, Record, SlowPolicy};
+use tickplant_io::pipeline::{self, ConsumerAction, Handler, Record, SlowPolicy};
+
+mod common;
 
 /// MoldUDP64's first message block: Ethernet, IPv4 and UDP headers (42 bytes), the
 /// MoldUDP64 header (20), the block's length (2).
@@ -13,18 +15,8 @@ const FIRST_MESSAGE: usize = 42 + 20 + 2;
 fn undecodable_messages_are_counted_and_never_delivered() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let feed = dir.path().join("feed.pcap");
-    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
-        seed: 9,
-        symbols: 5,
-        messages: 20_000,
-        target_live: 0,
-    });
-    let mut w =
-        tickplant_io::FrameWriter::create(&feed, tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs)
-            .expect("capture created");
     let (mut packets, mut spoiled) = (0u64, Vec::new());
-    tickplant_sim::itch::packetize(&day.messages, 1, 4, 0, &Default::default(), |ts, f| {
-        let mut f = f.to_vec();
+    let day = common::itch_capture(&feed, 9, 20_000, |f| {
         packets += 1;
         // Every tenth packet's first message gets a type no ITCH message has.
         if packets % 10 == 0 && f.len() > FIRST_MESSAGE {
@@ -32,35 +24,17 @@ fn undecodable_messages_are_counted_and_never_delivered() {
             spoiled.push(seq);
             f[FIRST_MESSAGE] = b'!';
         }
-        w.write(ts, &f).expect("written");
     });
-    w.finish().expect("capture closed");
     assert!(spoiled.len() > 100);
 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let all =
         Handler::new(move |r: &Record| s.lock().expect("not poisoned").push((r.event.sequence, r.event.msg_type)));
-    let spec = PipelineSpec {
-        decoder: Default::default(),
-        inputs: vec![feed],
-        sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
-        arb: Default::default(),
-        midnight_ns: 0,
-        book: Default::default(),
-        consumers: vec![ConsumerSpec {
-            name: "all".into(),
-            symbols: vec![],
-            actions: vec![],
-            types: vec![],
-            action: ConsumerAction::Handler(all),
-            policy: SlowPolicy::Backpressure,
-            ring: 4096,
-            core: None,
-        }],
-        producer_core: None,
-        progress: false,
-    };
+    let spec = common::itch_spec(
+        feed,
+        vec![common::consumer("all", ConsumerAction::Handler(all), SlowPolicy::Backpressure, 4096)],
+    );
     let out = pipeline::run(&spec).expect("the pipeline runs");
     out.report.check().expect("the accounting balances");
     let r = &out.report;

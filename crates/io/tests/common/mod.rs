@@ -1,0 +1,54 @@
+//! What the pipeline's tests share: a simulated ITCH day written as a MoldUDP64 capture, and
+//! the specs around it.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::{Path, PathBuf};
+
+use tickplant_io::pipeline::{ConsumerAction, ConsumerSpec, PipelineSpec, SlowPolicy};
+use tickplant_sim::ItchDay;
+
+/// A day of `messages` over five symbols (seed `seed`), up to four messages a packet, as an
+/// Ethernet capture at `path`; `edit` sees each frame before it is written.
+pub fn itch_capture(path: &Path, seed: u64, messages: u64, mut edit: impl FnMut(&mut Vec<u8>)) -> ItchDay {
+    let day =
+        tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig { seed, symbols: 5, messages, target_live: 0 });
+    let mut w =
+        tickplant_io::FrameWriter::create(path, tickplant_core::LinkType::Ethernet, tickplant_io::Format::PcapNs)
+            .expect("capture created");
+    tickplant_sim::itch::packetize(&day.messages, 1, 4, 0, &Default::default(), |ts, f| {
+        let mut f = f.to_vec();
+        edit(&mut f);
+        w.write(ts, &f).expect("frame written");
+    });
+    w.finish().expect("capture closed");
+    day
+}
+
+/// A consumer of everything.
+pub fn consumer(name: &str, action: ConsumerAction, policy: SlowPolicy, ring: usize) -> ConsumerSpec {
+    ConsumerSpec {
+        name: name.into(),
+        symbols: vec![],
+        actions: vec![],
+        types: vec![],
+        action,
+        policy,
+        ring,
+        core: None,
+    }
+}
+
+/// The ITCH pipeline over one MoldUDP64 capture, defaults elsewhere.
+pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
+    PipelineSpec {
+        decoder: Default::default(),
+        inputs: vec![input],
+        sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
+        arb: Default::default(),
+        midnight_ns: 0,
+        book: Default::default(),
+        consumers,
+        producer_core: None,
+        progress: false,
+    }
+}
