@@ -440,6 +440,11 @@ pub fn book(data: &[u8]) {
         };
         books.apply(&mut e);
         n += 1;
+        // The best levels the pipeline puts in every record are the depth's first.
+        if let Some(b) = books.book(e.instrument_id) {
+            assert_eq!(b.best_bid(), b.depth(Side::Bid, 1).next(), "best bid");
+            assert_eq!(b.best_ask(), b.depth(Side::Ask, 1).next(), "best ask");
+        }
     }
     books.check_consistency().expect("levels equal the orders");
     assert_eq!(books.stats().total(), n);

@@ -387,9 +387,9 @@ struct Out {
     /// The packet's records for this consumer, pushed to the ring together once the packet
     /// is done: one update of the ring's write index a packet instead of one a record, so
     /// the cache line the consumer polls moves between the cores once a packet, not once
-    /// a record (with the consumer taking all it finds at once, the bench's run of 5
-    /// million messages through two consumers went from 3.3-4.6 to 4.7-5.7 M messages/s,
-    /// runs alternated).
+    /// a record (with the consumer taking all it finds at once, and the BBO read without
+    /// the depth iterator, the bench's config on a 5-million-message day went from
+    /// 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
     staged: Vec<Record>,
     policy: SlowPolicy,
     matched: u64,
