@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod fix_store;
 pub mod fixnet;
+pub mod hist;
 pub mod itch;
 pub mod pcap;
 pub mod pipeline;

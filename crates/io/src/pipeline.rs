@@ -49,6 +49,7 @@ use tickplant_wire::itch50;
 use tickplant_wire::moldudp64;
 
 use crate::clock::{rdtsc, TscClock};
+use crate::hist::Ticks;
 use crate::pcap::{FrameReader, MergedReader, PcapError};
 
 pub use tickplant_core::event::Bbo;
@@ -461,8 +462,8 @@ struct Downstream<'p> {
     by_type: [u64; 256],
     gaps: Vec<GapReport>,
     /// Decode and book are one stage: each message is decoded and applied in one dispatch.
-    h_decode_book: Histogram<u64>,
-    h_deliver: Histogram<u64>,
+    h_decode_book: Ticks,
+    h_deliver: Ticks,
     /// Ticks spent downstream of the arbitrator (so the arbitrate stage can leave them out).
     spent: u64,
 }
@@ -544,8 +545,8 @@ impl Downstream<'_> {
         self.deliver();
         let t3 = rdtsc();
         self.spent += t3 - t0;
-        let _ = self.h_decode_book.record((t2 - t0).max(1));
-        let _ = self.h_deliver.record((t3 - t2).max(1));
+        self.h_decode_book.record((t2 - t0).max(1));
+        self.h_deliver.record((t3 - t2).max(1));
     }
 
     /// Filter the batch's events and push them to the consumers' rings.
@@ -639,8 +640,8 @@ impl Downstream<'_> {
         self.deliver();
         let t3 = rdtsc();
         self.spent += t3 - t0;
-        let _ = self.h_decode_book.record((t2 - t0).max(1));
-        let _ = self.h_deliver.record((t3 - t2).max(1));
+        self.h_decode_book.record((t2 - t0).max(1));
+        self.h_deliver.record((t3 - t2).max(1));
     }
 }
 
@@ -687,8 +688,8 @@ struct ConsumerResult {
     received: u64,
     by_action: [u64; 16],
     bbo_instruments: u64,
-    ring: Histogram<u64>,
-    matching: Option<(MatchReport, Histogram<u64>)>,
+    ring: Ticks,
+    matching: Option<(MatchReport, Ticks)>,
     trading: Option<crate::fixnet::TriggerTradeReport>,
 }
 
@@ -702,7 +703,7 @@ struct MatchState {
     out: Option<BufWriter<File>>,
     handler: Option<MatchHandler>,
     report: MatchReport,
-    hist: Histogram<u64>,
+    hist: Ticks,
 }
 
 impl MatchState {
@@ -725,7 +726,7 @@ impl MatchState {
             ids: Vec::new(),
             out,
             handler: spec.handler.clone(),
-            hist: hist(),
+            hist: Ticks::new(),
         })
     }
 
@@ -748,7 +749,7 @@ impl MatchState {
         };
         let e = self.market.update(key, 0, &r.event, r.bbo);
         self.matcher.match_event(e, &mut self.ids);
-        let _ = self.hist.record((rdtsc() - t0).max(1));
+        self.hist.record((rdtsc() - t0).max(1));
         self.report.events += 1;
         if self.ids.is_empty() {
             return Ok(());
@@ -786,7 +787,7 @@ fn consumer_thread(
         received: 0,
         by_action: [0; 16],
         bbo_instruments: 0,
-        ring: hist(),
+        ring: Ticks::new(),
         matching: None,
         trading: None,
     };
@@ -824,7 +825,7 @@ fn consumer_thread(
             for r in first.iter().chain(second) {
                 let now = rdtsc();
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as 1.
-                let _ = res.ring.record(now.saturating_sub(r.published_tsc).clamp(1, 1 << 40));
+                res.ring.record(now.saturating_sub(r.published_tsc).clamp(1, 1 << 40));
                 res.received += 1;
                 let e = &r.event;
                 res.by_action[e.action.index()] += 1;
@@ -1074,11 +1075,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         undecodable: 0,
         by_type: [0; 256],
         gaps: Vec::new(),
-        h_decode_book: hist(),
-        h_deliver: hist(),
+        h_decode_book: Ticks::new(),
+        h_deliver: Ticks::new(),
         spent: 0,
     };
-    let mut h_arb = hist();
+    let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
     let started = Instant::now();
     let mut merged = MergedReader::new(readers);
@@ -1091,7 +1092,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         let (t0, spent0) = (rdtsc(), down.spent);
         arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
         // The arbitrate stage alone: what it released was timed by the later stages.
-        let _ = h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0).max(1));
+        h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0).max(1));
         if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);
             eprintln!(
@@ -1124,8 +1125,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     for (c, r) in consumers.iter_mut().zip(&results) {
         c.received = r.received;
         c.bbo_instruments = r.bbo_instruments;
-        c.ring_latency_ns = latency(&r.ring, &clock);
-        c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency(h, &clock), ..m.clone() });
+        c.ring_latency_ns = latency(&r.ring.to_hdr(), &clock);
+        c.matching =
+            r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency(&h.to_hdr(), &clock), ..m.clone() });
         c.trading = r.trading.clone();
         for a in EventAction::ALL {
             let n = r.by_action[a.index()];
@@ -1135,10 +1137,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         }
     }
     let mut latency_ns = BTreeMap::new();
-    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb, &clock));
+    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb.to_hdr(), &clock));
     let stage2 = if down.opra.is_some() { "2 decode + map (per packet)" } else { "2 decode + book (per packet)" };
-    latency_ns.insert(stage2.to_string(), latency(&down.h_decode_book, &clock));
-    latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver, &clock));
+    latency_ns.insert(stage2.to_string(), latency(&down.h_decode_book.to_hdr(), &clock));
+    latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver.to_hdr(), &clock));
     let stats = arb.stats();
     let opra_fast =
         down.opra.as_ref().map(|o| OpraFastStats { specialised_segments: specialised as u64, ..o.mapper.stats() });
