@@ -296,14 +296,24 @@ impl SideBook {
             Level { price: self.price_at(pos as u32, tick), shares: s[0], orders: s[1] as u32 }
         })
     }
+    /// Whether the ladder's next level `l` comes before the overflow list's `o` (`None` when
+    /// both are spent): the merge `depth` makes, and `best` its first step.
+    fn ladder_first(&self, l: Option<Level>, o: Option<Level>) -> Option<bool> {
+        match (l, o) {
+            (Some(l), Some(o)) => Some(self.key(l.price) > self.key(o.price)),
+            (Some(_), None) => Some(true),
+            (None, Some(_)) => Some(false),
+            (None, None) => None,
+        }
+    }
     /// The first level `depth` gives, without working out the one after it (the pipeline
     /// asks for both sides' best for every record it delivers).
     fn best(&self, tick: i64) -> Option<Level> {
-        let l = self.ladder_level(self.best, tick);
-        match (l, self.over.last()) {
-            (Some(l), Some(o)) => Some(if self.key(l.price) > self.key(o.price) { l } else { *o }),
-            (Some(l), None) => Some(l),
-            (None, o) => o.copied(),
+        let (l, o) = (self.ladder_level(self.best, tick), self.over.last().copied());
+        if self.ladder_first(l, o)? {
+            l
+        } else {
+            o
         }
     }
     fn depth(&self, tick: i64) -> Depth<'_> {
@@ -331,13 +341,7 @@ impl Iterator for Depth<'_> {
         let s = self.side;
         let l = s.ladder_level(self.pos, self.tick);
         let o = self.over.checked_sub(1).map(|i| s.over[i]);
-        let take_ladder = match (l, o) {
-            (Some(l), Some(o)) => s.key(l.price) > s.key(o.price),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return None,
-        };
-        if take_ladder {
+        if s.ladder_first(l, o)? {
             self.pos = if self.pos > 0 { s.below(self.pos as u32) } else { -1 };
             l
         } else {

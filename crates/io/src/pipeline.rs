@@ -376,6 +376,11 @@ pub(crate) fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
     }
 }
 
+/// [`latency`] of the pipeline's own histograms.
+fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
+    latency(&t.to_hdr(), clock)
+}
+
 pub(crate) fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid bounds")
 }
@@ -545,8 +550,8 @@ impl Downstream<'_> {
         self.deliver();
         let t3 = rdtsc();
         self.spent += t3 - t0;
-        self.h_decode_book.record((t2 - t0).max(1));
-        self.h_deliver.record((t3 - t2).max(1));
+        self.h_decode_book.record(t2 - t0);
+        self.h_deliver.record(t3 - t2);
     }
 
     /// Filter the batch's events and push them to the consumers' rings.
@@ -640,8 +645,8 @@ impl Downstream<'_> {
         self.deliver();
         let t3 = rdtsc();
         self.spent += t3 - t0;
-        self.h_decode_book.record((t2 - t0).max(1));
-        self.h_deliver.record((t3 - t2).max(1));
+        self.h_decode_book.record(t2 - t0);
+        self.h_deliver.record(t3 - t2);
     }
 }
 
@@ -749,7 +754,7 @@ impl MatchState {
         };
         let e = self.market.update(key, 0, &r.event, r.bbo);
         self.matcher.match_event(e, &mut self.ids);
-        self.hist.record((rdtsc() - t0).max(1));
+        self.hist.record(rdtsc() - t0);
         self.report.events += 1;
         if self.ids.is_empty() {
             return Ok(());
@@ -824,8 +829,9 @@ fn consumer_thread(
             let (first, second) = chunk.as_slices();
             for r in first.iter().chain(second) {
                 let now = rdtsc();
-                // Counters of two cores can disagree by a few ticks: a negative delay counts as 1.
-                res.ring.record(now.saturating_sub(r.published_tsc).clamp(1, 1 << 40));
+                // Counters of two cores can disagree by a few ticks: a negative delay counts as
+                // none (the report's lowest value, 1 tick).
+                res.ring.record(now.saturating_sub(r.published_tsc));
                 res.received += 1;
                 let e = &r.event;
                 res.by_action[e.action.index()] += 1;
@@ -1092,7 +1098,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         let (t0, spent0) = (rdtsc(), down.spent);
         arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
         // The arbitrate stage alone: what it released was timed by the later stages.
-        h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0).max(1));
+        h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0));
         if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);
             eprintln!(
@@ -1125,9 +1131,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     for (c, r) in consumers.iter_mut().zip(&results) {
         c.received = r.received;
         c.bbo_instruments = r.bbo_instruments;
-        c.ring_latency_ns = latency(&r.ring.to_hdr(), &clock);
-        c.matching =
-            r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency(&h.to_hdr(), &clock), ..m.clone() });
+        c.ring_latency_ns = latency_of(&r.ring, &clock);
+        c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency_of(h, &clock), ..m.clone() });
         c.trading = r.trading.clone();
         for a in EventAction::ALL {
             let n = r.by_action[a.index()];
@@ -1137,10 +1142,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         }
     }
     let mut latency_ns = BTreeMap::new();
-    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency(&h_arb.to_hdr(), &clock));
+    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
     let stage2 = if down.opra.is_some() { "2 decode + map (per packet)" } else { "2 decode + book (per packet)" };
-    latency_ns.insert(stage2.to_string(), latency(&down.h_decode_book.to_hdr(), &clock));
-    latency_ns.insert("3 deliver (per packet)".to_string(), latency(&down.h_deliver.to_hdr(), &clock));
+    latency_ns.insert(stage2.to_string(), latency_of(&down.h_decode_book, &clock));
+    latency_ns.insert("3 deliver (per packet)".to_string(), latency_of(&down.h_deliver, &clock));
     let stats = arb.stats();
     let opra_fast =
         down.opra.as_ref().map(|o| OpraFastStats { specialised_segments: specialised as u64, ..o.mapper.stats() });
