@@ -675,35 +675,43 @@ impl Batch {
         let hdr = if framing == Framing::Raw { 0 } else { 2 };
         let prefixed = framing == Framing::LengthPrefixed;
         let rest = buf.get(pos..).unwrap_or_default();
-        let mut at = 0;
         let mut n = 0;
+        // Where the next record starts is the pass's only dependency from one record to the
+        // next. A BinaryFILE's comes from this one's prefix, one load from where this
+        // record starts (the type's length is two: the type, then its length): its low
+        // byte, as every message is shorter than 256 bytes (its high byte must be zero),
+        // so no byte swap is on the way either, and the record is read through a slice
+        // that moves on with it (its start a pointer, one add from the next load). The
+        // checks gather into one branch.
+        let mut cur = rest;
         while n < BATCH {
-            // A BinaryFILE's next record starts after this one's prefix, one load from
-            // where this record starts (the type's length is two: the type, then its
-            // length), and that step is the pass's only dependency from one record to the
-            // next. The checks gather into `bad` with no branch between them and the step.
-            let (t, next, bad) = if prefixed {
-                let Some(&[p0, p1, t]) = rest.get(at..at + 3) else { break };
-                let prefix = usize::from(u16::from_be_bytes([p0, p1]));
+            let (t, step) = if prefixed {
+                let Some(&[p0, p1, t]) = cur.get(..3) else { break };
+                let step = 2 + usize::from(p1);
                 // An unknown type's length is no prefix's.
                 let len = LEN_OR_NONE[usize::from(t)] as usize;
-                (t, at + 2 + prefix, (prefix != len) | (at + 2 + prefix > rest.len()))
+                if (p0 != 0) | (step != 2 + len) | (step > cur.len()) {
+                    break;
+                }
+                (t, step)
             } else {
-                let Some(&t) = rest.get(at + hdr) else { break };
+                let Some(&t) = cur.get(hdr) else { break };
                 let len = usize::from(LEN_OF[usize::from(t)]);
-                (t, at + hdr + len, (len == 0) | (at + hdr + len > rest.len()))
+                if (len == 0) | (hdr + len > cur.len()) {
+                    break;
+                }
+                (t, hdr + len)
             };
-            if bad {
-                break;
-            }
             let class = usize::from(CLASS[usize::from(t)] & 31);
-            self.offsets[n] = (at + hdr) as u16;
+            // Where the record starts, from what is left (no count of its own to keep).
+            self.offsets[n] = (rest.len() - cur.len() + hdr) as u16;
             let k = counts[class];
             self.runs[class][usize::from(k) % BATCH] = n as u8;
             counts[class] = k.wrapping_add(1);
-            at = next;
+            cur = &cur[step..];
             n += 1;
         }
+        let at = rest.len() - cur.len();
         self.counts = counts;
         if n == 0 && at < rest.len() {
             // The first record is the bad one: the stream's error for it.
