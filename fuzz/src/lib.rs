@@ -173,18 +173,40 @@ pub fn arbitrator(data: &[u8]) {
     assert_eq!(st.hr.pending, 0);
 }
 
-/// ITCH 5.0: parse (round trip through emit when it parses) and every framing.
+/// ITCH 5.0: parse (round trip through emit when it parses) and every framing; the batch
+/// parser gives the stream's messages, offsets and error.
 pub fn itch50(data: &[u8]) {
-    use tickplant_wire::itch50::{Framing, Message, Stream};
+    use tickplant_wire::itch50::{Batch, Framing, Message, Stream};
     if let Ok(m) = Message::parse(data) {
         let mut out = vec![0u8; m.buffer_len()];
         m.emit(&mut out);
         assert_eq!(&out[..], &data[..m.buffer_len()], "emit gives back the bytes parse read");
     }
     for f in [Framing::LengthPrefixed, Framing::InferLength, Framing::Raw] {
-        for (_, b) in Stream::new(data, f).flatten() {
-            assert!(Message::parse(b).is_ok(), "a framed message parses");
+        let mut one = Vec::new();
+        let mut stop = None;
+        for r in Stream::new(data, f) {
+            match r {
+                Ok((at, b)) => one.push((at, Message::parse(b).expect("a framed message parses"))),
+                Err(e) => stop = Some(e),
+            }
         }
+        let (mut batch, mut pos, mut all) = (Batch::new(), 0, Vec::new());
+        let end = loop {
+            match batch.parse(data, pos, f) {
+                Ok(next) if batch.messages().is_empty() => {
+                    assert_eq!(next, data.len(), "an empty batch only at the end");
+                    break None;
+                }
+                Ok(next) => {
+                    all.extend(batch.messages().iter().enumerate().map(|(i, m)| (batch.offset(i), *m)));
+                    pos = next;
+                }
+                Err(e) => break Some(e),
+            }
+        };
+        assert_eq!(all, one, "the batch parser reads what the stream reads");
+        assert_eq!(end, stop, "and stops where it stops, with its error");
     }
 }
 
