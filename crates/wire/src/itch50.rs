@@ -338,10 +338,10 @@ macro_rules! itch_messages {
             fn parse_runs(&mut self, buf: &[u8]) {
                 let mut class = 0u8;
                 $(
-                    for &i in &self.runs[usize::from(class)][..usize::from(self.counts[usize::from(class)])] {
-                        let i = usize::from(i) % BATCH;
+                    for &x in &self.runs[usize::from(class)][..usize::from(self.counts[usize::from(class)])] {
+                        // Its index in the batch and where it starts, in one word.
+                        let (i, at) = ((x >> 16) as usize % BATCH, (x & 0xffff) as usize);
                         // Framed by the first pass: the bytes are there, the type is this one.
-                        let at = usize::from(self.offsets[i]);
                         if let Some(b) = buf.get(at..at + $len).and_then(|b| <&[u8; $len]>::try_from(b).ok()) {
                             self.messages[i] = Message::$name($name::read(b));
                         }
@@ -638,8 +638,9 @@ pub struct Batch {
     /// Where each message's bytes start (its type byte), from `base` (a batch spans fewer
     /// than 2^16 bytes: checked at compile time).
     offsets: [u16; BATCH],
-    /// Per type (its class), the batch indices of its messages, in order.
-    runs: Box<[[u8; BATCH]; 32]>,
+    /// Per type (its class), its messages in order: each one's index in the batch (the
+    /// high half) and where it starts (the low half, as `offsets`), one load for both.
+    runs: Box<[[u32; BATCH]; 32]>,
     counts: [u8; 32],
     len: usize,
 }
@@ -704,9 +705,10 @@ impl Batch {
             };
             let class = usize::from(CLASS[usize::from(t)] & 31);
             // Where the record starts, from what is left (no count of its own to keep).
-            self.offsets[n] = (rest.len() - cur.len() + hdr) as u16;
+            let at = rest.len() - cur.len() + hdr;
+            self.offsets[n] = at as u16;
             let k = counts[class];
-            self.runs[class][usize::from(k) % BATCH] = n as u8;
+            self.runs[class][usize::from(k) % BATCH] = (n as u32) << 16 | at as u32;
             counts[class] = k.wrapping_add(1);
             cur = &cur[step..];
             n += 1;
