@@ -336,13 +336,29 @@ macro_rules! itch_messages {
             /// their own, each written into its place in stream order.
             #[inline]
             fn parse_runs(&mut self, buf: &[u8]) {
+                // Where the buffer goes on for a whole window past the batch's start (all
+                // but its last 64 KB), the window as an array: a message's bytes, at an
+                // offset under 2^16, are then inside it, and no read is checked.
+                match buf.get(..WINDOW).and_then(|w| <&[u8; WINDOW]>::try_from(w).ok()) {
+                    Some(w) => self.parse_runs_in(Some(w), w),
+                    None => self.parse_runs_in(None, buf),
+                }
+            }
+
+            /// [`Batch::parse_runs`] through the window `w` when there is one, else `buf`.
+            #[inline(always)]
+            fn parse_runs_in(&mut self, w: Option<&[u8; WINDOW]>, buf: &[u8]) {
                 let mut class = 0u8;
                 $(
                     for &x in &self.runs[usize::from(class)][..usize::from(self.counts[usize::from(class)])] {
                         // Its index in the batch and where it starts, in one word.
                         let (i, at) = ((x >> 16) as usize % BATCH, (x & 0xffff) as usize);
                         // Framed by the first pass: the bytes are there, the type is this one.
-                        if let Some(b) = buf.get(at..at + $len).and_then(|b| <&[u8; $len]>::try_from(b).ok()) {
+                        let b = match w {
+                            Some(w) => <&[u8; $len]>::try_from(&w[at..at + $len]).ok(),
+                            None => buf.get(at..at + $len).and_then(|b| <&[u8; $len]>::try_from(b).ok()),
+                        };
+                        if let Some(b) = b {
                             self.messages[i] = Message::$name($name::read(b));
                         }
                     }
@@ -594,6 +610,9 @@ pub enum Framing {
 
 /// Records [`Batch::parse`] reads at most per call.
 pub const BATCH: usize = 128;
+
+/// The bytes from a batch's start that hold any message at an offset under 2^16.
+const WINDOW: usize = (1 << 16) + 64;
 
 // A batch's indices and per-type counts are bytes, and its offsets (from where it starts)
 // two bytes: every record it spans is at most the longest message and its prefix.

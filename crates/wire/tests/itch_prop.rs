@@ -153,3 +153,42 @@ fn batches_of_one_type() {
         assert_eq!(b.messages()[0], Message::parse(&msgs[1]).unwrap());
     }
 }
+
+/// A file far longer than a batch's window (64 KB), so that batches read through the window
+/// and the last ones, near the end, through the checked reads: every type at random, the
+/// stream's messages and offsets; then damaged near its end and in its middle.
+#[test]
+fn batches_of_a_long_file() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let msgs: Vec<Vec<u8>> = (0..20_000)
+        .map(|_| {
+            let t = itch50::MESSAGE_TYPES[next() as usize % itch50::MESSAGE_TYPES.len()];
+            let n = itch50::message_len(t).unwrap();
+            let mut m: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+            m[0] = t;
+            m
+        })
+        .collect();
+    let mut file = binary_file(&msgs);
+    assert!(file.len() > 8 * 65_600);
+    for f in [Framing::LengthPrefixed, Framing::InferLength] {
+        let (got, err) = by_batch(&file, f);
+        assert_eq!(err, None);
+        assert_eq!(got.len(), msgs.len());
+        assert_eq!((got, err), by_stream(&file, f));
+    }
+    let raw = msgs.concat();
+    assert_eq!(by_batch(&raw, Framing::Raw), by_stream(&raw, Framing::Raw));
+    for at in [file.len() - 30, file.len() / 2 + 1] {
+        file[at] ^= 0x41;
+        for f in [Framing::LengthPrefixed, Framing::InferLength] {
+            assert_eq!(by_batch(&file, f), by_stream(&file, f), "damaged at {at}");
+        }
+    }
+}
