@@ -928,6 +928,8 @@ impl Books {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// The multiply gives the division's quotient wherever the ladder asks for one: every
     /// tick from 1 to 5,000, ticks near the powers of two and near 2^26, round ones, and one
     /// far past 2^26 (which takes the division, the multiply not being exact there), at
@@ -960,8 +962,6 @@ mod tests {
             }
         }
     }
-
-    use super::*;
 
     fn ev(action: EventAction, id: u64, side: Side, price: i64, size: u32) -> Event {
         Event { action, order_id: id, side, price, size, instrument_id: 1, ..Default::default() }

@@ -258,16 +258,8 @@ macro_rules! itch_messages {
                     |b| Err(Error::Unsupported { what: "itch message type", offset: 0, value: u64::from(b[0]) }),
                     $( |b| $name::parse(b).map(Message::$name), )*
                 ];
-                const INDEX: [u8; 256] = {
-                    let mut idx = [0u8; 256];
-                    let mut i = 0;
-                    while i < MESSAGE_TYPES.len() {
-                        idx[MESSAGE_TYPES[i] as usize] = (i + 1) as u8;
-                        i += 1;
-                    }
-                    idx
-                };
-                PARSERS[usize::from(INDEX[usize::from(t)])](b)
+                // The type's class plus one: an unknown type's `u8::MAX` wraps to the error.
+                PARSERS[usize::from(CLASS[usize::from(t)].wrapping_add(1))](b)
             }
 
             /// The message type letter.
@@ -323,11 +315,17 @@ macro_rules! itch_messages {
             t
         };
 
-        /// [`LEN_OF`] with 2^16 for a letter ITCH 5.0 does not define: no u16 length prefix
+        /// [`LEN_OF`] with 2^16 for a letter ITCH 5.0 does not define: no length prefix
         /// equals it.
         const LEN_OR_NONE: [u32; 256] = {
             let mut t = [1u32 << 16; 256];
-            $( t[$ty as usize] = $len; )*
+            let mut i = 0;
+            while i < 256 {
+                if LEN_OF[i] != 0 {
+                    t[i] = LEN_OF[i] as u32;
+                }
+                i += 1;
+            }
             t
         };
 
