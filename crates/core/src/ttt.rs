@@ -358,19 +358,28 @@ impl Fttc {
             }
             if head == u32::from_le_bytes(*b"270=") {
                 self.stats.entries += 1;
-                let px = fix::parse_decimal_in(buf, i + 4, soh).ok_or(MdError::Price { offset: i })?;
+                let at = i;
                 i = soh + 1;
                 // The symbol is looked up only for a trade (the collar) or a price that
-                // trades, and once for both.
+                // trades, and once for both. Any other price is only judged whole or not:
+                // its value is worked out only when it is whole.
                 let mut id = None;
-                if std::mem::take(&mut trade) && sym.0 != sym.1 {
+                let px = if std::mem::take(&mut trade) && sym.0 != sym.1 {
+                    let px = fix::parse_decimal_in(buf, at + 4, soh).ok_or(MdError::Price { offset: at })?;
                     let k = self.id_in(buf, sym.0, sym.1);
                     self.risk.on_trade(k, px);
                     id = Some(k);
-                }
-                if px % 1_000_000_000 != 0 {
-                    continue;
-                }
+                    if px % 1_000_000_000 != 0 {
+                        continue;
+                    }
+                    px
+                } else {
+                    match fix::whole_decimal_in(buf, at + 4, soh) {
+                        Some(Some(px)) => px,
+                        Some(None) => continue,
+                        None => return Err(MdError::Price { offset: at }),
+                    }
+                };
                 if sym.0 == sym.1 {
                     self.stats.whole_dollar += 1;
                     self.stats.no_symbol += 1;

@@ -333,13 +333,56 @@ pub fn parse_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<i64> {
     }
 }
 
+/// [`parse_decimal_in`] for a reader that acts only on whole prices (no fractional part):
+/// `Some(Some(v))` for a whole one, `Some(None)` for a decimal with a fractional part (its
+/// value is not worked out), `None` for anything [`parse_decimal`] refuses. A value of up
+/// to eight characters with no sign is judged in its word, the rest the long way.
+#[inline(always)]
+pub fn whole_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<Option<i64>> {
+    let len = end.wrapping_sub(start);
+    if let Some(w) = buf.get(start..start.wrapping_add(8)) {
+        if (1..=8).contains(&len) {
+            let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+            if let Some(v) = decimal_word_if_whole(w, len) {
+                return Some(v);
+            }
+        }
+    }
+    let v = parse_decimal(buf.get(start..end)?)?;
+    Some((v % 1_000_000_000 == 0).then_some(v))
+}
+
 /// The value of the first `len` (1 to 8) bytes of `w` (little-endian: byte 0 first) when
 /// they are digits with at most one point among them (not the point alone); `None` for
 /// anything else (a sign included), which the caller reads the long way.
 #[inline(always)]
 fn decimal_word(w: u64, len: usize) -> Option<i64> {
+    let (digits, q) = decimal_digits(w, len)?;
+    Some(digits_value(digits, q))
+}
+
+/// [`decimal_word`] for [`whole_decimal_in`]: `Some(None)` for a value with a nonzero digit
+/// after its point, whose value is then not worked out.
+#[inline(always)]
+fn decimal_word_if_whole(w: u64, len: usize) -> Option<Option<i64>> {
+    let (digits, q) = decimal_digits(w, len)?;
+    // The decimals are the bytes after the point's (`q + 1..8`): whole when all are '0'.
+    let decimals = u64::MAX << 8 << (8 * q);
+    if digits & decimals != ZEROS & decimals {
+        return Some(None);
+    }
+    Some(Some(digits_value(digits, q)))
+}
+
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// The checked digits of the first `len` (1 to 8) bytes of `w` (little-endian: byte 0
+/// first), right-aligned with '0's before them and the point taken out, and `q`: where
+/// the point was (byte 7, after the last digit, when there is none). `None` unless they
+/// are digits with at most one point among them (not the point alone).
+#[inline(always)]
+fn decimal_digits(w: u64, len: usize) -> Option<(u64, usize)> {
     const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     // Right-aligned: the value's last character in byte 7 and '0's before its first, so
     // that the eight bytes are the digits of one number (the point aside). `len` is 1 to
@@ -366,6 +409,12 @@ fn decimal_word(w: u64, len: usize) -> Option<i64> {
     {
         return None;
     }
+    Some((digits, q))
+}
+
+/// The value in 1e-9 units of [`decimal_digits`]'s eight digits with the point at `q`.
+#[inline(always)]
+fn digits_value(digits: u64, q: usize) -> i64 {
     // Eight digits to their value: pairs, then fours, then the eight (byte 0 the most
     // significant digit).
     let d = digits - ZEROS;
@@ -373,7 +422,7 @@ fn decimal_word(w: u64, len: usize) -> Option<i64> {
     let d = (d * 100 + (d >> 16)) & 0x0000_ffff_0000_ffff;
     let d = (d * 10_000 + (d >> 32)) & 0xffff_ffff;
     // At most 8 digits and 7 decimals: the value times 10^(9 - decimals) fits in i64.
-    Some((d * POW10_U64[(q & 7) + 2]) as i64)
+    (d * POW10_U64[(q & 7) + 2]) as i64
 }
 
 const POW10_U64: [u64; 19] = {

@@ -297,7 +297,14 @@ proptest! {
         buf.extend_from_slice(&after);
         let (start, end) = (before, before + v.len());
         prop_assert_eq!(fix::parse_decimal_in(&buf, start, end), fix::parse_decimal(v.as_bytes()), "{:?} then {:?}", v, after);
+        prop_assert_eq!(fix::whole_decimal_in(&buf, start, end), whole_oracle(v.as_bytes()), "{:?} then {:?}", v, after);
     }
+}
+
+/// What `whole_decimal_in` must give: `parse_decimal`'s value when it has no fractional
+/// part, `Some(None)` when it has one, `None` for no decimal.
+fn whole_oracle(v: &[u8]) -> Option<Option<i64>> {
+    fix::parse_decimal(v).map(|x| (x % 1_000_000_000 == 0).then_some(x))
 }
 
 /// Every value of up to eight characters over digits and points, with the word path on
@@ -318,6 +325,8 @@ fn parse_decimal_in_every_short_shape() {
                 String::from_utf8_lossy(&v)
             );
             assert_eq!(fix::parse_decimal_in(&v, 0, len), fix::parse_decimal(&v), "{:?}", String::from_utf8_lossy(&v));
+            assert_eq!(fix::whole_decimal_in(&buf, 0, len), whole_oracle(&v), "{:?}", String::from_utf8_lossy(&v));
+            assert_eq!(fix::whole_decimal_in(&v, 0, len), whole_oracle(&v), "{:?}", String::from_utf8_lossy(&v));
             let mut k = 0;
             while k < len {
                 idx[k] += 1;
@@ -332,11 +341,23 @@ fn parse_decimal_in_every_short_shape() {
             }
         }
     }
-    for v in
-        [&b"12345678"[..], b"99999999", b"1234.567", b".1234567", b"1234567.", b"00000000", b"-1234.56", b"12x4.567"]
-    {
+    for v in [
+        &b"12345678"[..],
+        b"99999999",
+        b"1234.567",
+        b".1234567",
+        b"1234567.",
+        b"00000000",
+        b"-1234.56",
+        b"12x4.567",
+        b"1234.000",
+        b"123.0000",
+        b"-123.000",
+        b"12345.00000",
+    ] {
         let mut buf = v.to_vec();
         buf.push(1);
         assert_eq!(fix::parse_decimal_in(&buf, 0, v.len()), fix::parse_decimal(v), "{:?}", String::from_utf8_lossy(v));
+        assert_eq!(fix::whole_decimal_in(&buf, 0, v.len()), whole_oracle(v), "{:?}", String::from_utf8_lossy(v));
     }
 }
