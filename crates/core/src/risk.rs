@@ -259,10 +259,8 @@ impl Risk {
             return Err(RiskReject::MaxOpenOrders);
         }
         let s = self.sym(o.symbol);
-        if l.max_orders_per_second > 0 {
-            if !s.recent.admits(now, l.max_orders_per_second) {
-                return Err(RiskReject::RateLimit);
-            }
+        if l.max_orders_per_second > 0 && !s.recent.admits(now, l.max_orders_per_second) {
+            return Err(RiskReject::RateLimit);
         }
         if l.max_position > 0 {
             let worst = if o.buy {
