@@ -214,12 +214,17 @@ pub fn itch50(data: &[u8]) {
 /// message that validates is re-written by the writer to the same bytes when its fields
 /// parse (the writer writes BodyLength without leading zeros, so compare only then).
 pub fn fix(data: &[u8]) {
-    use tickplant_wire::fix::{frame_len, parse_decimal, parse_decimal_in, FieldIndex, Message, Writer};
-    // The word-at-once decimal read agrees with the byte reader on any bytes, whatever
-    // follows the value.
+    use tickplant_wire::fix::{
+        frame_len, parse_decimal, parse_decimal_in, whole_decimal_in, FieldIndex, Message, Writer,
+    };
+    // The word-at-once decimal reads agree with the byte reader on any bytes, whatever
+    // follows the value: the value, and whether it is whole.
     for start in 0..data.len().min(16) {
         for end in start..data.len().min(start + 12) {
-            assert_eq!(parse_decimal_in(data, start, end), parse_decimal(&data[start..end]), "{:?}", &data[start..end]);
+            let slow = parse_decimal(&data[start..end]);
+            assert_eq!(parse_decimal_in(data, start, end), slow, "{:?}", &data[start..end]);
+            let whole = slow.map(|v| (v % 1_000_000_000 == 0).then_some(v));
+            assert_eq!(whole_decimal_in(data, start, end), whole, "{:?}", &data[start..end]);
         }
     }
     let _ = frame_len(data);

@@ -81,8 +81,9 @@ struct SymbolRisk {
 /// perhaps some older ones not yet dropped. Each check drops at most the oldest, with no
 /// branch on whether it has expired; only when the count reaches the limit are all the
 /// expired ones dropped and the window counted exactly. So the verdict is exact (under the
-/// limit with the stale ones counted, the window is under it too), the ring never holds
-/// more than the limit, and the usual check is one load and a compare. A `VecDeque`
+/// limit with the stale ones counted, the window is under it too), the ring holds no more
+/// times than the limit in force when it took its last one (a time is taken only after a
+/// check under the limit), and the usual check is one load and a compare. A `VecDeque`
 /// dropping every expired time first cost a loop whose trip count the core could not
 /// predict, about 4 ns of the tick-to-trade path.
 #[derive(Debug, Clone, Default)]
