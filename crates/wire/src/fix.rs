@@ -201,15 +201,15 @@ const KEEP_LAST: [u8; 32] = {
     t
 };
 
-/// A CheckSum field's three digits (checked to be digits) against the sum of the bytes
-/// before the field, which starts at `body_end`.
+/// The CheckSum field of the message in `buf`, which starts at `body_end` (its three
+/// digits and its SOH already checked), against the sum of the bytes before it: one
+/// four-byte compare with the digits and SOH the writer writes for that sum.
 #[inline]
-fn compare_sum(digits: &[u8], sum: u8, body_end: usize) -> Result<()> {
-    let want = digits.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
-    if u64::from(sum) != want {
-        return Err(Error::Malformed { what: "CheckSum (10): computed", offset: body_end + 3, value: u64::from(sum) });
+fn compare_sum(buf: &[u8], sum: u8, body_end: usize) -> Result<()> {
+    if buf[body_end + 3..body_end + 7] == CHECKSUM_FIELD[usize::from(sum)] {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::Malformed { what: "CheckSum (10): computed", offset: body_end + 3, value: u64::from(sum) })
 }
 
 /// Where the first SOH is among the eight bytes of `w` (read little-endian: byte 0 first),
@@ -320,17 +320,10 @@ pub fn parse_decimal(v: &[u8]) -> Option<i64> {
 /// from `start`, takes [`parse_decimal`], which is also this path's property-test oracle.
 #[inline(always)]
 pub fn parse_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<i64> {
-    let len = end.wrapping_sub(start);
-    match buf.get(start..start.wrapping_add(8)) {
-        Some(w) if (1..=8).contains(&len) => {
-            let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-            match decimal_word(w, len) {
-                Some(v) => Some(v),
-                None => parse_decimal(buf.get(start..end)?),
-            }
-        }
-        _ => parse_decimal(buf.get(start..end)?),
+    if let Some(v) = value_word(buf, start, end).and_then(|(w, len)| decimal_word(w, len)) {
+        return Some(v);
     }
+    parse_decimal(buf.get(start..end)?)
 }
 
 /// [`parse_decimal_in`] for a reader that acts only on whole prices (no fractional part):
@@ -339,17 +332,20 @@ pub fn parse_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<i64> {
 /// to eight characters with no sign is judged in its word, the rest the long way.
 #[inline(always)]
 pub fn whole_decimal_in(buf: &[u8], start: usize, end: usize) -> Option<Option<i64>> {
-    let len = end.wrapping_sub(start);
-    if let Some(w) = buf.get(start..start.wrapping_add(8)) {
-        if (1..=8).contains(&len) {
-            let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-            if let Some(v) = decimal_word_if_whole(w, len) {
-                return Some(v);
-            }
-        }
+    if let Some(v) = value_word(buf, start, end).and_then(|(w, len)| decimal_word_if_whole(w, len)) {
+        return Some(v);
     }
     let v = parse_decimal(buf.get(start..end)?)?;
     Some((v % 1_000_000_000 == 0).then_some(v))
+}
+
+/// The eight bytes from `start` as one word and the value's length, when the value
+/// (`buf[start..end]`) is 1 to 8 bytes long and eight bytes can be read from `start`.
+#[inline(always)]
+fn value_word(buf: &[u8], start: usize, end: usize) -> Option<(u64, usize)> {
+    let len = end.wrapping_sub(start);
+    let w = buf.get(start..start.wrapping_add(8))?;
+    (1..=8).contains(&len).then(|| (u64::from_le_bytes(w.try_into().expect("eight bytes")), len))
 }
 
 /// The value of the first `len` (1 to 8) bytes of `w` (little-endian: byte 0 first) when
@@ -668,13 +664,7 @@ impl<'a> Message<'a> {
     /// error [`Message::new_checked`] gives when they differ.
     #[inline]
     pub fn check_sum(&self, sum: u8) -> Result<()> {
-        // The three digits and the SOH against the sum's own, as the writer writes them:
-        // one four-byte compare.
-        let at = self.body.1 + 3;
-        if self.buf[at..at + 4] == CHECKSUM_FIELD[usize::from(sum)] {
-            return Ok(());
-        }
-        compare_sum(&self.buf[self.body.1 + 3..self.body.1 + 6], sum, self.body.1)
+        compare_sum(self.buf, sum, self.body.1)
     }
 
     #[inline(always)]
@@ -691,7 +681,7 @@ impl<'a> Message<'a> {
             Self::check_trailer(buf, body_start, body_end, len)?;
         }
         if SUM {
-            compare_sum(&buf[body_end + 3..body_end + 6], checksum(&buf[..body_end]), body_end)?;
+            compare_sum(buf, checksum(&buf[..body_end]), body_end)?;
         }
         // MsgType: `35=` then its value; anything else goes through the general reader,
         // which says what is wrong.
