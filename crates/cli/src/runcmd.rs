@@ -104,11 +104,17 @@ impl Default for BookSection {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunSection {
-    /// Pin the producer (arbitrate, decode, book, deliver) to this CPU.
+    /// Pin the producer (the captures and the arbitrator; with `decode-thread = false`
+    /// every stage up to the rings) to this CPU.
     pub producer_core: Option<usize>,
+    /// Decode, books and delivery on a thread of their own (default), or on the producer's.
+    #[serde(default = "yes")]
+    pub decode_thread: bool,
+    /// Pin the decode thread to this CPU.
+    pub decode_core: Option<usize>,
     /// Write the report as JSON here ("-" for stdout).
     pub report: Option<PathBuf>,
 }
@@ -153,6 +159,16 @@ pub struct ConsumerSection {
     #[serde(default = "default_ring")]
     pub ring: usize,
     pub core: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection { producer_core: None, decode_thread: true, decode_core: None, report: None }
+    }
 }
 
 fn default_action() -> String {
@@ -274,6 +290,8 @@ impl RunConfig {
             book,
             consumers,
             producer_core: self.run.producer_core,
+            decode_thread: self.run.decode_thread,
+            decode_core: self.run.decode_core,
             progress,
         })
     }

@@ -7,7 +7,11 @@
 //! B.pcap ─┘  (time order)         gaps ─▶ books stale             └─ filter ─ ring ─ consumer thread
 //! ```
 //!
-//! The producer (the calling thread) runs every stage up to the rings; each consumer has
+//! The producer (the calling thread) reads the captures and runs the arbitrator; the
+//! packets it releases go, in batches of [`DECODE_BATCH`] and in release order with the gaps
+//! between them, through a ring to the decode thread, which decodes, builds the books and
+//! delivers ([`PipelineSpec::decode_thread`]; without it the producer runs every stage up
+//! to the rings itself, which gives exactly the same output, only later). Each consumer has
 //! its own single-producer single-consumer ring (`rtrb`) and thread. The producer filters
 //! for a consumer before it publishes, so a consumer receives exactly its subscription.
 //! A full ring either drops the record (counted per consumer) or makes the producer wait
@@ -218,6 +222,12 @@ pub struct PipelineSpec {
     pub consumers: Vec<ConsumerSpec>,
     /// Pin the producer thread to this CPU.
     pub producer_core: Option<usize>,
+    /// Decode, books and delivery on a thread of their own, the captures and the
+    /// arbitrator staying on the producer thread (see [`DECODE_BATCH`]); false: every stage
+    /// on the producer thread.
+    pub decode_thread: bool,
+    /// Pin the decode thread to this CPU.
+    pub decode_core: Option<usize>,
     /// Progress lines on stderr about once a second.
     pub progress: bool,
 }
@@ -474,6 +484,18 @@ struct Downstream<'p> {
 }
 
 impl Downstream<'_> {
+    /// A gap in the HR output: every book is stale from here on.
+    fn gap(&mut self, g: &GapReport) {
+        if g.output == OutputId::Hr {
+            self.books.mark_all_stale();
+            // Copy and increment state from before the gap no longer holds.
+            if let Some(o) = self.opra.as_mut() {
+                o.decoder.reset();
+            }
+            self.gaps.push(*g);
+        }
+    }
+
     /// Learn symbols from directory messages and adds (`b` is one whole message).
     #[inline]
     fn learn(&mut self, b: &[u8]) {
@@ -660,14 +682,160 @@ impl ArbSink for Sink<'_, '_> {
         self.down.packet(r);
     }
     fn gap(&mut self, g: &GapReport) {
-        if g.output == OutputId::Hr {
-            self.down.books.mark_all_stale();
-            // Copy and increment state from before the gap no longer holds.
-            if let Some(o) = self.down.opra.as_mut() {
-                o.decoder.reset();
-            }
-            self.down.gaps.push(*g);
+        self.down.gap(g);
+    }
+}
+
+/// Packets released by the arbitrator (their UDP payloads) and gaps, in release order: what
+/// the producer hands the decode thread, a batch at a time.
+#[derive(Default)]
+struct Handoff {
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+}
+
+enum Item {
+    /// A packet: its payload is `bytes[start..end]`.
+    Packet {
+        start: usize,
+        end: usize,
+        seq: u64,
+        count: u32,
+        input: u8,
+        arrival_ns: u64,
+        release_ns: u64,
+        trimmed: bool,
+    },
+    Gap(GapReport),
+}
+
+/// Packets (or gaps) per handoff batch: the two threads touch the ring's indices once a
+/// batch, not once a packet.
+pub const DECODE_BATCH: usize = 64;
+/// Handoff batches in flight (allocated once and passed back and forth).
+const HANDOFF_BATCHES: usize = 16;
+
+/// The producer's side of the handoff: fills a batch, sends it full, takes an empty one
+/// back from the decode thread (waiting when all are in flight).
+struct HandoffSink {
+    cur: Handoff,
+    tx: rtrb::Producer<Handoff>,
+    back: rtrb::Consumer<Handoff>,
+    spare: Vec<Handoff>,
+}
+
+impl HandoffSink {
+    fn send(&mut self) {
+        if self.cur.items.is_empty() {
+            return;
         }
+        let mut idle = 0u32;
+        let next = loop {
+            if let Some(b) = self.spare.pop() {
+                break b;
+            }
+            if let Ok(b) = self.back.pop() {
+                break b;
+            }
+            if self.back.is_abandoned() {
+                // The decode thread is gone (it panicked): keep filling a fresh batch
+                // that nobody reads, the join reports the panic.
+                break Handoff::default();
+            }
+            idle += 1;
+            pause(idle);
+        };
+        let full = std::mem::replace(&mut self.cur, next);
+        // The ring holds every batch there is, so it is never full.
+        let _ = self.tx.push(full);
+    }
+}
+
+impl ArbSink for HandoffSink {
+    fn ll(&mut self, _now: u64, _frame: &[u8]) {}
+    fn hr(&mut self, r: &Released<'_>) {
+        let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
+        let start = self.cur.bytes.len();
+        self.cur.bytes.extend_from_slice(payload);
+        self.cur.items.push(Item::Packet {
+            start,
+            end: self.cur.bytes.len(),
+            seq: r.seq,
+            count: r.count,
+            input: r.input,
+            arrival_ns: r.arrival_ns,
+            release_ns: r.release_ns,
+            trimmed: r.trimmed,
+        });
+        if self.cur.items.len() >= DECODE_BATCH {
+            self.send();
+        }
+    }
+    fn gap(&mut self, g: &GapReport) {
+        if g.output == OutputId::Hr {
+            self.cur.items.push(Item::Gap(*g));
+            if self.cur.items.len() >= DECODE_BATCH {
+                self.send();
+            }
+        }
+    }
+}
+
+/// Pin the calling thread to CPU `core` (if there is one by that id).
+fn pin(core: usize) {
+    if let Some(id) = core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|c| c.id == core)) {
+        core_affinity::set_for_current(id);
+    }
+}
+
+/// Poll hard, then politely, then sleep a little (`idle`: polls that found nothing so far):
+/// on a machine with fewer cores than threads a spinning thread would steal the time of the
+/// one it waits for.
+fn pause(idle: u32) {
+    if idle < 256 {
+        std::hint::spin_loop();
+    } else if idle < 512 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// The decode thread: every batch the producer sends, in order, through `down`; each batch
+/// goes back emptied. Ends when the producer is gone and the ring is drained.
+fn decode_loop(down: &mut Downstream<'_>, rx: &mut rtrb::Consumer<Handoff>, back: &mut rtrb::Producer<Handoff>) {
+    let mut idle = 0u32;
+    loop {
+        let Ok(mut b) = rx.pop() else {
+            if rx.is_abandoned() && rx.is_empty() {
+                return;
+            }
+            idle += 1;
+            pause(idle);
+            continue;
+        };
+        idle = 0;
+        for item in &b.items {
+            match *item {
+                Item::Packet { start, end, seq, count, input, arrival_ns, release_ns, trimmed } => {
+                    down.packet(&Released {
+                        frame: &b.bytes[start..end],
+                        seq,
+                        count,
+                        input,
+                        arrival_ns,
+                        release_ns,
+                        trimmed,
+                        payload_offset: 0,
+                    });
+                }
+                Item::Gap(g) => down.gap(&g),
+            }
+        }
+        b.bytes.clear();
+        b.items.clear();
+        // The producer's side of this ring has room for every batch there is.
+        let _ = back.push(b);
     }
 }
 
@@ -1089,26 +1257,76 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let mut clock = TscClock::start();
     let started = Instant::now();
     let mut merged = MergedReader::new(readers);
+    let progress = |frames: u64, messages: u64, what: &str| {
+        eprintln!(
+            "run: {frames} frames, {messages} messages {what}, {:.1} M msg/s",
+            messages as f64 / started.elapsed().as_secs_f64() / 1e6
+        );
+    };
     let mut frames = 0u64;
-    let mut last_ts = 0;
-    let mut next_progress = Instant::now() + Duration::from_secs(1);
-    while let Some((input, f)) = merged.next_frame()? {
-        frames += 1;
-        last_ts = last_ts.max(f.ts_ns);
-        let (t0, spent0) = (rdtsc(), down.spent);
-        arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
-        // The arbitrate stage alone: what it released was timed by the later stages.
-        h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0));
-        if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
-            next_progress = Instant::now() + Duration::from_secs(1);
-            eprintln!(
-                "run: {frames} frames, {} messages decoded, {:.1} M msg/s",
-                down.decoded,
-                down.decoded as f64 / started.elapsed().as_secs_f64() / 1e6
-            );
+    if spec.decode_thread {
+        let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
+        let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
+        let decode_core = spec.decode_core;
+        let read = std::thread::scope(|scope| {
+            let decoder = std::thread::Builder::new()
+                .name("decode".into())
+                .spawn_scoped(scope, move || {
+                    if let Some(core) = decode_core {
+                        pin(core);
+                    }
+                    decode_loop(&mut down, &mut rx, &mut back_tx);
+                    down
+                })
+                .map_err(|e| cfg_err(format!("cannot start the decode thread: {e}")))?;
+            let spare = (0..HANDOFF_BATCHES - 1)
+                .map(|_| Handoff { bytes: Vec::with_capacity(1 << 16), items: Vec::with_capacity(DECODE_BATCH) })
+                .collect();
+            let mut sink = HandoffSink { cur: Handoff::default(), tx, back, spare };
+            let read = (|| {
+                let mut frames = 0u64;
+                let mut last_ts = 0;
+                let mut next_progress = Instant::now() + Duration::from_secs(1);
+                while let Some((input, f)) = merged.next_frame()? {
+                    frames += 1;
+                    last_ts = last_ts.max(f.ts_ns);
+                    let t0 = rdtsc();
+                    arb.process(f.ts_ns, input, f.data, &mut sink);
+                    h_arb.record(rdtsc() - t0);
+                    if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
+                        next_progress = Instant::now() + Duration::from_secs(1);
+                        progress(frames, arb.stats().hr.messages, "arbitrated");
+                    }
+                }
+                arb.finish(last_ts, &mut sink);
+                sink.send();
+                Ok::<u64, PcapError>(frames)
+            })();
+            // Dropping the sink closes the ring: the decode thread drains it and ends.
+            drop(sink);
+            let down = decoder.join().map_err(|_| cfg_err("the decode thread panicked".into()))?;
+            Ok::<_, PcapError>((read, down))
+        })?;
+        let (read, d) = read;
+        down = d;
+        frames = read?;
+    } else {
+        let mut last_ts = 0;
+        let mut next_progress = Instant::now() + Duration::from_secs(1);
+        while let Some((input, f)) = merged.next_frame()? {
+            frames += 1;
+            last_ts = last_ts.max(f.ts_ns);
+            let (t0, spent0) = (rdtsc(), down.spent);
+            arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
+            // The arbitrate stage alone: what it released was timed by the later stages.
+            h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0));
+            if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
+                next_progress = Instant::now() + Duration::from_secs(1);
+                progress(frames, down.decoded, "decoded");
+            }
         }
+        arb.finish(last_ts, &mut Sink { down: &mut down });
     }
-    arb.finish(last_ts, &mut Sink { down: &mut down });
     if let Ok(mut d) = dir_shared.lock() {
         *d = down.dir.clone();
     }

@@ -40,6 +40,8 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         book: Default::default(),
         consumers,
         producer_core: None,
+        decode_thread: true,
+        decode_core: None,
         progress: false,
     }
 }

@@ -49,6 +49,8 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         book: Default::default(),
         consumers,
         producer_core: None,
+        decode_thread: true,
+        decode_core: None,
         progress: false,
     }
 }
