@@ -722,6 +722,8 @@ struct HandoffSink {
     tx: rtrb::Producer<Handoff>,
     back: rtrb::Consumer<Handoff>,
     spare: Vec<Handoff>,
+    /// The producer has a core of its own (waits spin first).
+    pinned: bool,
 }
 
 impl HandoffSink {
@@ -743,7 +745,7 @@ impl HandoffSink {
                 break Handoff::default();
             }
             idle += 1;
-            pause(idle);
+            pause(idle, self.pinned);
         };
         let full = std::mem::replace(&mut self.cur, next);
         // The ring holds every batch there is, so it is never full.
@@ -788,22 +790,30 @@ fn pin(core: usize) {
     }
 }
 
-/// Poll hard, then politely, then sleep a little (`idle`: polls that found nothing so far):
-/// on a machine with fewer cores than threads a spinning thread would steal the time of the
-/// one it waits for.
-fn pause(idle: u32) {
-    if idle < 256 {
+/// Wait for work (`idle`: polls that found nothing so far). A thread pinned to a core of
+/// its own polls hard, then politely, then sleeps a little: its spinning costs no one. A
+/// thread that shares the cores gives its core away at once and sleeps soon: on this
+/// 2-core machine the consumers' spinning took half of their threads' samples, time the
+/// producer and the decode thread were waiting for.
+fn pause(idle: u32, pinned: bool) {
+    let (spin, polite, sleep_us) = if pinned { (256, 512, 50) } else { (0, 16, 100) };
+    if idle < spin {
         std::hint::spin_loop();
-    } else if idle < 512 {
+    } else if idle < polite {
         std::thread::yield_now();
     } else {
-        std::thread::sleep(Duration::from_micros(50));
+        std::thread::sleep(Duration::from_micros(sleep_us));
     }
 }
 
 /// The decode thread: every batch the producer sends, in order, through `down`; each batch
 /// goes back emptied. Ends when the producer is gone and the ring is drained.
-fn decode_loop(down: &mut Downstream<'_>, rx: &mut rtrb::Consumer<Handoff>, back: &mut rtrb::Producer<Handoff>) {
+fn decode_loop(
+    down: &mut Downstream<'_>,
+    rx: &mut rtrb::Consumer<Handoff>,
+    back: &mut rtrb::Producer<Handoff>,
+    pinned: bool,
+) {
     let mut idle = 0u32;
     loop {
         let Ok(mut b) = rx.pop() else {
@@ -811,7 +821,7 @@ fn decode_loop(down: &mut Downstream<'_>, rx: &mut rtrb::Consumer<Handoff>, back
                 return;
             }
             idle += 1;
-            pause(idle);
+            pause(idle, pinned);
             continue;
         };
         idle = 0;
@@ -955,6 +965,7 @@ fn consumer_thread(
     mut rx: rtrb::Consumer<Record>,
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
+    pinned: bool,
 ) -> std::io::Result<ConsumerResult> {
     let mut res = ConsumerResult {
         received: 0,
@@ -995,8 +1006,10 @@ fn consumer_thread(
             idle = 0;
             let chunk = rx.read_chunk(n).expect("the ring holds n records");
             let (first, second) = chunk.as_slices();
+            // The whole chunk is popped at once: one time stamp for all its records (a read
+            // per record cost the consumer more than counting them).
+            let now = rdtsc();
             for r in first.iter().chain(second) {
-                let now = rdtsc();
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
                 res.ring.record(now.saturating_sub(r.published_tsc));
@@ -1045,20 +1058,12 @@ fn consumer_thread(
         if rx.is_abandoned() && rx.is_empty() {
             break;
         }
-        // Poll hard, then politely, then sleep a little: on a machine with fewer cores
-        // than threads a spinning consumer would steal the producer's time. A consumer
-        // pinned to its own core reaches the sleeps only when the feed is quiet.
+        // A consumer pinned to its own core reaches the sleeps only when the feed is quiet.
         idle += 1;
         if let Some(t) = trader.as_mut() {
             t.poll()?;
         }
-        if idle < 256 {
-            std::hint::spin_loop();
-        } else if idle < 512 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        pause(idle, pinned);
     }
     if let Some(mut w) = w {
         w.flush()?;
@@ -1157,9 +1162,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
     if let Some(c) = spec.producer_core {
-        if let Some(id) = core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|c2| c2.id == c)) {
-            core_affinity::set_for_current(id);
-        }
+        pin(c);
     }
     let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
     let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
@@ -1201,13 +1204,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 .name(format!("consumer-{}", c.name))
                 .spawn(move || {
                     if let Some(core) = core {
-                        if let Some(id) =
-                            core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|x| x.id == core))
-                        {
-                            core_affinity::set_for_current(id);
-                        }
+                        pin(core);
                     }
-                    consumer_thread(rx, action, dir)
+                    consumer_thread(rx, action, dir, core.is_some())
                 })
                 .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
         );
@@ -1275,14 +1274,15 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                     if let Some(core) = decode_core {
                         pin(core);
                     }
-                    decode_loop(&mut down, &mut rx, &mut back_tx);
+                    decode_loop(&mut down, &mut rx, &mut back_tx, decode_core.is_some());
                     down
                 })
                 .map_err(|e| cfg_err(format!("cannot start the decode thread: {e}")))?;
             let spare = (0..HANDOFF_BATCHES - 1)
                 .map(|_| Handoff { bytes: Vec::with_capacity(1 << 16), items: Vec::with_capacity(DECODE_BATCH) })
                 .collect();
-            let mut sink = HandoffSink { cur: Handoff::default(), tx, back, spare };
+            let mut sink =
+                HandoffSink { cur: Handoff::default(), tx, back, spare, pinned: spec.producer_core.is_some() };
             let read = (|| {
                 let mut frames = 0u64;
                 let mut last_ts = 0;
