@@ -146,13 +146,31 @@ pub fn decode_with(
     midnight_ns: u64,
     then: impl FnOnce(&mut Event),
 ) -> Option<Event> {
-    let t = *b.first()?;
+    let mut e = Event::default();
+    decode_into(b, ts_recv, sequence, midnight_ns, &mut e, then).then_some(e)
+}
+
+/// [`decode_with`] writing the event into `out` (every field of it) rather than returning
+/// it; false (and `out` unspecified) where `decode_with` gives `None`. A caller that keeps
+/// its events in a buffer decodes straight into their places: the pipeline's events,
+/// returned and then copied in, had each copy's 16-byte loads wait on the smaller stores
+/// that had just written the event (a fifth of the decode stage's samples).
+#[inline(always)]
+pub fn decode_into(
+    b: &[u8],
+    ts_recv: u64,
+    sequence: u64,
+    midnight_ns: u64,
+    out: &mut Event,
+    then: impl FnOnce(&mut Event),
+) -> bool {
+    let Some(&t) = b.first() else { return false };
     if itch50::message_len(t) != Some(b.len()) {
-        return None;
+        return false;
     }
     // Every message starts with the same header; the shortest type is 12 bytes long.
-    let h = itch50::SystemEvent::parse(b).ok()?;
-    let mut e = Event {
+    let Ok(h) = itch50::SystemEvent::parse(b) else { return false };
+    *out = Event {
         ts_recv,
         ts_event: midnight_ns + h.timestamp,
         sequence,
@@ -160,11 +178,12 @@ pub fn decode_with(
         msg_type: t,
         ..Default::default()
     };
+    let e = out;
     macro_rules! arm {
         ($ty:ident, $fill:ident) => {{
-            let x = itch50::$ty::parse(b).ok()?;
-            $fill(&mut e, &x);
-            then(&mut e);
+            let Ok(x) = itch50::$ty::parse(b) else { return false };
+            $fill(e, &x);
+            then(e);
         }};
     }
     match t {
@@ -180,9 +199,9 @@ pub fn decode_with(
         itch50::BrokenTrade::TYPE => arm!(BrokenTrade, broken_trade),
         itch50::Noii::TYPE => arm!(Noii, imbalance),
         itch50::DirectListingCapitalRaise::TYPE => arm!(DirectListingCapitalRaise, imbalance),
-        _ => then(&mut e),
+        _ => then(e),
     }
-    Some(e)
+    true
 }
 
 /// [`decode_with`] doing nothing more.

@@ -1,12 +1,13 @@
 //! Property test: the fast decoder (`itch::decode`, one dispatch straight from the bytes)
 //! equals the reference mapping `normalize(parse_exact(..))` on every message type with
 //! arbitrary field bytes, rejects what `parse_exact` rejects, and `decode_with` hands the
-//! books the same events `apply` would get; `SymbolDirectory::learn_bytes` agrees with
-//! `learn`.
+//! books the same events `apply` would get; `decode_into` writes every field of a slot
+//! that holds another message's event; `SymbolDirectory::learn_bytes` agrees with `learn`.
 
 use proptest::prelude::*;
 use tickplant_core::book::{BookConfig, Books};
-use tickplant_core::itch::{decode, decode_with, normalize, SymbolDirectory};
+use tickplant_core::event::Event;
+use tickplant_core::itch::{decode, decode_into, decode_with, normalize, SymbolDirectory};
 use tickplant_wire::itch50::{message_len, parse_exact, MESSAGE_TYPES};
 
 fn message() -> impl Strategy<Value = Vec<u8>> {
@@ -29,6 +30,24 @@ proptest! {
         let mut d2 = SymbolDirectory::new();
         prop_assert_eq!(d1.learn_bytes(&b), d2.learn(&parse_exact(&b).unwrap()));
         prop_assert_eq!(d1.iter().collect::<Vec<_>>(), d2.iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn decode_into_a_used_slot_equals_decode(b in message(), stale in message(), seq in any::<u64>(), junk in any::<[u8; 8]>()) {
+        // The slot holds another message's event, with every field set.
+        let mut slot = decode(&stale, u64::MAX >> 1, !seq, 1).expect("valid");
+        slot.flags = 0xff;
+        slot.aux = u64::from_le_bytes(junk);
+        slot.price = i64::from_le_bytes(junk);
+        slot.side = tickplant_core::event::Side::Bid;
+        let want = decode(&b, 5, seq, 7);
+        prop_assert_eq!(decode_into(&b, 5, seq, 7, &mut slot, |_| {}), want.is_some());
+        if let Some(want) = want {
+            prop_assert_eq!(slot, want);
+        }
+        let mut fresh = Event::default();
+        let cut = decode_into(&b[..b.len() - 1], 0, 0, 0, &mut fresh, |_| {});
+        prop_assert!(!cut, "a cut message is refused");
     }
 
     #[test]

@@ -470,7 +470,7 @@ struct Downstream<'p> {
     books: Books,
     dir: SymbolDirectory,
     outs: Vec<Out>,
-    batch: Vec<Event>,
+    batch: EventBatch,
     messages_in: u64,
     decoded: u64,
     undecodable: u64,
@@ -550,17 +550,19 @@ impl Downstream<'_> {
                 continue;
             };
             let books = &mut self.books;
-            let Some(e) = itch::decode_with(b, ts_recv, first_seq + k as u64, self.midnight_ns, |e| {
+            let e = self.batch.slot();
+            if !itch::decode_into(b, ts_recv, first_seq + k as u64, self.midnight_ns, e, |e| {
                 books.apply(e);
-            }) else {
+            }) {
                 self.undecodable += 1;
                 continue;
-            };
-            if matches!(e.msg_type, b'R' | b'A' | b'F' | b'P') {
+            }
+            let t = e.msg_type;
+            self.batch.commit();
+            if matches!(t, b'R' | b'A' | b'F' | b'P') {
                 self.learn(b);
             }
-            self.by_type[usize::from(e.msg_type)] += 1;
-            self.batch.push(e);
+            self.by_type[usize::from(t)] += 1;
         }
         // Blocks the packet announced but did not hold count as undecodable.
         self.undecodable += announced.saturating_sub(seen);
@@ -578,7 +580,7 @@ impl Downstream<'_> {
 
     /// Filter the batch's events and push them to the consumers' rings.
     fn deliver(&mut self) {
-        for e in &self.batch {
+        for e in self.batch.events() {
             // The BBO and symbol are looked up only for an event some consumer takes. Each
             // record is written straight into the staging vectors from them: a record built
             // once and copied had its 16-byte loads wait on the smaller stores that had just
@@ -669,6 +671,47 @@ impl Downstream<'_> {
         self.spent += t3 - t0;
         self.h_decode_book.record(t2 - t0);
         self.h_deliver.record(t3 - t2);
+    }
+}
+
+/// A packet's events, decoded in place: the slots stay allocated and written from one
+/// packet to the next, so that a message is decoded straight into its slot (see
+/// [`itch::decode_into`]) with no copy and no clearing.
+#[derive(Default)]
+struct EventBatch {
+    slots: Vec<Event>,
+    len: usize,
+}
+
+impl EventBatch {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+    /// The next slot, to be written whole and then kept by [`EventBatch::commit`] (or left
+    /// for the next event).
+    #[inline(always)]
+    fn slot(&mut self) -> &mut Event {
+        if self.len == self.slots.len() {
+            self.slots.push(Event::default());
+        }
+        &mut self.slots[self.len]
+    }
+    #[inline(always)]
+    fn commit(&mut self) {
+        self.len += 1;
+    }
+    fn push(&mut self, e: Event) {
+        *self.slot() = e;
+        self.commit();
+    }
+    fn events(&self) -> &[Event] {
+        &self.slots[..self.len]
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn last_mut(&mut self) -> Option<&mut Event> {
+        self.slots[..self.len].last_mut()
     }
 }
 
@@ -1242,7 +1285,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         books: Books::with_table_advice(spec.book, crate::huge_pages),
         dir: SymbolDirectory::new(),
         outs,
-        batch: Vec::with_capacity(64),
+        batch: EventBatch::default(),
         messages_in: 0,
         decoded: 0,
         undecodable: 0,
