@@ -753,7 +753,8 @@ enum Item {
 }
 
 /// Packets (or gaps) per handoff batch: the two threads touch the ring's indices once a
-/// batch, not once a packet.
+/// batch, not once a packet. A batch goes when it is full and at the end of the captures,
+/// which are read as fast as they go; a live source would also send it when idle.
 pub const DECODE_BATCH: usize = 64;
 /// Handoff batches in flight (allocated once and passed back and forth).
 const HANDOFF_BATCHES: usize = 16;
