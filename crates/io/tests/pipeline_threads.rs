@@ -116,3 +116,27 @@ fn the_decode_thread_gives_what_one_thread_gives() {
     }
     assert_eq!(one.trades, two.trades);
 }
+
+#[test]
+fn a_consumer_that_fails_ends_the_run_with_its_error() {
+    // A CSV consumer whose file cannot be created ends at once; with back-pressure and a
+    // small ring the decode thread must not wait for it forever.
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let feed = dir.path().join("feed.pcap");
+    common::itch_capture(&feed, 6, 20_000, |_| {});
+    for decode_thread in [true, false] {
+        let bad = dir.path().join("no such folder").join("out.csv");
+        let mut spec = common::itch_spec(
+            feed.clone(),
+            vec![common::consumer("csv", ConsumerAction::Csv(bad), SlowPolicy::Backpressure, 64)],
+        );
+        spec.decode_thread = decode_thread;
+        // A deadlock guard, not a time limit: the run takes milliseconds; one that waits
+        // for the dead consumer never returns.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(pipeline::run(&spec).map(|_| ()).map_err(|e| e.to_string())));
+        let got = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the run ends (it hung)");
+        let err = got.expect_err("the consumer fails");
+        assert!(err.contains("consumer csv"), "{err}");
+    }
+}
