@@ -400,13 +400,13 @@ struct Out {
     symbols: HashSet<[u8; 8]>,
     filter: Filter,
     ring: rtrb::Producer<Record>,
-    /// The packet's records for this consumer, pushed to the ring together once the packet
-    /// is done: one update of the ring's write index a packet instead of one a record, so
-    /// the cache line the consumer polls moves between the cores once a packet, not once
-    /// a record (with the consumer taking all it finds at once, and the BBO read without
-    /// the depth iterator, the bench's config on a 5-million-message day went from
-    /// 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
-    staged: Vec<Record>,
+    /// The packet's events this consumer takes (indices), written into the ring together
+    /// once the packet is done: one update of the ring's write index a packet instead of one
+    /// a record, so the cache line the consumer polls moves between the cores once a
+    /// packet, not once a record (with the consumer taking all it finds at once, and the
+    /// BBO read without the depth iterator, the bench's config on a 5-million-message day
+    /// went from 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
+    picks: Vec<u32>,
     policy: SlowPolicy,
     matched: u64,
     delivered: u64,
@@ -415,35 +415,29 @@ struct Out {
 }
 
 impl Out {
-    /// Push the staged records to the ring, stamped `now`, the moment they are published; a
+    /// Write the records of the picked events into the ring, stamped `now`, the moment they
+    /// are published: each record built in its slot of the ring, with no copy in between. A
     /// full ring drops what does not fit (counted) or waits for room, as the policy says.
-    fn publish(&mut self, now: u64) {
-        let Out { ring, staged, policy, delivered, dropped, waits, .. } = self;
-        if staged.is_empty() {
-            return;
-        }
+    fn publish(&mut self, now: u64, events: &[Event], market: &[(Bbo, [u8; 8])]) {
+        let Out { ring, picks, policy, delivered, dropped, waits, .. } = self;
         let mut done = 0;
         let mut now = now;
-        loop {
-            for r in &mut staged[done..] {
-                r.published_tsc = now;
-            }
-            let (pushed, _) = ring.push_partial_slice(&staged[done..]);
-            done += pushed.len();
-            if done == staged.len() {
-                break;
+        while done < picks.len() {
+            let n = ring.slots().min(picks.len() - done);
+            if n > 0 {
+                let Ok(chunk) = ring.write_chunk_uninit(n) else { break };
+                let stamp = now;
+                done += chunk.fill_from_iter(picks[done..done + n].iter().map(|&i| {
+                    let (bbo, symbol) = market[i as usize];
+                    Record { event: events[i as usize], bbo, symbol, published_tsc: stamp }
+                }));
+                continue;
             }
             match policy {
-                SlowPolicy::Drop => {
-                    *dropped += (staged.len() - done) as u64;
-                    break;
-                }
-                SlowPolicy::Backpressure if ring.is_abandoned() => {
-                    // The consumer thread has ended (an error it reports when joined): the
-                    // rest cannot be delivered, and waiting for room would never end.
-                    *dropped += (staged.len() - done) as u64;
-                    break;
-                }
+                SlowPolicy::Drop => break,
+                // The consumer thread has ended (an error it reports when joined): the rest
+                // cannot be delivered, and waiting for room would never end.
+                SlowPolicy::Backpressure if ring.is_abandoned() => break,
                 SlowPolicy::Backpressure => {
                     *waits += 1;
                     std::thread::yield_now();
@@ -451,8 +445,9 @@ impl Out {
                 }
             }
         }
+        *dropped += (picks.len() - done) as u64;
         *delivered += done as u64;
-        staged.clear();
+        picks.clear();
     }
 }
 
@@ -477,6 +472,9 @@ struct Downstream<'p> {
     dir: SymbolDirectory,
     outs: Vec<Out>,
     batch: EventBatch,
+    /// Per event of the batch, its instrument's BBO and symbol (for the events some
+    /// consumer takes).
+    market: Vec<(Bbo, [u8; 8])>,
     messages_in: u64,
     decoded: u64,
     undecodable: u64,
@@ -586,40 +584,42 @@ impl Downstream<'_> {
 
     /// Filter the batch's events and push them to the consumers' rings.
     fn deliver(&mut self) {
-        for e in self.batch.events() {
-            // The BBO and symbol are looked up only for an event some consumer takes. Each
-            // record is written straight into the staging vectors from them: a record built
-            // once and copied had its 16-byte loads wait on the smaller stores that had just
-            // written it (a quarter of `deliver`'s samples).
-            let mut market: Option<(Bbo, [u8; 8])> = None;
-            for o in &mut self.outs {
-                if !o.filter.matches(e) {
-                    continue;
+        let Downstream { outs, batch, market, opra, books, dir, .. } = self;
+        let events = batch.events();
+        market.clear();
+        for (i, e) in events.iter().enumerate() {
+            let mut taken = false;
+            for o in outs.iter_mut() {
+                if o.filter.matches(e) {
+                    o.matched += 1;
+                    o.picks.push(i as u32);
+                    taken = true;
                 }
-                o.matched += 1;
-                let (bbo, symbol) = *market.get_or_insert_with(|| {
-                    if let Some(x) = &self.opra {
-                        let id = e.instrument_id;
-                        return (x.mapper.bbo(id), x.mapper.root(id));
-                    }
-                    let bbo = self.books.book(e.instrument_id).map_or(Bbo::default(), |b| {
-                        let (bid, ask) = (b.best_bid(), b.best_ask());
-                        Bbo {
-                            bid_price: bid.map_or(0, |l| l.price),
-                            ask_price: ask.map_or(0, |l| l.price),
-                            bid_size: bid.map_or(0, |l| l.shares),
-                            ask_size: ask.map_or(0, |l| l.shares),
-                        }
-                    });
-                    (bbo, self.dir.get(e.instrument_id).copied().unwrap_or_default())
-                });
-                o.staged.push(Record { event: *e, bbo, symbol, published_tsc: 0 });
             }
+            // The BBO and symbol are looked up only for an event some consumer takes.
+            let m = if !taken {
+                Default::default()
+            } else if let Some(x) = opra {
+                let id = e.instrument_id;
+                (x.mapper.bbo(id), x.mapper.root(id))
+            } else {
+                let bbo = books.book(e.instrument_id).map_or(Bbo::default(), |b| {
+                    let (bid, ask) = (b.best_bid(), b.best_ask());
+                    Bbo {
+                        bid_price: bid.map_or(0, |l| l.price),
+                        ask_price: ask.map_or(0, |l| l.price),
+                        bid_size: bid.map_or(0, |l| l.shares),
+                        ask_size: ask.map_or(0, |l| l.shares),
+                    }
+                });
+                (bbo, dir.get(e.instrument_id).copied().unwrap_or_default())
+            };
+            market.push(m);
         }
         // One time stamp for the packet's records in every ring (a retry takes its own).
         let now = rdtsc();
-        for o in &mut self.outs {
-            o.publish(now);
+        for o in outs.iter_mut() {
+            o.publish(now, events, market);
         }
     }
 
@@ -1251,7 +1251,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             symbols: c.symbols.iter().map(|s| itch50::stock(s)).collect(),
             filter,
             ring: tx,
-            staged: Vec::with_capacity(256),
+            picks: Vec::with_capacity(256),
             policy: c.policy,
             matched: 0,
             delivered: 0,
@@ -1303,6 +1303,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         dir: SymbolDirectory::new(),
         outs,
         batch: EventBatch::default(),
+        market: Vec::with_capacity(64),
         messages_in: 0,
         decoded: 0,
         undecodable: 0,
