@@ -105,13 +105,12 @@ impl Default for BookSection {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
 pub struct RunSection {
     /// Pin the producer (the captures and the arbitrator; with `decode-thread = false`
     /// every stage up to the rings) to this CPU.
     pub producer_core: Option<usize>,
     /// Decode, books and delivery on a thread of their own (default), or on the producer's.
-    #[serde(default = "yes")]
     pub decode_thread: bool,
     /// Pin the decode thread to this CPU.
     pub decode_core: Option<usize>,
@@ -159,10 +158,6 @@ pub struct ConsumerSection {
     #[serde(default = "default_ring")]
     pub ring: usize,
     pub core: Option<usize>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl Default for RunSection {

@@ -735,6 +735,74 @@ impl ArbSink for Sink<'_, '_> {
     }
 }
 
+/// What the arbitrator releases into, on the producer thread: the later stages themselves
+/// ([`Sink`]) or the handoff to the decode thread ([`HandoffSink`]).
+trait Feed: ArbSink {
+    /// Ticks spent so far on what is not the arbitrator's (the later stages, or waits for
+    /// the decode thread), left out of the arbitrate stage's time.
+    fn elsewhere(&self) -> u64;
+    /// Messages done so far and what was done to them, for the progress lines.
+    fn done(&self, arb: &Arbitrator) -> (u64, &'static str);
+    /// Pass on anything held back, at the end of the captures.
+    fn flush(&mut self) {}
+}
+
+impl Feed for Sink<'_, '_> {
+    fn elsewhere(&self) -> u64 {
+        self.down.spent
+    }
+    fn done(&self, _arb: &Arbitrator) -> (u64, &'static str) {
+        (self.down.decoded, "decoded")
+    }
+}
+
+impl Feed for HandoffSink {
+    fn elsewhere(&self) -> u64 {
+        self.waited
+    }
+    fn done(&self, arb: &Arbitrator) -> (u64, &'static str) {
+        (arb.stats().hr.messages, "arbitrated")
+    }
+    fn flush(&mut self) {
+        self.send();
+    }
+}
+
+/// Every frame of the captures through the arbitrator into `feed`, the arbitrate stage
+/// timed into `h_arb`, a progress line about once a second when `progress`; returns the
+/// frames read.
+fn replay(
+    merged: &mut MergedReader,
+    arb: &mut Arbitrator,
+    feed: &mut impl Feed,
+    h_arb: &mut Ticks,
+    progress: bool,
+) -> Result<u64, PcapError> {
+    let started = Instant::now();
+    let mut frames = 0u64;
+    let mut last_ts = 0;
+    let mut next_progress = started + Duration::from_secs(1);
+    while let Some((input, f)) = merged.next_frame()? {
+        frames += 1;
+        last_ts = last_ts.max(f.ts_ns);
+        let (t0, elsewhere0) = (rdtsc(), feed.elsewhere());
+        arb.process(f.ts_ns, input, f.data, feed);
+        // The arbitrate stage alone: what it released was timed by the later stages.
+        h_arb.record((rdtsc() - t0).saturating_sub(feed.elsewhere() - elsewhere0));
+        if progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
+            next_progress = Instant::now() + Duration::from_secs(1);
+            let (messages, what) = feed.done(arb);
+            eprintln!(
+                "run: {frames} frames, {messages} messages {what}, {:.1} M msg/s",
+                messages as f64 / started.elapsed().as_secs_f64() / 1e6
+            );
+        }
+    }
+    arb.finish(last_ts, feed);
+    feed.flush();
+    Ok(frames)
+}
+
 /// Packets released by the arbitrator (their UDP payloads) and gaps, in release order: what
 /// the producer hands the decode thread, a batch at a time.
 #[derive(Default)]
@@ -1317,18 +1385,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let mut clock = TscClock::start();
     let started = Instant::now();
     let mut merged = MergedReader::new(readers);
-    let progress = |frames: u64, messages: u64, what: &str| {
-        eprintln!(
-            "run: {frames} frames, {messages} messages {what}, {:.1} M msg/s",
-            messages as f64 / started.elapsed().as_secs_f64() / 1e6
-        );
-    };
-    let mut frames = 0u64;
-    if spec.decode_thread {
+    let frames = if spec.decode_thread {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let decode_core = spec.decode_core;
-        let read = std::thread::scope(|scope| {
+        let (read, d) = std::thread::scope(|scope| {
             let decoder = std::thread::Builder::new()
                 .name("decode".into())
                 .spawn_scoped(scope, move || {
@@ -1350,51 +1411,17 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 pinned: spec.producer_core.is_some(),
                 waited: 0,
             };
-            let read = (|| {
-                let mut frames = 0u64;
-                let mut last_ts = 0;
-                let mut next_progress = Instant::now() + Duration::from_secs(1);
-                while let Some((input, f)) = merged.next_frame()? {
-                    frames += 1;
-                    last_ts = last_ts.max(f.ts_ns);
-                    let (t0, waited0) = (rdtsc(), sink.waited);
-                    arb.process(f.ts_ns, input, f.data, &mut sink);
-                    // The arbitrator and the handoff's copy, without waits for the decode thread.
-                    h_arb.record((rdtsc() - t0).saturating_sub(sink.waited - waited0));
-                    if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
-                        next_progress = Instant::now() + Duration::from_secs(1);
-                        progress(frames, arb.stats().hr.messages, "arbitrated");
-                    }
-                }
-                arb.finish(last_ts, &mut sink);
-                sink.send();
-                Ok::<u64, PcapError>(frames)
-            })();
+            let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.progress);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             let down = decoder.join().map_err(|_| cfg_err("the decode thread panicked".into()))?;
             Ok::<_, PcapError>((read, down))
         })?;
-        let (read, d) = read;
         down = d;
-        frames = read?;
+        read?
     } else {
-        let mut last_ts = 0;
-        let mut next_progress = Instant::now() + Duration::from_secs(1);
-        while let Some((input, f)) = merged.next_frame()? {
-            frames += 1;
-            last_ts = last_ts.max(f.ts_ns);
-            let (t0, spent0) = (rdtsc(), down.spent);
-            arb.process(f.ts_ns, input, f.data, &mut Sink { down: &mut down });
-            // The arbitrate stage alone: what it released was timed by the later stages.
-            h_arb.record((rdtsc() - t0).saturating_sub(down.spent - spent0));
-            if spec.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
-                next_progress = Instant::now() + Duration::from_secs(1);
-                progress(frames, down.decoded, "decoded");
-            }
-        }
-        arb.finish(last_ts, &mut Sink { down: &mut down });
-    }
+        replay(&mut merged, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, spec.progress)?
+    };
     if let Ok(mut d) = dir_shared.lock() {
         *d = down.dir.clone();
     }
