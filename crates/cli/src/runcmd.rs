@@ -114,6 +114,8 @@ pub struct RunSection {
     pub decode_thread: bool,
     /// Pin the decode thread to this CPU.
     pub decode_core: Option<usize>,
+    /// Time the stages on one frame or packet in this many (1: every one).
+    pub latency_sample: u32,
     /// Write the report as JSON here ("-" for stdout).
     pub report: Option<PathBuf>,
 }
@@ -162,7 +164,13 @@ pub struct ConsumerSection {
 
 impl Default for RunSection {
     fn default() -> Self {
-        RunSection { producer_core: None, decode_thread: true, decode_core: None, report: None }
+        RunSection {
+            producer_core: None,
+            decode_thread: true,
+            decode_core: None,
+            latency_sample: tickplant_io::pipeline::DEFAULT_LATENCY_SAMPLE,
+            report: None,
+        }
     }
 }
 
@@ -276,6 +284,9 @@ impl RunConfig {
             tick: self.book.tick,
         };
         book.validate().map_err(anyhow::Error::msg)?;
+        if self.run.latency_sample == 0 {
+            bail!("run.latency-sample must be at least 1 (1 times every frame and packet)");
+        }
         Ok(PipelineSpec {
             decoder,
             inputs,
@@ -287,6 +298,7 @@ impl RunConfig {
             producer_core: self.run.producer_core,
             decode_thread: self.run.decode_thread,
             decode_core: self.run.decode_core,
+            latency_sample: self.run.latency_sample,
             progress,
         })
     }

@@ -42,6 +42,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         producer_core: None,
         decode_thread: true,
         decode_core: None,
+        latency_sample: 1,
         progress: false,
     }
 }

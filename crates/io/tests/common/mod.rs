@@ -51,6 +51,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         producer_core: None,
         decode_thread: true,
         decode_core: None,
+        latency_sample: 1,
         progress: false,
     }
 }

@@ -1,0 +1,61 @@
+//! The stages' latency is timed on one frame or packet in `latency_sample`: the first and
+//! then every Nth, in both arrangements; 1 times every one. Sampling changes what is timed,
+//! never what is delivered or counted.
+
+use tickplant_io::pipeline::{self, ConsumerAction, Report, SlowPolicy};
+
+mod common;
+
+const ARB: &str = "1 arbitrate (per frame)";
+const DECODE: &str = "2 decode + book (per packet)";
+const DELIVER: &str = "3 deliver (per packet)";
+
+fn run(dir: &std::path::Path, decode_thread: bool, sample: u32) -> Report {
+    let mut spec = common::itch_spec(
+        dir.join("day.pcap"),
+        vec![common::consumer("all", ConsumerAction::Count, SlowPolicy::Backpressure, 1 << 10)],
+    );
+    // The same capture as line A and line B: two frames a packet, so that the frames the
+    // producer times are not the packets the decode stage picks.
+    spec.inputs.push(dir.join("day.pcap"));
+    spec.decode_thread = decode_thread;
+    spec.latency_sample = sample;
+    let out = pipeline::run(&spec).expect("the pipeline runs");
+    out.report.check().expect("the accounting balances");
+    assert_eq!(out.report.latency_sample, sample);
+    out.report
+}
+
+fn count(r: &Report, stage: &str) -> u64 {
+    r.latency_ns[stage].count
+}
+
+#[test]
+fn stages_are_timed_on_one_frame_and_packet_in_n() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::itch_capture(&dir.path().join("day.pcap"), 5, 20_000, |_| {});
+    for decode_thread in [true, false] {
+        let every = run(dir.path(), decode_thread, 1);
+        let (frames, packets) = (every.frames, every.packets_in);
+        assert!(packets > 1_000, "{packets} packets");
+        assert_eq!(frames, 2 * packets);
+        assert_eq!(count(&every, ARB), frames);
+        assert_eq!(count(&every, DECODE), packets);
+        assert_eq!(count(&every, DELIVER), packets);
+
+        let sampled = run(dir.path(), decode_thread, 16);
+        assert_eq!((sampled.frames, sampled.packets_in), (frames, packets));
+        assert_eq!(sampled.consumers[0].received, every.consumers[0].received);
+        assert_eq!(count(&sampled, ARB), frames.div_ceil(16));
+        let decode = count(&sampled, DECODE);
+        if decode_thread {
+            // The decode thread picks its own packets: the first and every 16th after it.
+            assert_eq!(decode, packets.div_ceil(16));
+        } else {
+            // On one thread the packets a timed frame releases are timed too (their time is
+            // left out of the arbitrate stage's), besides the decode stage's own picks.
+            assert!((packets.div_ceil(16) + 1..packets).contains(&decode), "{decode} of {packets} packets timed");
+        }
+        assert_eq!(count(&sampled, DELIVER), decode);
+    }
+}
