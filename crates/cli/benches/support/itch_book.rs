@@ -14,12 +14,12 @@ use tickplant_wire::itch50::{Framing, Stream};
 const AHEAD: usize = 8;
 
 /// Parse, normalize and apply every message of a BinaryFILE day with `live` orders left at
-/// its end, as the pipeline does it: the order each message names is asked for `AHEAD`
-/// messages before the message is decoded and applied in one dispatch on its type.
-/// Returns the messages applied.
+/// its end, as the pipeline does it: the order table asked to be backed by huge pages, and
+/// the order each message names asked for `AHEAD` messages before the message is decoded
+/// and applied in one dispatch on its type. Returns the messages applied.
 pub fn parse_and_book(file: &[u8], live: usize) -> u64 {
-    let mut books =
-        Books::new(BookConfig { max_orders: (live * 2).max(1 << 16), max_instruments: 1 << 16, ..Default::default() });
+    let cfg = BookConfig { max_orders: (live * 2).max(1 << 16), max_instruments: 1 << 16, ..Default::default() };
+    let mut books = Books::with_table_advice(cfg, tickplant_io::huge_pages);
     let mut n = 0u64;
     // Each message is decoded straight into its place, as the pipeline does it.
     let mut event = tickplant_core::event::Event::default();
