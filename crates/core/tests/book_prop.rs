@@ -29,16 +29,25 @@ fn px() -> impl Strategy<Value = i64> {
     ]
 }
 
+/// An order's size: mostly small, now and then big enough that two or three at one price
+/// pass `u32::MAX` shares (a ladder slot counts 32 bits, and moves such a level aside).
+fn sz() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        8 => 1u32..500,
+        1 => 1_500_000_000u32..=u32::MAX,
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     // Few ids and prices, so that ops often hit live orders, shared levels, and collisions.
     let id = 0u64..40;
     prop_oneof![
-        4 => (id.clone(), any::<bool>(), px(), 1u32..500, 0u32..3)
+        4 => (id.clone(), any::<bool>(), px(), sz(), 0u32..3)
             .prop_map(|(id, bid, px, sz, inst)| Op::Add { id, bid, px, sz, inst }),
-        2 => (id.clone(), 1u32..600).prop_map(|(id, sz)| Op::Exec { id, sz }),
-        1 => (id.clone(), 1u32..600).prop_map(|(id, sz)| Op::Cancel { id, sz }),
+        2 => (id.clone(), sz()).prop_map(|(id, sz)| Op::Exec { id, sz }),
+        1 => (id.clone(), sz()).prop_map(|(id, sz)| Op::Cancel { id, sz }),
         2 => id.clone().prop_map(|id| Op::Delete { id }),
-        2 => (id.clone(), id, px(), 1u32..500).prop_map(|(old, new, px, sz)| Op::Replace { old, new, px, sz }),
+        2 => (id.clone(), id, px(), sz()).prop_map(|(old, new, px, sz)| Op::Replace { old, new, px, sz }),
         1 => Just(Op::Trade),
     ]
 }
