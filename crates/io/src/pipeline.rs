@@ -443,6 +443,10 @@ struct Out {
     /// BBO read without the depth iterator, the bench's config on a 5-million-message day
     /// went from 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
     picks: Vec<u32>,
+    /// The consumer reads its records' BBO and symbol (`bbo`, `match`, `trade` and your own
+    /// handler do; `count`, `csv` and `jsonl` do not, and get them zeroed): an event no such
+    /// consumer takes has no BBO looked up.
+    market: bool,
     policy: SlowPolicy,
     matched: u64,
     delivered: u64,
@@ -659,16 +663,17 @@ impl Downstream<'_> {
         let events = batch.events();
         market.clear();
         for (i, e) in events.iter().enumerate() {
-            let mut taken = false;
+            let mut wanted = false;
             for o in outs.iter_mut() {
                 if o.filter.matches(e) {
                     o.matched += 1;
                     o.picks.push(i as u32);
-                    taken = true;
+                    wanted |= o.market;
                 }
             }
-            // The BBO and symbol are looked up only for an event some consumer takes.
-            let m = if !taken {
+            // The BBO and symbol are looked up only for an event a consumer takes and reads
+            // them in.
+            let m = if !wanted {
                 Default::default()
             } else if let Some(x) = opra {
                 let id = e.instrument_id;
@@ -1427,6 +1432,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             filter,
             ring: tx,
             picks: Vec::with_capacity(256),
+            market: !matches!(c.action, ConsumerAction::Count | ConsumerAction::Csv(_) | ConsumerAction::Jsonl(_)),
             policy: c.policy,
             matched: 0,
             delivered: 0,
