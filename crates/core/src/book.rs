@@ -27,7 +27,8 @@ use crate::event::{flags, Event, EventAction, Side};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BookConfig {
-    /// Live orders the table holds at most (all instruments together).
+    /// Live orders the table holds at most (all instruments together; at most
+    /// [`MAX_ORDERS`]).
     pub max_orders: usize,
     /// Highest instrument id + 1 (ITCH stock locates are below 65,536).
     pub max_instruments: usize,
