@@ -581,8 +581,7 @@ impl Downstream<'_> {
         if self.opra.is_some() {
             return self.opra_packet(r);
         }
-        let timed = self.sampler.pick() || self.time_all;
-        let t0 = if timed { rdtsc() } else { 0 };
+        let t0 = self.clock_in();
         let (first_seq, announced, ts_recv) = (r.seq, u64::from(r.count), r.arrival_ns);
         self.messages_in += announced;
         let Ok(p) = moldudp64::Packet::new_checked(r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default())
@@ -594,9 +593,7 @@ impl Downstream<'_> {
         // Ask for every order (table slot) the packet's messages name, so that the cache
         // misses overlap, then decode and apply each message in one dispatch on its type.
         if !prefetched {
-            for (_, b) in p.messages().flatten() {
-                self.books.prefetch_order(itch::order_hint(b));
-            }
+            ask_for_orders(&self.books, &p);
         }
         let mut seen = 0u64;
         for (k, m) in p.messages().enumerate() {
@@ -626,15 +623,20 @@ impl Downstream<'_> {
         if let Some(last) = self.batch.last_mut() {
             last.flags |= flags::LAST_IN_PACKET;
         }
-        self.timed_deliver(timed, t0);
+        self.timed_deliver(t0);
     }
 
-    /// Deliver the batch; `timed`: record the decode stage (from `t0`) and the delivery.
+    /// The time a packet's stages start at, where this packet is one to time.
     #[inline(always)]
-    fn timed_deliver(&mut self, timed: bool, t0: u64) {
-        if !timed {
-            return self.deliver();
-        }
+    fn clock_in(&mut self) -> Option<u64> {
+        (self.sampler.pick() || self.time_all).then(rdtsc)
+    }
+
+    /// Deliver the batch; a timed packet (`t0` from [`Downstream::clock_in`]) records the
+    /// decode stage and the delivery.
+    #[inline(always)]
+    fn timed_deliver(&mut self, t0: Option<u64>) {
+        let Some(t0) = t0 else { return self.deliver() };
         let t2 = rdtsc();
         self.deliver();
         let t3 = rdtsc();
@@ -651,9 +653,7 @@ impl Downstream<'_> {
             return;
         }
         if let Ok(p) = moldudp64::Packet::new_checked(payload) {
-            for (_, b) in p.messages().flatten() {
-                self.books.prefetch_order(itch::order_hint(b));
-            }
+            ask_for_orders(&self.books, &p);
         }
     }
 
@@ -704,8 +704,7 @@ impl Downstream<'_> {
     /// after it in its block, whose dictionary state is then unknown; a block that breaks
     /// the framing counts one undecodable message for its unreadable rest).
     fn opra_packet(&mut self, r: &Released<'_>) {
-        let timed = self.sampler.pick() || self.time_all;
-        let t0 = if timed { rdtsc() } else { 0 };
+        let t0 = self.clock_in();
         let Some(o) = self.opra.as_mut() else { return };
         if o.reset_per_block {
             o.decoder.reset();
@@ -748,7 +747,15 @@ impl Downstream<'_> {
         if let Some(last) = self.batch.last_mut() {
             last.flags |= flags::LAST_IN_PACKET;
         }
-        self.timed_deliver(timed, t0);
+        self.timed_deliver(t0);
+    }
+}
+
+/// Ask for the orders (table slots) a MoldUDP64 packet's messages name (a hint only).
+#[inline]
+fn ask_for_orders(books: &Books, p: &moldudp64::Packet<&[u8]>) {
+    for (_, b) in p.messages().flatten() {
+        books.prefetch_order(itch::order_hint(b));
     }
 }
 
@@ -941,6 +948,13 @@ struct HandoffSink {
 }
 
 impl HandoffSink {
+    /// Add a packet or gap to the batch, and send the batch when it is full.
+    fn push(&mut self, item: Item) {
+        self.cur.items.push(item);
+        if self.cur.items.len() >= DECODE_BATCH {
+            self.send();
+        }
+    }
     fn send(&mut self) {
         if self.cur.items.is_empty() {
             return;
@@ -980,7 +994,7 @@ impl ArbSink for HandoffSink {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let start = self.cur.bytes.len();
         self.cur.bytes.extend_from_slice(payload);
-        self.cur.items.push(Item::Packet {
+        self.push(Item::Packet {
             start,
             end: self.cur.bytes.len(),
             seq: r.seq,
@@ -990,16 +1004,10 @@ impl ArbSink for HandoffSink {
             release_ns: r.release_ns,
             trimmed: r.trimmed,
         });
-        if self.cur.items.len() >= DECODE_BATCH {
-            self.send();
-        }
     }
     fn gap(&mut self, g: &GapReport) {
         if g.output == OutputId::Hr {
-            self.cur.items.push(Item::Gap(*g));
-            if self.cur.items.len() >= DECODE_BATCH {
-                self.send();
-            }
+            self.push(Item::Gap(*g));
         }
     }
 }
