@@ -295,6 +295,8 @@ pub struct ConsumerReport {
     /// Instruments with a BBO (action `bbo`).
     pub bbo_instruments: u64,
     pub ring_latency_ns: Latency,
+    /// CPU time the consumer's thread used, seconds.
+    pub cpu_s: f64,
     /// What a matching consumer found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matching: Option<MatchReport>,
@@ -343,6 +345,11 @@ pub struct Report {
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
+    /// CPU time of the producer thread (captures and arbitrator, and every stage up to the
+    /// rings without a decode thread) over the run, seconds.
+    pub producer_cpu_s: f64,
+    /// CPU time of the decode thread (decode, books, delivery), seconds; 0 without one.
+    pub decode_cpu_s: f64,
     /// The stages were timed on one frame or packet in this many (`latency_ns`' counts).
     pub latency_sample: u32,
     pub latency_ns: BTreeMap<String, Latency>,
@@ -531,6 +538,8 @@ struct Downstream<'p> {
     sampler: Sampler,
     /// Time every packet (the producer is timing the frame that releases them).
     time_all: bool,
+    /// CPU time of the decode thread, when there is one.
+    cpu_ns: u64,
 }
 
 impl Downstream<'_> {
@@ -1043,10 +1052,12 @@ fn decode_loop(
     back: &mut rtrb::Producer<Handoff>,
     pinned: bool,
 ) {
+    let cpu0 = crate::clock::thread_cpu_ns();
     let mut idle = 0u32;
     loop {
         let Ok(mut b) = rx.pop() else {
             if rx.is_abandoned() && rx.is_empty() {
+                down.cpu_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
                 return;
             }
             idle += 1;
@@ -1120,6 +1131,7 @@ struct ConsumerResult {
     by_action: [u64; 16],
     bbo_instruments: u64,
     ring: Ticks,
+    cpu_ns: u64,
     matching: Option<(MatchReport, Ticks)>,
     trading: Option<crate::fixnet::TriggerTradeReport>,
 }
@@ -1215,11 +1227,13 @@ fn consumer_thread(
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
     pinned: bool,
 ) -> std::io::Result<ConsumerResult> {
+    let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
         received: 0,
         by_action: [0; 16],
         bbo_instruments: 0,
         ring: Ticks::new(),
+        cpu_ns: 0,
         matching: None,
         trading: None,
     };
@@ -1353,6 +1367,7 @@ fn consumer_thread(
         }
         w.flush()?;
     }
+    res.cpu_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
     Ok(res)
 }
 
@@ -1503,10 +1518,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         spent: 0,
         sampler: Sampler::new(spec.latency_sample),
         time_all: false,
+        cpu_ns: 0,
     };
     let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
     let started = Instant::now();
+    let producer_cpu0 = crate::clock::thread_cpu_ns();
+    let mut producer_cpu = 0;
     let mut merged = MergedReader::new(readers);
     let frames = if spec.decode_thread {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
@@ -1537,13 +1555,23 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.latency_sample, spec.progress);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
+            producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
             let down = decoder.join().map_err(|_| cfg_err("the decode thread panicked".into()))?;
             Ok::<_, PcapError>((read, down))
         })?;
         down = d;
         read?
     } else {
-        replay(&mut merged, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, spec.latency_sample, spec.progress)?
+        let read = replay(
+            &mut merged,
+            &mut arb,
+            &mut Sink { down: &mut down },
+            &mut h_arb,
+            spec.latency_sample,
+            spec.progress,
+        );
+        producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
+        read?
     };
     if let Ok(mut d) = dir_shared.lock() {
         *d = down.dir.clone();
@@ -1568,6 +1596,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         c.received = r.received;
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency_of(&r.ring, &clock);
+        c.cpu_s = r.cpu_ns as f64 / 1e9;
         c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency_of(h, &clock), ..m.clone() });
         c.trading = r.trading.clone();
         for a in EventAction::ALL {
@@ -1615,6 +1644,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         consumers,
         wall_s: wall,
         messages_per_s: down.decoded as f64 / wall.max(1e-9),
+        producer_cpu_s: producer_cpu as f64 / 1e9,
+        decode_cpu_s: down.cpu_ns as f64 / 1e9,
         latency_sample: spec.latency_sample.max(1),
         latency_ns,
     };
@@ -1704,6 +1735,16 @@ pub fn summary(r: &Report) -> String {
         }
     );
     let _ = writeln!(s, "  throughput: {:.2} M messages/s ({:.3} s wall)", r.messages_per_s / 1e6, r.wall_s);
+    // Each thread's CPU time beside the wall: a thread near the wall is the one that limits
+    // the run.
+    let mut cpu = format!("producer {:.3}", r.producer_cpu_s);
+    if r.decode_cpu_s > 0.0 {
+        let _ = write!(cpu, ", decode {:.3}", r.decode_cpu_s);
+    }
+    for c in &r.consumers {
+        let _ = write!(cpu, ", consumer {} {:.3}", c.name, c.cpu_s);
+    }
+    let _ = writeln!(s, "  cpu (s): {cpu}");
     let _ = writeln!(s, "  latency (ns)                    count        p50      p90      p99    p99.9        max");
     if r.latency_sample > 1 {
         let _ = writeln!(

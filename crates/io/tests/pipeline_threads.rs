@@ -70,15 +70,21 @@ fn run(dir: &Path, decode_thread: bool) -> Run {
     let out = pipeline::run(&spec).expect("the pipeline runs");
     out.report.check().expect("the accounting balances");
     let mut report = serde_json::to_value(&out.report).expect("the report serialises");
+    // Each thread's CPU time is there, the decode thread's only where it runs.
+    assert!(out.report.producer_cpu_s > 0.0);
+    assert_eq!(out.report.decode_cpu_s > 0.0, decode_thread);
+    assert!(out.report.consumers.iter().all(|c| c.cpu_s > 0.0));
+    assert!(pipeline::summary(&out.report).contains("  cpu (s): producer "));
     // What depends on timing, not on the data.
     let o = report.as_object_mut().expect("an object");
-    for k in ["wall_s", "messages_per_s", "latency_ns"] {
+    for k in ["wall_s", "messages_per_s", "latency_ns", "producer_cpu_s", "decode_cpu_s"] {
         o.remove(k);
     }
     for c in o["consumers"].as_array_mut().expect("consumers") {
         let c = c.as_object_mut().expect("an object");
         c.remove("ring_latency_ns");
         c.remove("waits");
+        c.remove("cpu_s");
     }
     let books = out
         .books
