@@ -39,7 +39,7 @@ impl FieldSpec {
     fn end(&self) -> usize {
         self.offset + usize::from(self.bytes)
     }
-    #[inline]
+    #[inline(always)]
     fn read(&self, payload: &[u8]) -> u64 {
         read_uint(&payload[self.offset..self.end()], self.endian == Endian::Big)
     }

@@ -208,7 +208,47 @@ impl FrameReader {
     }
 
     /// Read the next frame into the internal buffer; false at the end of the file.
+    #[inline]
     pub fn advance(&mut self) -> Result<bool, PcapError> {
+        if self.advance_quick().is_some() {
+            return Ok(true);
+        }
+        self.advance_slow()
+    }
+
+    /// The next classic record where it is wholly there and valid: the replay's per-frame
+    /// path, with no error to build and no refill (about 100 instructions a frame through
+    /// the general path, which builds `Result`s with the file's path in them). `None` sends
+    /// the caller to the general path: a refill, the end of the file, an error, pcapng.
+    #[inline(always)]
+    fn advance_quick(&mut self) -> Option<()> {
+        let Inner::Classic { big_endian, nanos, offset, chunk } = &mut self.inner else { return None };
+        chunk.consume();
+        let avail = chunk.src.bytes().get(chunk.start..chunk.end)?;
+        let h: &[u8; 16] = avail.get(..16)?.try_into().ok()?;
+        let mut w = [0u32; 4];
+        for (k, b) in h.chunks_exact(4).enumerate() {
+            w[k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        if *big_endian {
+            w = w.map(u32::swap_bytes);
+        }
+        let incl = w[2] as usize;
+        let (limit, unit) = if *nanos { (1_000_000_000, 1) } else { (1_000_000, 1000) };
+        if incl > MAX_FRAME || w[1] >= limit || avail.len() < 16 + incl {
+            return None;
+        }
+        chunk.take(16 + incl, 16);
+        *offset += 16 + incl as u64;
+        self.ts_ns = u64::from(w[0]) * 1_000_000_000 + u64::from(w[1]) * unit;
+        self.orig_len = w[3];
+        self.frames += 1;
+        Some(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn advance_slow(&mut self) -> Result<bool, PcapError> {
         if self.done {
             return Ok(false);
         }
@@ -241,16 +281,15 @@ impl FrameReader {
             return Err(self.err(Some(at), format!("truncated record header ({have} of 16 bytes)")));
         }
         let Inner::Classic { chunk, .. } = &mut self.inner else { unreachable!() };
-        let h = chunk.peek(16);
-        let u = |i: usize| {
-            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-            if be {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
-        };
-        let (sec, frac, incl, orig) = (u(0), u(4), u(8) as usize, u(12));
+        // The record header's four words, byte order decided once for all four.
+        let mut w = [0u32; 4];
+        for (k, b) in chunk.peek(16).chunks_exact(4).enumerate() {
+            w[k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        if be {
+            w = w.map(u32::swap_bytes);
+        }
+        let (sec, frac, incl, orig) = (w[0], w[1], w[2] as usize, w[3]);
         if incl > MAX_FRAME {
             return Err(self.err(Some(at), format!("captured length {incl} exceeds {MAX_FRAME}: corrupt file")));
         }
@@ -615,7 +654,7 @@ impl MergedReader {
         let mut best: Option<(u64, usize)> = None;
         for (i, r) in self.readers.iter().enumerate() {
             if self.ready[i] {
-                let ts = r.current().ts_ns;
+                let ts = r.ts_ns;
                 if best.is_none_or(|(b, _)| ts < b) {
                     best = Some((ts, i));
                 }

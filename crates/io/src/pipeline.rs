@@ -654,18 +654,6 @@ impl Downstream<'_> {
         self.h_deliver.record(t3 - t2);
     }
 
-    /// Ask for the orders (table slots) the messages of a MoldUDP64 payload name, a hint
-    /// only: a packet applied a few messages later finds them in the cache.
-    #[inline]
-    fn prefetch_orders(&self, payload: &[u8]) {
-        if self.opra.is_some() {
-            return;
-        }
-        if let Ok(p) = moldudp64::Packet::new_checked(payload) {
-            ask_for_orders(&self.books, &p);
-        }
-    }
-
     /// Filter the batch's events and push them to the consumers' rings.
     fn deliver(&mut self) {
         let Downstream { outs, batch, market, opra, books, dir, .. } = self;
@@ -758,6 +746,27 @@ impl Downstream<'_> {
         }
         self.timed_deliver(t0);
     }
+}
+
+/// The order hints of a MoldUDP64 payload's message blocks (as many as its header counts
+/// and it holds), appended to `out`; returns how many. A walk of the blocks with no more
+/// checks than it needs to stay in the payload: the decoder checks every message when it
+/// reads it.
+#[inline]
+fn order_hints(payload: &[u8], out: &mut Vec<u64>) -> u32 {
+    let Some(&[hi, lo]) = payload.get(moldudp64::HEADER_LEN - 2..moldudp64::HEADER_LEN) else { return 0 };
+    let count = u32::from(u16::from_be_bytes([hi, lo]));
+    let mut at = moldudp64::HEADER_LEN;
+    let mut n = 0;
+    while n < count {
+        let Some(&[hi, lo]) = payload.get(at..at + 2) else { break };
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
+        let Some(b) = payload.get(at + 2..at + 2 + len) else { break };
+        out.push(itch::order_hint(b));
+        n += 1;
+        at += 2 + len;
+    }
+    n
 }
 
 /// Ask for the orders (table slots) a MoldUDP64 packet's messages name (a hint only).
@@ -913,13 +922,20 @@ fn replay(
 struct Handoff {
     bytes: Vec<u8>,
     items: Vec<Item>,
+    /// The order id each ITCH message of the batch probably names ([`itch::order_hint`]),
+    /// in order, found by the producer as it copies the payload: the decode thread asks for
+    /// them some messages ahead with no second walk through the packets (that walk took
+    /// about 65 instructions a message on the decode thread, the run's limit).
+    hints: Vec<u64>,
 }
 
 enum Item {
-    /// A packet: its payload is `bytes[start..end]`.
+    /// A packet: its payload is `bytes[start..end]`, its messages' order hints the next
+    /// `hints` of the batch's.
     Packet {
         start: usize,
         end: usize,
+        hints: u32,
         seq: u64,
         count: u32,
         input: u8,
@@ -933,7 +949,7 @@ enum Item {
 /// How many messages ahead of the one being applied the decode thread asks for the orders
 /// they name. On the parse + book benchmark's day 8 to 10 ran fastest (4: 35-36 ns a
 /// message, 8: 32-33, 16: 37-42; a burst per 16-message batch: 39-44).
-const PREFETCH_AHEAD: u64 = 8;
+const PREFETCH_AHEAD: usize = 8;
 
 /// Packets (or gaps) per handoff batch: the two threads touch the ring's indices once a
 /// batch, not once a packet. A batch goes when it is full and at the end of the captures,
@@ -951,6 +967,8 @@ struct HandoffSink {
     spare: Vec<Handoff>,
     /// The producer has a core of its own (waits spin first).
     pinned: bool,
+    /// The packets are ITCH in MoldUDP64: find their order hints.
+    itch: bool,
     /// Ticks spent waiting for an empty batch (so that the arbitrate stage can leave them
     /// out: they are the decode thread's time, not the arbitrator's).
     waited: u64,
@@ -1003,9 +1021,11 @@ impl ArbSink for HandoffSink {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let start = self.cur.bytes.len();
         self.cur.bytes.extend_from_slice(payload);
+        let hints = if self.itch { order_hints(payload, &mut self.cur.hints) } else { 0 };
         self.push(Item::Packet {
             start,
             end: self.cur.bytes.len(),
+            hints,
             seq: r.seq,
             count: r.count,
             input: r.input,
@@ -1065,25 +1085,21 @@ fn decode_loop(
             continue;
         };
         idle = 0;
-        // The orders a packet's messages name are asked for while the packets before it
-        // are applied, about `PREFETCH_AHEAD` messages early: a burst at the packet's own
-        // start left its first messages waiting for memory.
-        let (mut asked, mut in_flight) = (0, 0u64);
+        // The orders a packet's messages name are asked for while the messages before them
+        // are applied, `PREFETCH_AHEAD` messages early (a packet's own at the latest before
+        // it starts), from the hints the producer found: a burst at the packet's own start
+        // left its first messages waiting for memory.
+        let (mut asked, mut applied) = (0usize, 0usize);
         for item in &b.items {
-            while in_flight < PREFETCH_AHEAD {
-                match b.items.get(asked) {
-                    Some(&Item::Packet { start, end, count, .. }) => {
-                        down.prefetch_orders(&b.bytes[start..end]);
-                        in_flight += u64::from(count);
-                    }
-                    Some(Item::Gap(_)) => {}
-                    None => break,
-                }
-                asked += 1;
-            }
             match *item {
-                Item::Packet { start, end, seq, count, input, arrival_ns, release_ns, trimmed } => {
-                    in_flight = in_flight.saturating_sub(u64::from(count));
+                Item::Packet { start, end, hints, seq, count, input, arrival_ns, release_ns, trimmed } => {
+                    let n = hints as usize;
+                    let upto = (applied + n.max(PREFETCH_AHEAD)).min(b.hints.len());
+                    for &id in b.hints.get(asked..upto).unwrap_or_default() {
+                        down.books.prefetch_order(id);
+                    }
+                    asked = asked.max(upto);
+                    applied += n;
                     down.packet(
                         &Released {
                             frame: &b.bytes[start..end],
@@ -1103,6 +1119,7 @@ fn decode_loop(
         }
         b.bytes.clear();
         b.items.clear();
+        b.hints.clear();
         // The producer's side of this ring has room for every batch there is.
         let _ = back.push(b);
     }
@@ -1542,7 +1559,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 })
                 .map_err(|e| cfg_err(format!("cannot start the decode thread: {e}")))?;
             let spare = (0..HANDOFF_BATCHES - 1)
-                .map(|_| Handoff { bytes: Vec::with_capacity(1 << 16), items: Vec::with_capacity(DECODE_BATCH) })
+                .map(|_| Handoff {
+                    bytes: Vec::with_capacity(1 << 16),
+                    items: Vec::with_capacity(DECODE_BATCH),
+                    hints: Vec::with_capacity(DECODE_BATCH * 16),
+                })
                 .collect();
             let mut sink = HandoffSink {
                 cur: Handoff::default(),
@@ -1550,6 +1571,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 back,
                 spare,
                 pinned: spec.producer_core.is_some(),
+                itch: matches!(spec.decoder, FeedDecoder::Itch50),
                 waited: 0,
             };
             let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.latency_sample, spec.progress);
@@ -1772,4 +1794,46 @@ pub fn summary(r: &Report) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The producer's walk of a payload's blocks against the wire crate's message iterator
+    /// and `itch::order_hint` on each message it yields, for whole payloads, payloads cut
+    /// anywhere (a block past the end ends the walk), short messages and empty blocks.
+    #[test]
+    fn order_hints_match_the_message_iterator() {
+        let mut payload = vec![0u8; moldudp64::HEADER_LEN];
+        let mut k = 0u8;
+        let lens = [36usize, 0, 5, 19, 20, 40, 11, 1, 35];
+        for len in lens {
+            let msg: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(37).wrapping_add(k)).collect();
+            moldudp64::push_message(&mut payload, &msg);
+            k = k.wrapping_add(1);
+        }
+        // Blocks past the header's count are not messages: the count says 7 of the 9.
+        payload[18..20].copy_from_slice(&7u16.to_be_bytes());
+        for cut in moldudp64::HEADER_LEN..=payload.len() {
+            let p = &payload[..cut];
+            let mut got = Vec::new();
+            let n = order_hints(p, &mut got);
+            let want: Vec<u64> = moldudp64::Packet::new_checked(p)
+                .expect("a whole header")
+                .messages()
+                .map_while(|m| m.ok())
+                .map(|(_, b)| itch::order_hint(b))
+                .collect();
+            assert_eq!(got, want, "payload cut at {cut}");
+            assert_eq!(n as usize, got.len());
+            if cut == payload.len() {
+                assert_eq!(got.len(), 7);
+            }
+        }
+        // A header alone, or less: no hints.
+        let mut none = Vec::new();
+        assert_eq!(order_hints(&payload[..10], &mut none), 0);
+        assert!(none.is_empty());
+    }
 }
