@@ -14,6 +14,9 @@ pub struct Filter {
     actions: u16,
     /// Bit per message type byte (the feed's letter); all zero means all.
     types: [u64; 4],
+    /// `types` has a bit set (kept beside it: a test of four words an event cost more than
+    /// the rest of the filter).
+    some_types: bool,
 }
 
 impl Default for Filter {
@@ -25,7 +28,7 @@ impl Default for Filter {
 impl Filter {
     /// Every event.
     pub fn all() -> Self {
-        Filter { instruments: None, actions: 0, types: [0; 4] }
+        Filter { instruments: None, actions: 0, types: [0; 4], some_types: false }
     }
     /// Only these instrument ids (in addition to those already subscribed).
     pub fn instruments(mut self, ids: impl IntoIterator<Item = u32>) -> Self {
@@ -50,8 +53,15 @@ impl Filter {
     pub fn types(mut self, types: impl IntoIterator<Item = u8>) -> Self {
         for t in types {
             self.types[usize::from(t / 64)] |= 1 << (t % 64);
+            self.some_types = true;
         }
         self
+    }
+
+    /// Every event matches (no instrument, action or type named).
+    #[inline]
+    pub fn takes_all(&self) -> bool {
+        self.instruments.is_none() && self.actions == 0 && !self.some_types
     }
 
     #[inline]
@@ -65,7 +75,7 @@ impl Filter {
         if self.actions != 0 && self.actions & (1 << e.action.index()) == 0 {
             return false;
         }
-        if self.types != [0; 4] && self.types[usize::from(e.msg_type / 64)] & (1 << (e.msg_type % 64)) == 0 {
+        if self.some_types && self.types[usize::from(e.msg_type / 64)] & (1 << (e.msg_type % 64)) == 0 {
             return false;
         }
         true
@@ -89,5 +99,13 @@ mod tests {
         assert!(t.matches(&e(9, EventAction::Trade, b'P')));
         assert!(!t.matches(&e(9, EventAction::Add, b'A')));
         assert!(Filter::all().matches(&e(0, EventAction::Status, b'S')));
+        // Only a filter that names nothing takes everything; empty lists name nothing, and
+        // an empty instrument set takes nothing.
+        assert!(Filter::all().takes_all());
+        assert!(Filter::all().types([]).actions([]).takes_all());
+        assert!(!f.takes_all() && !t.takes_all());
+        assert!(!Filter::all().actions([EventAction::Add]).takes_all());
+        let none = Filter::all().instruments(std::iter::empty());
+        assert!(!none.takes_all() && !none.matches(&e(3, EventAction::Add, b'A')));
     }
 }

@@ -465,19 +465,32 @@ impl Out {
     /// Write the records of the picked events into the ring, stamped `now`, the moment they
     /// are published: each record built in its slot of the ring, with no copy in between. A
     /// full ring drops what does not fit (counted) or waits for room, as the policy says.
-    fn publish(&mut self, now: u64, events: &[Event], market: &[(Bbo, [u8; 8])]) {
+    /// `market`: each event's BBO and symbol, where some consumer reads them (zeros where
+    /// none does). `ALL`: the consumer takes every event of the batch (its subscription is
+    /// everything), and `picks` is not used.
+    fn publish<const ALL: bool>(&mut self, now: u64, events: &[Event], market: Option<&[(Bbo, [u8; 8])]>) {
         let Out { ring, picks, policy, delivered, dropped, waits, .. } = self;
+        let total = if ALL { events.len() } else { picks.len() };
+        let index = |k: usize| if ALL { k } else { picks[k] as usize };
         let mut done = 0;
         let mut now = now;
-        while done < picks.len() {
-            let n = ring.slots().min(picks.len() - done);
+        while done < total {
+            let n = ring.slots().min(total - done);
             if n > 0 {
                 let Ok(chunk) = ring.write_chunk_uninit(n) else { break };
                 let stamp = now;
-                done += chunk.fill_from_iter(picks[done..done + n].iter().map(|&i| {
-                    let (bbo, symbol) = market[i as usize];
-                    Record { event: events[i as usize], bbo, symbol, published_tsc: stamp }
-                }));
+                done += match market {
+                    Some(m) => chunk.fill_from_iter((done..done + n).map(|k| {
+                        let i = index(k);
+                        let (bbo, symbol) = m[i];
+                        Record { event: events[i], bbo, symbol, published_tsc: stamp }
+                    })),
+                    None => chunk.fill_from_iter((done..done + n).map(|k| Record {
+                        event: events[index(k)],
+                        published_tsc: stamp,
+                        ..Default::default()
+                    })),
+                };
                 continue;
             }
             match policy {
@@ -492,7 +505,7 @@ impl Out {
                 }
             }
         }
-        *dropped += (picks.len() - done) as u64;
+        *dropped += (total - done) as u64;
         *delivered += done as u64;
         picks.clear();
     }
@@ -522,6 +535,9 @@ struct Downstream<'p> {
     /// Per event of the batch, its instrument's BBO and symbol (for the events some
     /// consumer takes).
     market: Vec<(Bbo, [u8; 8])>,
+    /// Some consumer reads the BBO and symbol: without one, `market` is not filled at all
+    /// (it took about 25 instructions a message on the decode thread, the run's limit).
+    any_market: bool,
     messages_in: u64,
     decoded: u64,
     undecodable: u64,
@@ -656,8 +672,27 @@ impl Downstream<'_> {
 
     /// Filter the batch's events and push them to the consumers' rings.
     fn deliver(&mut self) {
-        let Downstream { outs, batch, market, opra, books, dir, .. } = self;
+        let Downstream { outs, batch, market, opra, books, dir, any_market, .. } = self;
         let events = batch.events();
+        if !*any_market {
+            // One time stamp for the packet's records in every ring (a retry takes its own).
+            let now = rdtsc();
+            for o in outs.iter_mut() {
+                if o.filter.takes_all() {
+                    o.matched += events.len() as u64;
+                    o.publish::<true>(now, events, None);
+                } else {
+                    for (i, e) in events.iter().enumerate() {
+                        if o.filter.matches(e) {
+                            o.matched += 1;
+                            o.picks.push(i as u32);
+                        }
+                    }
+                    o.publish::<false>(now, events, None);
+                }
+            }
+            return;
+        }
         market.clear();
         for (i, e) in events.iter().enumerate() {
             let mut wanted = false;
@@ -692,7 +727,7 @@ impl Downstream<'_> {
         // One time stamp for the packet's records in every ring (a retry takes its own).
         let now = rdtsc();
         for o in outs.iter_mut() {
-            o.publish(now, events, market);
+            o.publish::<false>(now, events, Some(market));
         }
     }
 
@@ -1062,6 +1097,11 @@ fn pause(idle: u32, pinned: bool) {
     } else {
         std::thread::sleep(Duration::from_micros(sleep_us));
     }
+}
+
+/// Whether a consumer reads its records' BBO and symbol (`count`, `csv` and `jsonl` do not).
+fn reads_market(a: &ConsumerAction) -> bool {
+    !matches!(a, ConsumerAction::Count | ConsumerAction::Csv(_) | ConsumerAction::Jsonl(_))
 }
 
 /// The decode thread: every batch the producer sends, in order, through `down`; each batch
@@ -1472,7 +1512,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             filter,
             ring: tx,
             picks: Vec::with_capacity(256),
-            market: !matches!(c.action, ConsumerAction::Count | ConsumerAction::Csv(_) | ConsumerAction::Jsonl(_)),
+            market: reads_market(&c.action),
             policy: c.policy,
             matched: 0,
             delivered: 0,
@@ -1525,6 +1565,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         outs,
         batch: EventBatch::default(),
         market: Vec::with_capacity(64),
+        any_market: spec.consumers.iter().any(|c| reads_market(&c.action)),
         messages_in: 0,
         decoded: 0,
         undecodable: 0,
