@@ -98,23 +98,37 @@ pub struct Messages<'a> {
 
 impl<'a> Iterator for Messages<'a> {
     type Item = Result<(usize, &'a [u8])>;
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             return None;
         }
+        // A block that fits, with no error built on the way: the decoder's per-message path.
         let at = self.pos;
+        if let Some(&[hi, lo]) = self.buf.get(at..at + 2) {
+            let len = usize::from(u16::from_be_bytes([hi, lo]));
+            if let Some(m) = self.buf.get(at + 2..at + 2 + len) {
+                self.pos = at + 2 + len;
+                self.left -= 1;
+                return Some(Ok((at, m)));
+            }
+        }
+        Some(Err(self.fail(at)))
+    }
+}
+
+impl Messages<'_> {
+    /// The block at `at` does not fit: what is wrong with it, and no more blocks.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, at: usize) -> Error {
+        self.left = 0;
         if let Err(e) = check("moldudp64 message length", self.buf, at, 2) {
-            self.left = 0;
-            return Some(Err(e));
+            return e;
         }
         let len = usize::from(u16::from_be_bytes([self.buf[at], self.buf[at + 1]]));
-        if let Err(e) = check("moldudp64 message", self.buf, at + 2, len) {
-            self.left = 0;
-            return Some(Err(e));
-        }
-        self.pos = at + 2 + len;
-        self.left -= 1;
-        Some(Ok((at, &self.buf[at + 2..at + 2 + len])))
+        let have = self.buf.len().saturating_sub(at + 2);
+        Error::Truncated { what: "moldudp64 message", offset: at + 2, need: len, have }
     }
 }
 
@@ -213,6 +227,16 @@ mod tests {
         assert!(r[0].is_ok());
         assert_eq!(r[1].unwrap_err().offset(), 27);
         assert!(Packet::new_checked(&b[..19]).is_err());
+        // The errors say what was cut and by how much; nothing comes after one.
+        assert_eq!(r[1].unwrap_err(), Error::Truncated { what: "moldudp64 message", offset: 27, need: 5, have: 4 });
+        assert_eq!(r.len(), 2);
+        let p = Packet::new_checked(&b[..26]).unwrap();
+        let r: Vec<_> = p.messages().collect();
+        assert_eq!(
+            r[1].unwrap_err(),
+            Error::Truncated { what: "moldudp64 message length", offset: 25, need: 2, have: 1 }
+        );
+        assert_eq!(r.len(), 2);
     }
 
     #[test]
