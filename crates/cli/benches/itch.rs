@@ -135,16 +135,20 @@ max-instruments = 65536
 [run]
 report = "two-consumers.json"
 
+# Rings of 8,192 records (0.9 MB each) rather than the default 65,536 (7.3 MB): the rings
+# then stay in the cache beside the books (docs/feed-handler.md, "Performance").
 [[consumer]]
 name = "all"
 action = "count"
 policy = "backpressure"
+ring = 8192
 
 [[consumer]]
 name = "trades"
 action = "count"
 actions = ["execute", "trade"]
 policy = "backpressure"
+ring = 8192
 "#;
     std::fs::write(dir.path().join("two-consumers.toml"), config).expect("config written");
     let mut best = 0f64;
