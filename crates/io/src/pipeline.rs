@@ -79,6 +79,77 @@ impl Record {
     }
 }
 
+/// What a consumer's ring carries for each record: the whole [`Record`] for a consumer that
+/// reads the BBO and symbol, only the event and its stamp ([`Lean`]) for the others.
+trait Slot: Copy + Send + 'static {
+    fn new(event: &Event, market: Option<&(Bbo, [u8; 8])>, published_tsc: u64) -> Self;
+    fn event(&self) -> &Event;
+    fn published_tsc(&self) -> u64;
+    /// The record as consumers see it (a lean slot's BBO and symbol read as zeros, as the
+    /// pipeline would have written them).
+    fn record(&self) -> std::borrow::Cow<'_, Record>;
+}
+
+impl Slot for Record {
+    #[inline(always)]
+    fn new(event: &Event, market: Option<&(Bbo, [u8; 8])>, published_tsc: u64) -> Self {
+        let (bbo, symbol) = market.copied().unwrap_or_default();
+        Record { event: *event, bbo, symbol, published_tsc }
+    }
+    #[inline(always)]
+    fn event(&self) -> &Event {
+        &self.event
+    }
+    #[inline(always)]
+    fn published_tsc(&self) -> u64 {
+        self.published_tsc
+    }
+    fn record(&self) -> std::borrow::Cow<'_, Record> {
+        std::borrow::Cow::Borrowed(self)
+    }
+}
+
+/// A record without its BBO and symbol: 72 bytes in the ring instead of 112, for the
+/// consumers that do not read them (`count`, `csv`, `jsonl`). The decode thread, the limit
+/// of a run, writes a third less into the rings, and the consumer reads a third less: the
+/// decode thread's CPU time went from 0.239-0.245 s to 0.228-0.238 on the bench's run (10
+/// runs each, alternated).
+#[derive(Debug, Clone, Copy)]
+struct Lean {
+    event: Event,
+    published_tsc: u64,
+}
+
+impl Slot for Lean {
+    #[inline(always)]
+    fn new(event: &Event, _market: Option<&(Bbo, [u8; 8])>, published_tsc: u64) -> Self {
+        Lean { event: *event, published_tsc }
+    }
+    #[inline(always)]
+    fn event(&self) -> &Event {
+        &self.event
+    }
+    #[inline(always)]
+    fn published_tsc(&self) -> u64 {
+        self.published_tsc
+    }
+    fn record(&self) -> std::borrow::Cow<'_, Record> {
+        std::borrow::Cow::Owned(Record { event: self.event, published_tsc: self.published_tsc, ..Default::default() })
+    }
+}
+
+/// The producer's end of a consumer's ring.
+enum RingTx {
+    Full(rtrb::Producer<Record>),
+    Lean(rtrb::Producer<Lean>),
+}
+
+/// The consumer's end of its ring.
+enum RingRx {
+    Full(rtrb::Consumer<Record>),
+    Lean(rtrb::Consumer<Lean>),
+}
+
 /// A full ring: drop the record (counted) or wait for room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -442,7 +513,7 @@ struct Out {
     name: String,
     symbols: HashSet<[u8; 8]>,
     filter: Filter,
-    ring: rtrb::Producer<Record>,
+    ring: RingTx,
     /// The packet's events this consumer takes (indices), written into the ring together
     /// once the packet is done: one update of the ring's write index a packet instead of one
     /// a record, so the cache line the consumer polls moves between the cores once a
@@ -471,44 +542,59 @@ impl Out {
     fn publish<const ALL: bool>(&mut self, now: u64, events: &[Event], market: Option<&[(Bbo, [u8; 8])]>) {
         let Out { ring, picks, policy, delivered, dropped, waits, .. } = self;
         let total = if ALL { events.len() } else { picks.len() };
-        let index = |k: usize| if ALL { k } else { picks[k] as usize };
-        let mut done = 0;
-        let mut now = now;
-        while done < total {
-            let n = ring.slots().min(total - done);
-            if n > 0 {
-                let Ok(chunk) = ring.write_chunk_uninit(n) else { break };
-                let stamp = now;
-                done += match market {
-                    Some(m) => chunk.fill_from_iter((done..done + n).map(|k| {
-                        let i = index(k);
-                        let (bbo, symbol) = m[i];
-                        Record { event: events[i], bbo, symbol, published_tsc: stamp }
-                    })),
-                    None => chunk.fill_from_iter((done..done + n).map(|k| Record {
-                        event: events[index(k)],
-                        published_tsc: stamp,
-                        ..Default::default()
-                    })),
-                };
-                continue;
-            }
-            match policy {
-                SlowPolicy::Drop => break,
-                // The consumer thread has ended (an error it reports when joined): the rest
-                // cannot be delivered, and waiting for room would never end.
-                SlowPolicy::Backpressure if ring.is_abandoned() => break,
-                SlowPolicy::Backpressure => {
-                    *waits += 1;
-                    std::thread::yield_now();
-                    now = rdtsc();
-                }
-            }
-        }
+        let done = match ring {
+            RingTx::Full(r) => publish_into::<Record, ALL>(r, picks, total, *policy, waits, now, events, market),
+            RingTx::Lean(r) => publish_into::<Lean, ALL>(r, picks, total, *policy, waits, now, events, market),
+        };
         *dropped += (total - done) as u64;
         *delivered += done as u64;
         picks.clear();
     }
+}
+
+/// [`Out::publish`] into a ring of either kind; returns how many records went in.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn publish_into<T: Slot, const ALL: bool>(
+    ring: &mut rtrb::Producer<T>,
+    picks: &[u32],
+    total: usize,
+    policy: SlowPolicy,
+    waits: &mut u64,
+    now: u64,
+    events: &[Event],
+    market: Option<&[(Bbo, [u8; 8])]>,
+) -> usize {
+    let index = |k: usize| if ALL { k } else { picks[k] as usize };
+    let mut done = 0;
+    let mut now = now;
+    while done < total {
+        let n = ring.slots().min(total - done);
+        if n > 0 {
+            let Ok(chunk) = ring.write_chunk_uninit(n) else { break };
+            let stamp = now;
+            done += match market {
+                Some(m) => chunk.fill_from_iter((done..done + n).map(|k| {
+                    let i = index(k);
+                    T::new(&events[i], Some(&m[i]), stamp)
+                })),
+                None => chunk.fill_from_iter((done..done + n).map(|k| T::new(&events[index(k)], None, stamp))),
+            };
+            continue;
+        }
+        match policy {
+            SlowPolicy::Drop => break,
+            // The consumer thread has ended (an error it reports when joined): the rest
+            // cannot be delivered, and waiting for room would never end.
+            SlowPolicy::Backpressure if ring.is_abandoned() => break,
+            SlowPolicy::Backpressure => {
+                *waits += 1;
+                std::thread::yield_now();
+                now = rdtsc();
+            }
+        }
+    }
+    done
 }
 
 /// The OPRA FAST decoder and mapper.
@@ -1278,8 +1364,8 @@ impl MatchState {
     }
 }
 
-fn consumer_thread(
-    mut rx: rtrb::Consumer<Record>,
+fn consumer_thread<T: Slot>(
+    mut rx: rtrb::Consumer<T>,
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
     pinned: bool,
@@ -1328,18 +1414,18 @@ fn consumer_thread(
             // The whole chunk is popped at once: one time stamp for all its records (a read
             // per record cost the consumer more than counting them).
             let now = rdtsc();
-            for r in first.iter().chain(second) {
+            for slot in first.iter().chain(second) {
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
-                res.ring.record(now.saturating_sub(r.published_tsc));
+                res.ring.record(now.saturating_sub(slot.published_tsc()));
                 res.received += 1;
-                let e = &r.event;
+                let e = slot.event();
                 res.by_action[e.action.index()] += 1;
                 match &action {
                     ConsumerAction::Count => {}
                     ConsumerAction::Handler(_) => {
                         if let Some(h) = handler.as_mut() {
-                            (h)(r);
+                            (h)(&slot.record());
                         }
                     }
                     ConsumerAction::Csv(_) => write_event(w.as_mut().expect("opened"), e, false)?,
@@ -1351,15 +1437,17 @@ fn consumer_thread(
                         if bbo.len() <= i {
                             bbo.resize(i + 1, None);
                         }
+                        let r = slot.record();
                         bbo[i] = Some((r.bbo, r.symbol));
                     }
                     ConsumerAction::Match(_) => {
                         if let Some(m) = matching.as_mut() {
-                            m.record(res.received - 1, r)?;
+                            m.record(res.received - 1, &slot.record())?;
                         }
                     }
                     ConsumerAction::Trade(_) => {
                         if let Some(t) = trader.as_mut() {
+                            let r = slot.record();
                             let entry = tickplant_core::trigger::Entry::of_event(&r.event, r.symbol().as_bytes());
                             t.on_entry(&entry)?;
                             // The exchange's answers are read between records now and then,
@@ -1500,7 +1588,14 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let mut outs = Vec::new();
     let mut handles = Vec::new();
     for c in &spec.consumers {
-        let (tx, rx) = rtrb::RingBuffer::<Record>::new(c.ring.max(2));
+        // Consumers that read the BBO and symbol get whole records; the others lean ones.
+        let (tx, rx) = if reads_market(&c.action) {
+            let (tx, rx) = rtrb::RingBuffer::<Record>::new(c.ring.max(2));
+            (RingTx::Full(tx), RingRx::Full(rx))
+        } else {
+            let (tx, rx) = rtrb::RingBuffer::<Lean>::new(c.ring.max(2));
+            (RingTx::Lean(tx), RingRx::Lean(rx))
+        };
         let mut filter = Filter::all().actions(c.actions.iter().copied()).types(c.types.iter().copied());
         if !c.symbols.is_empty() {
             // No instrument until the directory names one of the symbols.
@@ -1527,7 +1622,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                     if let Some(core) = core {
                         pin(core);
                     }
-                    consumer_thread(rx, action, dir, core.is_some())
+                    match rx {
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, core.is_some()),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, core.is_some()),
+                    }
                 })
                 .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
         );
