@@ -791,23 +791,33 @@ impl Arbitrator {
         Action::Forward { skip: o.deliver(s, e, self.can_trim) }
     }
 
-    #[inline]
+    /// The high-reliability decision. The two common cases, a copy already delivered and
+    /// the next packet in order with nothing queued, are decided in line (each frame of a
+    /// replay takes one of them, nearly always); the rest in [`Arbitrator::hr_handle_rest`].
+    #[inline(always)]
     fn hr_handle(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8]) -> Action {
         let (s, e) = (info.seq, info.end());
         self.hr.stats.data_in += 1;
         if e <= self.hr.next {
             return self.hr.old(s, e);
         }
-        if s <= self.hr.next {
+        if s <= self.hr.next && self.buf.ready.is_empty() {
             // In order (or overlapping what was delivered).
-            if self.buf.ready.is_empty() {
-                let skip = self.hr.deliver(s, e, self.can_trim);
-                if !self.buf.waiting.is_empty() {
-                    self.advance();
-                }
-                return Action::Forward { skip };
+            let skip = self.hr.deliver(s, e, self.can_trim);
+            if !self.buf.waiting.is_empty() {
+                self.advance();
             }
-            // Released packets are waiting to be drained: queue behind them to keep order.
+            return Action::Forward { skip };
+        }
+        self.hr_handle_rest(now, input, info, frame)
+    }
+
+    #[inline(never)]
+    fn hr_handle_rest(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8]) -> Action {
+        let (s, e) = (info.seq, info.end());
+        if s <= self.hr.next {
+            // In order, but released packets are waiting to be drained: queue behind them to
+            // keep order.
             let entry = self.new_entry(input, info, frame, now);
             self.buf.ready.push_back(entry);
             self.make_ready_last();

@@ -420,7 +420,9 @@ impl Sequencer {
     }
 
     /// Classify a frame: market data with its sequence information, or other with a reason.
-    #[inline]
+    /// Inlined into the arbitrator's per-frame step: a call returned the packet's
+    /// information through memory (about 30 instructions a frame).
+    #[inline(always)]
     pub fn classify(&self, link: LinkType, frame: &[u8]) -> Result<PacketInfo, Other> {
         let malformed = |e: tickplant_wire::Error| Other { reason: OtherReason::Malformed, error: Some(e) };
         let h = match udp_quick(link, frame) {
