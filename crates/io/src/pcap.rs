@@ -1,8 +1,10 @@
 //! pcap and pcapng files: frames in as `(timestamp_ns, bytes)`, frames out the same way.
 //!
 //! Classic pcap is read and written by hand here: it is the replay hot path (one 16-byte
-//! record header per frame) and a hand-written loop over a large buffered reader is
-//! measurably cheaper than a general block parser. pcapng goes through the `pcap-file`
+//! record header per frame) and a hand-written loop over the file's mapping (or, for what
+//! cannot be mapped, a large read buffer) is measurably cheaper than a general block
+//! parser. A mapped capture must not shrink while it is read (see [`FrameReader::open`]).
+//! pcapng goes through the `pcap-file`
 //! crate, with one correction: pcap-file 2.0 hands back raw timestamp units as if they were
 //! nanoseconds, so the interface's `if_tsresol` (default: microseconds) is applied here.
 //!
@@ -116,6 +118,9 @@ fn link_of(v: u32) -> Option<LinkType> {
 
 impl FrameReader {
     /// Open a capture, detecting classic pcap (either byte order, µs or ns) or pcapng.
+    /// A classic capture in a regular file is mapped into memory and read in place; it must
+    /// not be truncated while it is read (the read of a page past its new end would end
+    /// the process with `SIGBUS`, as with any program that maps files).
     pub fn open(path: impl AsRef<Path>) -> Result<FrameReader, PcapError> {
         let path = path.as_ref().to_path_buf();
         let err = |frame, offset, reason: String| PcapError { path: path.clone(), frame, offset, reason };
