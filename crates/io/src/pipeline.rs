@@ -83,8 +83,8 @@ impl Record {
 /// reads the BBO and symbol, only the event and its stamp ([`Lean`]) for the others.
 trait Slot: Copy + Send + 'static {
     fn new(event: &Event, market: Option<&(Bbo, [u8; 8])>, published_tsc: u64) -> Self;
-    fn event(&self) -> &Event;
-    fn published_tsc(&self) -> u64;
+    /// The event and its publication stamp.
+    fn stamped(&self) -> (&Event, u64);
     /// The record as consumers see it (a lean slot's BBO and symbol read as zeros, as the
     /// pipeline would have written them).
     fn record(&self) -> std::borrow::Cow<'_, Record>;
@@ -97,12 +97,8 @@ impl Slot for Record {
         Record { event: *event, bbo, symbol, published_tsc }
     }
     #[inline(always)]
-    fn event(&self) -> &Event {
-        &self.event
-    }
-    #[inline(always)]
-    fn published_tsc(&self) -> u64 {
-        self.published_tsc
+    fn stamped(&self) -> (&Event, u64) {
+        (&self.event, self.published_tsc)
     }
     fn record(&self) -> std::borrow::Cow<'_, Record> {
         std::borrow::Cow::Borrowed(self)
@@ -126,12 +122,8 @@ impl Slot for Lean {
         Lean { event: *event, published_tsc }
     }
     #[inline(always)]
-    fn event(&self) -> &Event {
-        &self.event
-    }
-    #[inline(always)]
-    fn published_tsc(&self) -> u64 {
-        self.published_tsc
+    fn stamped(&self) -> (&Event, u64) {
+        (&self.event, self.published_tsc)
     }
     fn record(&self) -> std::borrow::Cow<'_, Record> {
         std::borrow::Cow::Owned(Record { event: self.event, published_tsc: self.published_tsc, ..Default::default() })
@@ -1417,9 +1409,9 @@ fn consumer_thread<T: Slot>(
             for slot in first.iter().chain(second) {
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
-                res.ring.record(now.saturating_sub(slot.published_tsc()));
+                let (e, published_tsc) = slot.stamped();
+                res.ring.record(now.saturating_sub(published_tsc));
                 res.received += 1;
-                let e = slot.event();
                 res.by_action[e.action.index()] += 1;
                 match &action {
                     ConsumerAction::Count => {}
