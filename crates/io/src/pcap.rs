@@ -227,28 +227,30 @@ impl FrameReader {
     /// the caller to the general path: a refill, the end of the file, an error, pcapng.
     #[inline(always)]
     fn advance_quick(&mut self) -> Option<()> {
-        let Inner::Classic { big_endian, nanos, offset, chunk } = &mut self.inner else { return None };
+        let Inner::Classic { big_endian, nanos, chunk, .. } = &mut self.inner else { return None };
         chunk.consume();
         let avail = chunk.src.bytes().get(chunk.start..chunk.end)?;
-        let h: &[u8; 16] = avail.get(..16)?.try_into().ok()?;
-        let mut w = [0u32; 4];
-        for (k, b) in h.chunks_exact(4).enumerate() {
-            w[k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        if *big_endian {
-            w = w.map(u32::swap_bytes);
-        }
+        let w = header_words(avail.get(..16)?, *big_endian);
         let incl = w[2] as usize;
-        let (limit, unit) = if *nanos { (1_000_000_000, 1) } else { (1_000_000, 1000) };
-        if incl > MAX_FRAME || w[1] >= limit || avail.len() < 16 + incl {
+        if incl > MAX_FRAME || w[1] >= frac_limit(*nanos) || avail.len() < 16 + incl {
             return None;
         }
-        chunk.take(16 + incl, 16);
-        *offset += 16 + incl as u64;
-        self.ts_ns = u64::from(w[0]) * 1_000_000_000 + u64::from(w[1]) * unit;
-        self.orig_len = w[3];
+        self.take_record(w);
         self.frames += 1;
         Some(())
+    }
+
+    /// Hand out the classic record whose header words are `w` (checked, and wholly
+    /// buffered): its frame, time stamp and original length, and move the offset past it.
+    #[inline(always)]
+    fn take_record(&mut self, w: [u32; 4]) {
+        let Inner::Classic { nanos, offset, chunk, .. } = &mut self.inner else { return };
+        let incl = w[2] as usize;
+        chunk.take(16 + incl, 16);
+        *offset += 16 + incl as u64;
+        let unit = if *nanos { 1 } else { 1000 };
+        self.ts_ns = u64::from(w[0]) * 1_000_000_000 + u64::from(w[1]) * unit;
+        self.orig_len = w[3];
     }
 
     #[cold]
@@ -286,20 +288,12 @@ impl FrameReader {
             return Err(self.err(Some(at), format!("truncated record header ({have} of 16 bytes)")));
         }
         let Inner::Classic { chunk, .. } = &mut self.inner else { unreachable!() };
-        // The record header's four words, byte order decided once for all four.
-        let mut w = [0u32; 4];
-        for (k, b) in chunk.peek(16).chunks_exact(4).enumerate() {
-            w[k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        if be {
-            w = w.map(u32::swap_bytes);
-        }
-        let (sec, frac, incl, orig) = (w[0], w[1], w[2] as usize, w[3]);
+        let w = header_words(chunk.peek(16), be);
+        let (frac, incl) = (w[1], w[2] as usize);
         if incl > MAX_FRAME {
             return Err(self.err(Some(at), format!("captured length {incl} exceeds {MAX_FRAME}: corrupt file")));
         }
-        let limit = if ns { 1_000_000_000 } else { 1_000_000 };
-        if frac >= limit {
+        if frac >= frac_limit(ns) {
             return Err(self.err(Some(at), format!("timestamp fraction {frac} out of range")));
         }
         let have = chunk.fill(16 + incl).map_err(|e| format!("read error: {e}"));
@@ -311,11 +305,7 @@ impl FrameReader {
             let n = have - 16;
             return Err(self.err(Some(at + 16), format!("truncated frame data ({n} of {incl} bytes)")));
         }
-        let Inner::Classic { chunk, offset, .. } = &mut self.inner else { unreachable!() };
-        chunk.take(16 + incl, 16);
-        self.ts_ns = u64::from(sec) * 1_000_000_000 + u64::from(frac) * if ns { 1 } else { 1000 };
-        self.orig_len = orig;
-        *offset = at + 16 + incl as u64;
+        self.take_record(w);
         Ok(true)
     }
 
@@ -502,6 +492,30 @@ impl Chunk {
     #[inline]
     fn current(&self) -> &[u8] {
         &self.src.bytes()[self.start + self.cur.1..self.start + self.cur.0]
+    }
+}
+
+/// A classic record header's four words (seconds, fraction, captured and original
+/// length), the byte order decided once for all four.
+#[inline(always)]
+fn header_words(h: &[u8], big_endian: bool) -> [u32; 4] {
+    let mut w = [0u32; 4];
+    for (k, b) in h.chunks_exact(4).take(4).enumerate() {
+        w[k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    if big_endian {
+        w = w.map(u32::swap_bytes);
+    }
+    w
+}
+
+/// One past the largest valid time-stamp fraction (nanosecond or microsecond files).
+#[inline(always)]
+fn frac_limit(nanos: bool) -> u32 {
+    if nanos {
+        1_000_000_000
+    } else {
+        1_000_000
     }
 }
 
@@ -738,6 +752,48 @@ mod tests {
             assert_eq!(n, big.len());
         }
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn big_endian_captures_read_the_same() {
+        // The same capture with every header field swapped to big-endian byte order.
+        let dir = tempfile::tempdir().unwrap();
+        for (fmt, name) in [(Format::PcapNs, "ns"), (Format::PcapUs, "us")] {
+            let le = dir.path().join(format!("le-{name}.pcap"));
+            let mut w = FrameWriter::create(&le, LinkType::Ethernet, fmt).unwrap();
+            for (ts, d) in frames() {
+                w.write(ts, &d).unwrap();
+            }
+            w.finish().unwrap();
+            let mut b = std::fs::read(&le).unwrap();
+            let swap4 = |b: &mut [u8], at: usize| b[at..at + 4].reverse();
+            swap4(&mut b, 0);
+            b[4..6].reverse();
+            b[6..8].reverse();
+            for at in [8, 12, 16, 20] {
+                swap4(&mut b, at);
+            }
+            let mut at = 24;
+            while at < b.len() {
+                let incl = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+                for k in 0..4 {
+                    swap4(&mut b, at + 4 * k);
+                }
+                at += 16 + incl;
+            }
+            let be = dir.path().join(format!("be-{name}.pcap"));
+            std::fs::write(&be, &b).unwrap();
+            let (mut x, mut y) = (FrameReader::open(&le).unwrap(), FrameReader::open(&be).unwrap());
+            let mut n = 0;
+            while let Some(f) = x.next_frame().unwrap() {
+                let (ts, data, orig) = (f.ts_ns, f.data.to_vec(), f.orig_len);
+                let g = y.next_frame().unwrap().expect("as many frames");
+                assert_eq!((g.ts_ns, g.data, g.orig_len), (ts, &data[..], orig), "{name} frame {n}");
+                n += 1;
+            }
+            assert!(y.next_frame().unwrap().is_none());
+            assert_eq!(n, 50);
+        }
     }
 
     #[test]
