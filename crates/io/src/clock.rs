@@ -70,3 +70,68 @@ pub fn thread_cpu_ns() -> u64 {
         0
     }
 }
+
+/// The time a cache line takes to go from one core to another and back: two threads,
+/// pinned to the first two cores, hand a counter to each other `rounds` times. `None`
+/// with fewer than two cores.
+///
+/// A figure of the machine, not of tickplant: a run of the pipeline moves every packet
+/// and record between cores. On the shared development machine this round trip changes
+/// from one stretch of minutes to another: 98-135 ns in most, 509-518 ns in busy ones,
+/// where `tickplant run` on the bench's captures fell to about 9.5 M messages/s against
+/// 11-21 in the others (2026-11-24). A throughput measured in the same minutes is read
+/// beside it.
+pub fn cross_core_round_trip_ns(rounds: u64) -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    // Spins, and yields now and then: where the two threads end up on one core (pinning
+    // refused), the other one must get to run.
+    fn wait_for(x: &AtomicU64, v: u64) {
+        let mut n = 0u32;
+        while x.load(Ordering::Acquire) != v {
+            n += 1;
+            if n.is_multiple_of(4096) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let cores = core_affinity::get_core_ids().filter(|c| c.len() >= 2)?;
+    let (a, b) = (cores[0], cores[1]);
+    let (ping, pong) = (Line(AtomicU64::new(0)), Line(AtomicU64::new(0)));
+    let rounds = rounds.max(1);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            core_affinity::set_for_current(b);
+            for i in 1..=rounds {
+                wait_for(&ping.0, i);
+                pong.0.store(i, Ordering::Release);
+            }
+        });
+        let timed = s.spawn(|| {
+            core_affinity::set_for_current(a);
+            let t = Instant::now();
+            for i in 1..=rounds {
+                ping.0.store(i, Ordering::Release);
+                wait_for(&pong.0, i);
+            }
+            t.elapsed().as_nanos() as f64 / rounds as f64
+        });
+        timed.join().ok()
+    })
+}
+
+#[cfg(test)]
+mod round_trip_tests {
+    /// Two cores hand the counter back and forth: a time that is positive and finite (it
+    /// does not hang when the threads share one core either; each spins only until the
+    /// other runs).
+    #[test]
+    fn round_trip_is_measured() {
+        if let Some(ns) = super::cross_core_round_trip_ns(2_000) {
+            assert!(ns.is_finite() && ns > 0.0, "{ns}");
+        }
+    }
+}
