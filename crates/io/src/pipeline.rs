@@ -1148,7 +1148,28 @@ impl ArbSink for HandoffSink {
     }
 }
 
-/// Pin the calling thread to CPU `core` (if there is one by that id).
+/// Every core the configuration names must be one this process may run on: a pin that
+/// cannot be made is an error, not a thread left to run anywhere.
+fn check_cores(spec: &PipelineSpec) -> Result<(), String> {
+    let Some(ids) = core_affinity::get_core_ids() else { return Ok(()) };
+    let have: Vec<usize> = ids.iter().map(|c| c.id).collect();
+    let named = [("run.producer-core", spec.producer_core), ("run.decode-core", spec.decode_core)]
+        .into_iter()
+        .map(|(what, c)| (what.to_string(), c))
+        .chain(spec.consumers.iter().map(|c| (format!("consumer {}: core", c.name), c.core)));
+    for (what, core) in named {
+        if let Some(core) = core {
+            if !have.contains(&core) {
+                return Err(format!("{what} = {core}: not a core this process may run on (it may run on {have:?})"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pin the calling thread to CPU `core` (if there is one by that id). A thread inherits its
+/// creator's cores: the producer (the calling thread) is pinned only after the decode and
+/// consumer threads are started, or every one of them would be confined to its core.
 fn pin(core: usize) {
     if let Some(id) = core_affinity::get_core_ids().and_then(|v| v.into_iter().find(|c| c.id == core)) {
         core_affinity::set_for_current(id);
@@ -1555,9 +1576,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     if spec.inputs.is_empty() || spec.inputs.len() > 2 {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
-    if let Some(c) = spec.producer_core {
-        pin(c);
-    }
+    check_cores(spec).map_err(cfg_err)?;
     let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
     let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(cfg_err)?;
@@ -1700,6 +1719,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 itch: matches!(spec.decoder, FeedDecoder::Itch50),
                 waited: 0,
             };
+            if let Some(c) = spec.producer_core {
+                pin(c);
+            }
             let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.latency_sample, spec.progress);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
@@ -1710,6 +1732,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         down = d;
         read?
     } else {
+        if let Some(c) = spec.producer_core {
+            pin(c);
+        }
         let read = replay(
             &mut merged,
             &mut arb,
