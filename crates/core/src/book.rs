@@ -133,11 +133,11 @@ fn grid_quotient(d: i64, tick: i64, recip: u64) -> i64 {
 }
 
 /// The most live orders a table may hold: a ladder slot counts a level's orders in 31 bits
-/// (its top bit is [`WIDE`]). A table this large would take 64 GB.
+/// (its top bit marks a level of more than `u32::MAX` shares). A table this large would take 64 GB.
 pub const MAX_ORDERS: usize = 1 << 30;
 
 /// The most instruments the books hold: an order's table entry keeps its instrument in 18
-/// bits (see [`Order`]).
+/// bits (see `Order`).
 pub const MAX_INSTRUMENTS: usize = 1 << 18;
 
 /// A ladder slot's order count's top bit: the level's shares passed `u32::MAX` and live in

@@ -31,7 +31,9 @@ pub use seq::{
     SequencerConfig,
 };
 
-// The matching guide's Rust examples run as doctests of this crate.
+// The matching guide's Rust examples run as doctests of this crate. Its `text file=NAME`
+// blocks are files its CLI test writes out; rustdoc does not know the attribute.
 #[doc = include_str!("../../../docs/matching.md")]
 #[cfg(doctest)]
+#[allow(rustdoc::invalid_codeblock_attributes)]
 pub struct MatchingGuide;

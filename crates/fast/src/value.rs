@@ -112,7 +112,7 @@ pub enum Initial {
     Bytes(Vec<u8>),
 }
 
-/// Convert a template's `value` attribute to the field's type ([S3] when it does not).
+/// Convert a template's `value` attribute to the field's type (error S3 when it does not).
 pub fn parse_initial(ty: FieldType, s: &str) -> Result<Initial, String> {
     let t = s.trim();
     match ty {
