@@ -822,13 +822,19 @@ impl Books {
         Some(&mut self.books[i])
     }
 
-    /// The order found at `f`, unpacked.
+    /// The order found at `f`, as the table keeps it.
     #[inline(always)]
-    fn resting_at(&self, f: &Found) -> Resting {
-        let o = match *f {
+    fn order_at(&self, f: &Found) -> Order {
+        match *f {
             Found::Slot(i) => self.table.slots[i],
             Found::Zero => self.zero.expect("found"),
-        };
+        }
+    }
+
+    /// The order found at `f`, unpacked (its book must exist: it does for every live order).
+    #[inline(always)]
+    fn resting_at(&self, f: &Found) -> Resting {
+        let o = self.order_at(f);
         let (instrument, side, slot) = (o.instrument(), o.side(), o.slot());
         let price = if slot == OVERFLOW {
             // Read only here: the array is written for these orders alone.
@@ -1047,16 +1053,12 @@ impl Books {
         let mut n = 0;
         for f in found.chain(self.zero.map(|_| Found::Zero)) {
             n += 1;
-            let (instrument, slot) = match f {
-                Found::Slot(i) => (self.table.slots[i].instrument(), self.table.slots[i].slot()),
-                Found::Zero => (self.zero.expect("live").instrument(), self.zero.expect("live").slot()),
-            };
-            let b = self.books.get(instrument as usize).ok_or("an order's book is missing")?;
+            let b = self.books.get(self.order_at(&f).instrument() as usize).ok_or("an order's book is missing")?;
             let o = self.resting_at(&f);
-            if slot != OVERFLOW {
+            if o.slot != OVERFLOW {
                 let side = if o.side == Side::Bid { &b.bids } else { &b.asks };
-                if side.slots[slot as usize][1] & !WIDE == 0 {
-                    return Err(format!("order {} at {} remembers empty slot {slot}", o.id, o.price));
+                if side.slots[o.slot as usize][1] & !WIDE == 0 {
+                    return Err(format!("order {} at {} remembers empty slot {}", o.id, o.price, o.slot));
                 }
             }
             let w = want.entry((o.instrument, o.side as u8, o.price)).or_default();

@@ -1688,6 +1688,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let producer_cpu0 = crate::clock::thread_cpu_ns();
     let mut producer_cpu = 0;
     let mut merged = MergedReader::new(readers);
+    // Called once the decode thread (if any) is started: see `pin`.
+    let pin_producer = || {
+        if let Some(c) = spec.producer_core {
+            pin(c);
+        }
+    };
     let frames = if spec.decode_thread {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
@@ -1719,9 +1725,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 itch: matches!(spec.decoder, FeedDecoder::Itch50),
                 waited: 0,
             };
-            if let Some(c) = spec.producer_core {
-                pin(c);
-            }
+            pin_producer();
             let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.latency_sample, spec.progress);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
@@ -1732,9 +1736,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         down = d;
         read?
     } else {
-        if let Some(c) = spec.producer_core {
-            pin(c);
-        }
+        pin_producer();
         let read = replay(
             &mut merged,
             &mut arb,
