@@ -67,8 +67,13 @@ pub struct Record {
     /// The instrument's symbol as the feed sends it (ITCH: 8 bytes, space padded; zeros
     /// when the directory has not named it).
     pub symbol: [u8; 8],
+    /// The time-stamp counter when the record was published, on the records of the packets
+    /// the run times (one in `[run] latency-sample`); [`NOT_TIMED`] on the others.
     pub published_tsc: u64,
 }
+
+/// [`Record::published_tsc`] of a record whose packet was not timed.
+pub const NOT_TIMED: u64 = 0;
 
 impl Record {
     /// The symbol without its padding ("" when there is none).
@@ -291,11 +296,11 @@ pub struct PipelineSpec {
     pub decode_thread: bool,
     /// Pin the decode thread to this CPU.
     pub decode_core: Option<usize>,
-    /// Time the stages (arbitrate, decode + book, deliver) on one frame or packet in this
-    /// many ([`DEFAULT_LATENCY_SAMPLE`] by default); 1 times every one. A time-stamp
-    /// counter read costs about 10 ns on this kind of CPU, and timing every one took seven
-    /// a released A/B packet (three on the decode thread, two a frame on the producer).
-    /// The rings' latency is measured on every record whatever this says.
+    /// Time the stages (arbitrate, decode + book, deliver, and the rings on the timed
+    /// packets' records) on one frame or packet in this many ([`DEFAULT_LATENCY_SAMPLE`] by
+    /// default); 1 times every one. A time-stamp counter read costs about 10 ns on this
+    /// kind of CPU, and timing every one took eight a released A/B packet (four on the
+    /// decode thread, two a frame on the producer).
     pub latency_sample: u32,
     /// Progress lines on stderr about once a second.
     pub progress: bool,
@@ -582,7 +587,9 @@ fn publish_into<T: Slot, const ALL: bool>(
             SlowPolicy::Backpressure => {
                 *waits += 1;
                 std::thread::yield_now();
-                now = rdtsc();
+                if now != NOT_TIMED {
+                    now = rdtsc();
+                }
             }
         }
     }
@@ -739,22 +746,25 @@ impl Downstream<'_> {
     /// decode stage and the delivery.
     #[inline(always)]
     fn timed_deliver(&mut self, t0: Option<u64>) {
-        let Some(t0) = t0 else { return self.deliver() };
+        let Some(t0) = t0 else { return self.deliver(false) };
         let t2 = rdtsc();
-        self.deliver();
+        self.deliver(true);
         let t3 = rdtsc();
         self.spent += t3 - t0;
         self.h_decode_book.record(t2 - t0);
         self.h_deliver.record(t3 - t2);
     }
 
-    /// Filter the batch's events and push them to the consumers' rings.
-    fn deliver(&mut self) {
+    /// Filter the batch's events and push them to the consumers' rings; `stamp`: a timed
+    /// packet, whose records carry their publication time for the ring's latency (the
+    /// others carry [`NOT_TIMED`]: a time-stamp counter read on every packet was a third of
+    /// the delivery's samples, on the decode thread, the run's limit).
+    fn deliver(&mut self, stamp: bool) {
         let Downstream { outs, batch, market, opra, books, dir, any_market, .. } = self;
         let events = batch.events();
         if !*any_market {
             // One time stamp for the packet's records in every ring (a retry takes its own).
-            let now = rdtsc();
+            let now = if stamp { rdtsc() } else { NOT_TIMED };
             for o in outs.iter_mut() {
                 if o.filter.takes_all() {
                     o.matched += events.len() as u64;
@@ -803,7 +813,7 @@ impl Downstream<'_> {
             market.push(m);
         }
         // One time stamp for the packet's records in every ring (a retry takes its own).
-        let now = rdtsc();
+        let now = if stamp { rdtsc() } else { NOT_TIMED };
         for o in outs.iter_mut() {
             o.publish::<false>(now, events, Some(market));
         }
@@ -1425,7 +1435,9 @@ fn consumer_thread<T: Slot>(
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
                 let (e, published_tsc) = slot.stamped();
-                res.ring.record(now.saturating_sub(published_tsc));
+                if published_tsc != NOT_TIMED {
+                    res.ring.record(now.saturating_sub(published_tsc));
+                }
                 res.received += 1;
                 res.by_action[e.action.index()] += 1;
                 match &action {
@@ -1924,7 +1936,7 @@ pub fn summary(r: &Report) -> String {
     if r.latency_sample > 1 {
         let _ = writeln!(
             s,
-            "    (stages 1-3 timed on 1 frame or packet in {}, `[run] latency-sample`; rings on every record)",
+            "    (stages 1-4 timed on 1 frame or packet in {}, `[run] latency-sample`; rings on the records of the timed packets)",
             r.latency_sample
         );
     }

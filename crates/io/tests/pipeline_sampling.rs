@@ -1,8 +1,12 @@
 //! The stages' latency is timed on one frame or packet in `latency_sample`: the first and
 //! then every Nth, in both arrangements; 1 times every one. Sampling changes what is timed,
-//! never what is delivered or counted.
+//! never what is delivered or counted. The rings are timed on the records of the timed
+//! packets: those carry their publication time, the others `NOT_TIMED`.
 
-use tickplant_io::pipeline::{self, ConsumerAction, Report, SlowPolicy};
+use std::sync::{Arc, Mutex};
+
+use tickplant_core::event::flags::LAST_IN_PACKET;
+use tickplant_io::pipeline::{self, ConsumerAction, Handler, Record, Report, SlowPolicy, NOT_TIMED};
 
 mod common;
 
@@ -10,10 +14,28 @@ const ARB: &str = "1 arbitrate (per frame)";
 const DECODE: &str = "2 decode + book (per packet)";
 const DELIVER: &str = "3 deliver (per packet)";
 
-fn run(dir: &std::path::Path, decode_thread: bool, sample: u32) -> Report {
+/// Per packet a handler saw (records up to one flagged last in its packet): how many of
+/// its records carry a publication time, and how many records it has.
+type Stamps = Arc<Mutex<Vec<(usize, usize)>>>;
+
+fn run(dir: &std::path::Path, decode_thread: bool, sample: u32) -> (Report, Vec<(usize, usize)>) {
+    let stamps: Stamps = Arc::new(Mutex::new(vec![(0, 0)]));
+    let s = stamps.clone();
+    let handler = Handler::new(move |r: &Record| {
+        let mut s = s.lock().expect("not poisoned");
+        let last = s.last_mut().expect("one packet open");
+        last.0 += usize::from(r.published_tsc != NOT_TIMED);
+        last.1 += 1;
+        if r.event.flags & LAST_IN_PACKET != 0 {
+            s.push((0, 0));
+        }
+    });
     let mut spec = common::itch_spec(
         dir.join("day.pcap"),
-        vec![common::consumer("all", ConsumerAction::Count, SlowPolicy::Backpressure, 1 << 10)],
+        vec![
+            common::consumer("all", ConsumerAction::Count, SlowPolicy::Backpressure, 1 << 10),
+            common::consumer("stamps", ConsumerAction::Handler(handler), SlowPolicy::Backpressure, 1 << 10),
+        ],
     );
     // The same capture as line A and line B: two frames a packet, so that the frames the
     // producer times are not the packets the decode stage picks.
@@ -23,7 +45,9 @@ fn run(dir: &std::path::Path, decode_thread: bool, sample: u32) -> Report {
     let out = pipeline::run(&spec).expect("the pipeline runs");
     out.report.check().expect("the accounting balances");
     assert_eq!(out.report.latency_sample, sample);
-    out.report
+    let mut stamps = stamps.lock().expect("not poisoned").clone();
+    assert_eq!(stamps.pop(), Some((0, 0)), "the last record closes its packet");
+    (out.report, stamps)
 }
 
 fn count(r: &Report, stage: &str) -> u64 {
@@ -35,15 +59,21 @@ fn stages_are_timed_on_one_frame_and_packet_in_n() {
     let dir = tempfile::tempdir().expect("temp dir");
     common::itch_capture(&dir.path().join("day.pcap"), 5, 20_000, |_| {});
     for decode_thread in [true, false] {
-        let every = run(dir.path(), decode_thread, 1);
+        let (every, stamps) = run(dir.path(), decode_thread, 1);
         let (frames, packets) = (every.frames, every.packets_in);
         assert!(packets > 1_000, "{packets} packets");
         assert_eq!(frames, 2 * packets);
         assert_eq!(count(&every, ARB), frames);
         assert_eq!(count(&every, DECODE), packets);
         assert_eq!(count(&every, DELIVER), packets);
+        // Every record is timed in its ring.
+        assert_eq!(stamps.len() as u64, packets);
+        assert!(stamps.iter().all(|&(stamped, n)| stamped == n));
+        for c in &every.consumers {
+            assert_eq!(c.ring_latency_ns.count, c.received, "consumer {}", c.name);
+        }
 
-        let sampled = run(dir.path(), decode_thread, 16);
+        let (sampled, stamps) = run(dir.path(), decode_thread, 16);
         assert_eq!((sampled.frames, sampled.packets_in), (frames, packets));
         assert_eq!(sampled.consumers[0].received, every.consumers[0].received);
         assert_eq!(count(&sampled, ARB), frames.div_ceil(16));
@@ -57,5 +87,15 @@ fn stages_are_timed_on_one_frame_and_packet_in_n() {
             assert!((packets.div_ceil(16) + 1..packets).contains(&decode), "{decode} of {packets} packets timed");
         }
         assert_eq!(count(&sampled, DELIVER), decode);
+        // The rings are timed on the records of the timed packets, each one whole.
+        assert_eq!(stamps.len() as u64, packets);
+        assert!(stamps.iter().all(|&(stamped, n)| stamped == 0 || stamped == n));
+        let timed: Vec<_> = stamps.iter().filter(|s| s.0 > 0).collect();
+        assert_eq!(timed.len() as u64, decode);
+        let records: usize = timed.iter().map(|s| s.1).sum();
+        for c in &sampled.consumers {
+            assert_eq!(c.ring_latency_ns.count, records as u64, "consumer {}", c.name);
+            assert!(c.ring_latency_ns.count < c.received / 4);
+        }
     }
 }
