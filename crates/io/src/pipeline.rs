@@ -1892,10 +1892,15 @@ pub fn summary(r: &Report) -> String {
         );
     }
     for c in &r.consumers {
+        // A consumer none of whose records came in a timed packet has no ring latency.
+        let ring = match &c.ring_latency_ns {
+            l if l.count == 0 => "ring not timed".to_string(),
+            l => format!("ring p50 {} ns p99 {} ns", l.p50, l.p99),
+        };
         let _ = writeln!(
             s,
-            "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  ring p50 {} ns p99 {} ns",
-            c.name, c.matched, c.delivered, c.dropped, c.received, c.ring_latency_ns.p50, c.ring_latency_ns.p99
+            "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  {ring}",
+            c.name, c.matched, c.delivered, c.dropped, c.received
         );
         if let Some(m) = &c.matching {
             let _ = writeln!(

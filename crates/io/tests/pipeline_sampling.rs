@@ -99,3 +99,28 @@ fn stages_are_timed_on_one_frame_and_packet_in_n() {
         }
     }
 }
+
+#[test]
+fn a_consumer_with_no_timed_record_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::itch_capture(&dir.path().join("day.pcap"), 5, 20_000, |_| {});
+    let mut trades = common::consumer("trades", ConsumerAction::Count, SlowPolicy::Backpressure, 1 << 10);
+    trades.actions = vec![tickplant_core::event::EventAction::Trade];
+    let mut spec = common::itch_spec(
+        dir.path().join("day.pcap"),
+        vec![common::consumer("all", ConsumerAction::Count, SlowPolicy::Backpressure, 1 << 10), trades],
+    );
+    // Only the first packet is timed: the day's opening messages, none of them a trade.
+    spec.latency_sample = u32::MAX;
+    let out = pipeline::run(&spec).expect("the pipeline runs");
+    out.report.check().expect("the accounting balances");
+    let [all, trades] = &out.report.consumers[..] else { panic!("two consumers") };
+    assert!(all.ring_latency_ns.count > 0 && all.ring_latency_ns.count < all.received);
+    assert!(trades.received > 0);
+    assert_eq!(trades.ring_latency_ns.count, 0);
+    let summary = pipeline::summary(&out.report);
+    let line =
+        |name: &str| summary.lines().find(|l| l.contains(&format!("consumer {name} "))).expect("a line").to_string();
+    assert!(line("trades").ends_with("ring not timed"), "{}", line("trades"));
+    assert!(line("all").contains("ring p50 "), "{}", line("all"));
+}
