@@ -1988,9 +1988,6 @@ pub fn summary(r: &Report) -> String {
 mod tests {
     use super::*;
 
-    /// The producer's walk of a payload's blocks against the wire crate's message iterator
-    /// and `itch::order_hint` on each message it yields, for whole payloads, payloads cut
-    /// anywhere (a block past the end ends the walk), short messages and empty blocks.
     #[test]
     fn only_a_thread_alone_on_its_core_spins() {
         let pins = [Some(0), Some(1), Some(0), None];
@@ -2002,6 +1999,9 @@ mod tests {
         assert!(alone_among([Some(3)].into_iter(), Some(3)));
     }
 
+    /// The producer's walk of a payload's blocks against the wire crate's message iterator
+    /// and `itch::order_hint` on each message it yields, for whole payloads, payloads cut
+    /// anywhere (a block past the end ends the walk), short messages and empty blocks.
     #[test]
     fn order_hints_match_the_message_iterator() {
         let mut payload = vec![0u8; moldudp64::HEADER_LEN];
