@@ -1158,16 +1158,21 @@ impl ArbSink for HandoffSink {
     }
 }
 
-/// Every core the configuration names must be one this process may run on: a pin that
-/// cannot be made is an error, not a thread left to run anywhere.
+/// The run's threads' pins, each named by its setting: the producer, the decode thread
+/// (where there is one: with `decode-thread = false` its pin names no thread), each consumer.
+fn pins(spec: &PipelineSpec) -> impl Iterator<Item = (String, Option<usize>)> + '_ {
+    let decode = if spec.decode_thread { spec.decode_core } else { None };
+    [("run.producer-core".to_string(), spec.producer_core), ("run.decode-core".to_string(), decode)]
+        .into_iter()
+        .chain(spec.consumers.iter().map(|c| (format!("consumer {}: core", c.name), c.core)))
+}
+
+/// Every core the configuration pins a thread to must be one this process may run on: a
+/// pin that cannot be made is an error, not a thread left to run anywhere.
 fn check_cores(spec: &PipelineSpec) -> Result<(), String> {
     let Some(ids) = core_affinity::get_core_ids() else { return Ok(()) };
     let have: Vec<usize> = ids.iter().map(|c| c.id).collect();
-    let named = [("run.producer-core", spec.producer_core), ("run.decode-core", spec.decode_core)]
-        .into_iter()
-        .map(|(what, c)| (what.to_string(), c))
-        .chain(spec.consumers.iter().map(|c| (format!("consumer {}: core", c.name), c.core)));
-    for (what, core) in named {
+    for (what, core) in pins(spec) {
         if let Some(core) = core {
             if !have.contains(&core) {
                 return Err(format!("{what} = {core}: not a core this process may run on (it may run on {have:?})"));
@@ -1181,8 +1186,7 @@ fn check_cores(spec: &PipelineSpec) -> Result<(), String> {
 /// is pinned there): such a thread may spin while it waits. Threads that share a core, or
 /// are not pinned, give it away instead (see [`pause`]).
 fn alone_on(spec: &PipelineSpec, core: Option<usize>) -> bool {
-    let decode = if spec.decode_thread { spec.decode_core } else { None };
-    alone_among([spec.producer_core, decode].into_iter().chain(spec.consumers.iter().map(|c| c.core)), core)
+    alone_among(pins(spec).map(|(_, c)| c), core)
 }
 
 /// Whether exactly one of the threads' pins (`None`: not pinned) is `core`.
@@ -1727,7 +1731,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let decode_core = spec.decode_core;
-        let decode_alone = alone_on(spec, decode_core) && spec.decode_thread;
+        let decode_alone = alone_on(spec, decode_core);
         let (read, d) = std::thread::scope(|scope| {
             let decoder = std::thread::Builder::new()
                 .name("decode".into())
