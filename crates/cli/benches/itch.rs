@@ -89,7 +89,7 @@ fn main() {
         if r > 0 {
             std::thread::sleep(spread.gap);
             // A pass untimed after the pause: the core slows down while idle, and the
-            // first pass after it ran up to half again as long (4.9-7.4 ns against 4.6).
+            // first pass after it ran up to 60% longer (4.9-7.4 ns against 4.6).
             black_box(parse_batches());
         }
         let (t, n) = timed(parse_batches);
@@ -271,9 +271,9 @@ const MAX_ROUNDS: usize = 15;
 
 /// Rounds of a full day's in-memory measurements, and the seconds between them: the shared
 /// machine has busy stretches of seconds to tens of seconds, where the book's loop runs up
-/// to half again as long (29-45 ns a message on a 4-million-message day over 150 s of one
-/// afternoon, a pass every 1.7 s), and a round in each of several stretches finds a quiet
-/// one where back-to-back rounds could all fall in one busy stretch.
+/// to half again as long (29-45 ns a message on a 4-million-message day, one pass every
+/// 1.7 s for 150 s), and rounds spread over several stretches find a quiet one where
+/// back-to-back rounds could all fall in one busy stretch.
 const ROUNDS_SPREAD: usize = 7;
 const GAP_S: u64 = 8;
 
