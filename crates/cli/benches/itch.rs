@@ -44,7 +44,7 @@ struct Spread {
 
 impl Spread {
     fn for_day(messages: u64) -> Spread {
-        if messages >= 5_000_000 {
+        if messages >= FULL_DAY {
             Spread { rounds: ROUNDS_SPREAD, gap: std::time::Duration::from_secs(GAP_S) }
         } else {
             Spread { rounds: 5, gap: std::time::Duration::ZERO }
@@ -56,6 +56,7 @@ fn main() {
     let messages: u64 =
         std::env::var("TICKPLANT_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
     let spread = Spread::for_day(messages);
+    let full = messages >= FULL_DAY;
     let rounds = spread.rounds;
     eprintln!("generating a {messages}-message ITCH day over 200 symbols...");
     let day = generate_itch(&ItchGenConfig { seed: 7, symbols: 200, messages, target_live: 0 });
@@ -129,7 +130,7 @@ fn main() {
         "  parse only:           {ns_ours:>6.2} ns/message ({:>6.1} M/s, itch50::Batch) | itchy 0.3.4 {ns_peer:>6.2} ns ({:>5.1} M/s) | ours/itchy speed = {ratio:.1}x, target >= 5x: {}",
         1e3 / ns_ours,
         1e3 / ns_peer,
-        if ratio >= 5.0 { "meets" } else { "MISSES" }
+        verdict(full, ratio >= 5.0)
     );
     println!(
         "                        one at a time (Stream + Message::parse): {ns_single:>6.2} ns/message, {:.1}x itchy",
@@ -139,7 +140,7 @@ fn main() {
     println!(
         "  parse + book:         {ns_book:>6.2} ns/message ({:>6.1} M/s), target <= 30 ns: {} | published C++ peer (charles-cooper/itch-order-book, not measured here): 45-64 ns",
         1e3 / ns_book,
-        if ns_book <= 30.0 { "meets" } else { "MISSES" }
+        verdict(full, ns_book <= 30.0)
     );
     let list = |v: &[f64]| v.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" ");
     println!("                        each round, ns/message: parse only   {}", list(&ours));
@@ -202,7 +203,7 @@ ring = 8192
     // The full run waits for minutes when the machine's two cores are near each other (see
     // `NEAR_NS`): up to `MAX_ROUNDS` rounds, until `rounds` of them ran in such minutes.
     // Every round is printed with its round trip; the verdict is on the near ones.
-    let full = messages >= 5_000_000;
+    let full = messages >= FULL_DAY;
     let max_rounds = if full { MAX_ROUNDS } else { rounds };
     let mut n = 0u64;
     let mut all: Vec<(f64, Option<f64>)> = Vec::new();
@@ -243,7 +244,7 @@ ring = 8192
     println!(
         "  tickplant run, A/B pcaps -> arbitrate, decode, books, 2 consumers: {:>6.2} M messages/s ({n} messages), target >= 20 M/s: {} ({:.2}x of it); {on}, their median {:.2}, lowest {:.2}",
         best / 1e6,
-        if best >= 20e6 { "meets" } else { "MISSES" },
+        verdict(full, best >= 20e6),
         best / 20e6,
         sorted[sorted.len() / 2] / 1e6,
         sorted[0] / 1e6,
@@ -265,6 +266,21 @@ ring = 8192
 /// decode thread's 0.19-0.21 s become 0.37-0.45 s) while one thread alone runs at full
 /// speed: the machine then gives less than two cores' worth to a pipeline.
 const NEAR_NS: f64 = 200.0;
+
+/// The smallest day the targets are judged on (the is 20 million messages, and the
+/// run's captures are cut to 5 million). A smaller day is a smoke (CI's): its figures are
+/// printed, not judged, as set-up costs weigh on them (the book's tables, a process per
+/// run).
+const FULL_DAY: u64 = 5_000_000;
+
+/// "meets" or "MISSES" on the full day; a smoke's figures are not judged.
+fn verdict(full: bool, met: bool) -> &'static str {
+    match (full, met) {
+        (false, _) => "not judged on a smoke's day",
+        (true, true) => "meets",
+        (true, false) => "MISSES",
+    }
+}
 
 /// The most rounds the full run takes while it waits for near minutes.
 const MAX_ROUNDS: usize = 15;
