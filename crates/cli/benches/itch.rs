@@ -35,29 +35,13 @@ fn timed<F: FnMut() -> u64>(mut f: F) -> (f64, u64) {
     (t.elapsed().as_secs_f64(), n)
 }
 
-/// Rounds of the in-memory measurements: a full day's are spread over about a minute, a
-/// smoke's run back to back.
-struct Spread {
-    rounds: usize,
-    gap: std::time::Duration,
-}
-
-impl Spread {
-    fn for_day(messages: u64) -> Spread {
-        if messages >= FULL_DAY {
-            Spread { rounds: ROUNDS_SPREAD, gap: std::time::Duration::from_secs(GAP_S) }
-        } else {
-            Spread { rounds: 5, gap: std::time::Duration::ZERO }
-        }
-    }
-}
-
 fn main() {
     let messages: u64 =
         std::env::var("TICKPLANT_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
-    let spread = Spread::for_day(messages);
+    // A full day's in-memory rounds are spread over about a minute; a smoke's run back to
+    // back.
     let full = messages >= FULL_DAY;
-    let rounds = spread.rounds;
+    let (rounds, gap) = if full { (ROUNDS_SPREAD, GAP_S) } else { (5, 0) };
     eprintln!("generating a {messages}-message ITCH day over 200 symbols...");
     let day = generate_itch(&ItchGenConfig { seed: 7, symbols: 200, messages, target_live: 0 });
     let file = day.to_binary_file();
@@ -66,7 +50,7 @@ fn main() {
     println!(
         "ITCH 5.0, {messages} messages ({} MB in memory, {live} live orders at the end), best of {rounds} rounds{}:",
         file.len() >> 20,
-        if spread.gap.is_zero() { String::new() } else { format!(", {} s apart", spread.gap.as_secs()) }
+        if full { format!(", {gap} s apart") } else { String::new() }
     );
 
     // Each round times every measurement once, ours and the peer's side by side, so that
@@ -87,8 +71,8 @@ fn main() {
         n
     };
     for r in 0..rounds {
-        if r > 0 {
-            std::thread::sleep(spread.gap);
+        if full && r > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(gap));
             // A pass untimed after the pause: the core slows down while idle, and the
             // first pass after it ran up to 60% longer (4.9-7.4 ns against 4.6).
             black_box(parse_batches());
@@ -148,14 +132,15 @@ fn main() {
     println!("                                                parse + book {}", list(&book));
     // The captures take about 50 bytes a message each: the full run's day is cut to 5
     // million messages here (the target does not depend on the day's length).
-    pipeline(messages.min(5_000_000), if spread.gap.is_zero() { rounds } else { NEAR_ROUNDS });
+    pipeline(messages.min(5_000_000), full, if full { NEAR_ROUNDS } else { rounds });
 }
 
 /// The whole pipeline as a user runs it: `tickplant demo` writes an impaired A/B capture
 /// pair of a day of `messages`, then `tickplant run` takes them through arbitration,
 /// decoding, books and two consumers (every event counted; executions and trades counted),
-/// best of `rounds`. The figure is the run's own (messages in over its wall time).
-fn pipeline(messages: u64, rounds: usize) {
+/// best of `rounds` (`full`: a full day's run, judged, its rounds apart in time and gated
+/// on the cores' round trip). The figure is the run's own (messages in over its wall time).
+fn pipeline(messages: u64, full: bool, rounds: usize) {
     let bin = env!("CARGO_BIN_EXE_tickplant");
     let dir = tempfile::tempdir().expect("a temporary folder");
     let out = std::process::Command::new(bin)
@@ -203,7 +188,6 @@ ring = 8192
     // The full run waits for minutes when the machine's two cores are near each other (see
     // `NEAR_NS`): up to `MAX_ROUNDS` rounds, until `rounds` of them ran in such minutes.
     // Every round is printed with its round trip; the verdict is on the near ones.
-    let full = messages >= FULL_DAY;
     let max_rounds = if full { MAX_ROUNDS } else { rounds };
     let mut n = 0u64;
     let mut all: Vec<(f64, Option<f64>)> = Vec::new();

@@ -1915,10 +1915,9 @@ pub fn summary(r: &Report) -> String {
     }
     for c in &r.consumers {
         // A consumer none of whose records came in a timed packet has no ring latency.
-        let ring = match &c.ring_latency_ns {
-            l if l.count == 0 => "ring not timed".to_string(),
-            l => format!("ring p50 {} ns p99 {} ns", l.p50, l.p99),
-        };
+        let l = &c.ring_latency_ns;
+        let ring =
+            if l.count == 0 { "ring not timed".to_string() } else { format!("ring p50 {} ns p99 {} ns", l.p50, l.p99) };
         let _ = writeln!(
             s,
             "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  {ring}",
