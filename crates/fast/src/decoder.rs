@@ -13,11 +13,13 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
+use crate::native::NativeKernels;
 use crate::program::{flag, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
 use crate::value::Decimal;
 
 /// A decoded value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, u32)]
 pub enum Value {
     /// uInt32 and uInt64 (and a sequence length).
     UInt(u64),
@@ -57,6 +59,7 @@ pub enum Value {
 
 /// One field of a decoded message: the field (index into [`Program::fields`]) and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Entry {
     pub field: u32,
     pub value: Value,
@@ -154,23 +157,31 @@ impl Message {
     }
 }
 
-pub(crate) const UNDEFINED: u8 = 0;
-pub(crate) const EMPTY: u8 = 1;
-pub(crate) const ASSIGNED: u8 = 2;
+/// A dictionary entry's state: undefined (no value yet, or reset).
+pub const UNDEFINED: u8 = 0;
+/// A dictionary entry's state: empty (an optional field's NULL).
+pub const EMPTY: u8 = 1;
+/// A dictionary entry's state: assigned a value.
+pub const ASSIGNED: u8 = 2;
 
-/// An integer or decimal dictionary entry.
+/// An integer or decimal dictionary entry (`repr(C)`: native kernel code reads and writes
+/// it, see [`crate::native`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct IntSlot {
-    pub(crate) v: i64,
-    pub(crate) exp: i32,
-    pub(crate) state: u8,
+#[repr(C)]
+pub struct IntSlot {
+    pub v: i64,
+    /// A decimal's exponent.
+    pub exp: i32,
+    /// [`UNDEFINED`], [`EMPTY`] or [`ASSIGNED`].
+    pub state: u8,
 }
 
 /// A string dictionary entry.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct StrSlot {
-    pub(crate) state: u8,
-    pub(crate) buf: Vec<u8>,
+pub struct StrSlot {
+    /// [`UNDEFINED`], [`EMPTY`] or [`ASSIGNED`].
+    pub state: u8,
+    pub buf: Vec<u8>,
 }
 
 /// A program's dictionary, every entry undefined (the decoder's and the encoder's).
@@ -355,8 +366,9 @@ fn add_in_type<const S: bool, const W: bool>(v: i64, d: i64) -> Option<i64> {
     }
 }
 
-/// A kernel's entry of a field that turned out NULL, until [`take_holes`] takes it out.
-const HOLE: u32 = u32::MAX;
+/// A kernel's entry of a field that turned out NULL (its `field`), until the decoder takes
+/// it out.
+pub const HOLE: u32 = u32::MAX;
 
 /// Take out the entries marked [`HOLE`] from `base` on, keeping the order of the rest.
 #[cold]
@@ -460,6 +472,201 @@ fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
     }
 }
 
+/// One operation of a kernel, as the decoder runs it: its value written into its entry of
+/// `frame` (a NULL marks the entry [`HOLE`] and sets `holes_out`), the cursor moved on.
+/// `false` hands over to the engine at this operation, with nothing changed: one it cannot
+/// finish, or the sequence that ends the kernel (no entry of its own in the frame: its `k`
+/// is the frame's length).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn kernel_op(
+    op: &KOp,
+    frame: &mut [Entry],
+    ints: &mut [IntSlot],
+    strs: &mut [StrSlot],
+    bytes: &mut Vec<u8>,
+    buf: &[u8],
+    pos: &mut usize,
+    holes_out: &mut bool,
+) -> bool {
+    let Some(e) = frame.get_mut(op.k as usize) else {
+        return false;
+    };
+    let mut p = *pos;
+    let mut holes = false;
+    // One arm per kind: the value goes straight into its entry; a NULL marks the
+    // entry a hole; `false` hands over to the engine.
+    macro_rules! int {
+        ($f:expr, $s:expr, $n:expr, $w:expr) => {
+            match k_int::<{ $f }, $s, $n, $w>(ints, op, buf, &mut p) {
+                Some(Some(v)) => {
+                    e.value = if $s { Value::Int(v) } else { Value::UInt(v as u64) };
+                    true
+                }
+                Some(None) => {
+                    e.field = HOLE;
+                    holes = true;
+                    true
+                }
+                None => false,
+            }
+        };
+    }
+    let ok = match op.kind {
+        0 => int!(0, false, false, false),
+        1 => int!(0, true, false, false),
+        2 => int!(0, false, true, false),
+        3 => int!(0, true, true, false),
+        4 => int!(0, false, false, true),
+        5 => int!(0, true, false, true),
+        6 => int!(0, false, true, true),
+        7 => int!(0, true, true, true),
+        8 => int!(1, false, false, false),
+        9 => int!(1, true, false, false),
+        10 => int!(1, false, true, false),
+        11 => int!(1, true, true, false),
+        12 => int!(1, false, false, true),
+        13 => int!(1, true, false, true),
+        14 => int!(1, false, true, true),
+        15 => int!(1, true, true, true),
+        16 => int!(2, false, false, false),
+        17 => int!(2, true, false, false),
+        18 => int!(2, false, true, false),
+        19 => int!(2, true, true, false),
+        20 => int!(2, false, false, true),
+        21 => int!(2, true, false, true),
+        22 => int!(2, false, true, true),
+        23 => int!(2, true, true, true),
+        24 => int!(3, false, false, false),
+        25 => int!(3, true, false, false),
+        26 => int!(3, false, true, false),
+        27 => int!(3, true, true, false),
+        28 => int!(3, false, false, true),
+        29 => int!(3, true, false, true),
+        30 => int!(3, false, true, true),
+        31 => int!(3, true, true, true),
+        32 => int!(4, false, false, false),
+        33 => int!(4, true, false, false),
+        34 => int!(4, false, true, false),
+        35 => int!(4, true, true, false),
+        36 => int!(4, false, false, true),
+        37 => int!(4, true, false, true),
+        38 => int!(4, false, true, true),
+        39 => int!(4, true, true, true),
+        kop::DEC_CONST_DELTA => match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut p) {
+            Some(Some(m)) => {
+                e.value = Value::Decimal(Decimal { exponent: i32::from(op.arg), mantissa: m });
+                true
+            }
+            _ => false,
+        },
+        kop::DEC_READ_DELTA => {
+            let mut q = p;
+            let exponent = if op.arg != 0 {
+                k_read::<true, true, true>(buf, &mut q)
+            } else {
+                k_read::<true, false, true>(buf, &mut q)
+            };
+            match exponent {
+                Some(Some(x)) if (-63..=63).contains(&x) => {
+                    match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut q) {
+                        Some(Some(m)) => {
+                            e.value = Value::Decimal(Decimal { exponent: x as i32, mantissa: m });
+                            p = q;
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                Some(None) => {
+                    // A NULL exponent: the decimal is absent, no mantissa follows.
+                    e.field = HOLE;
+                    holes = true;
+                    p = q;
+                    true
+                }
+                _ => false,
+            }
+        }
+        kop::ASCII if buf.get(p).is_some_and(|&b| b > 0x80) => {
+            // One character, the usual code or flag: its byte with the stop
+            // bit off (0x80 is NULL or empty, the cases below).
+            let start = bytes.len() as u32;
+            bytes.push(buf[p] & 0x7f);
+            e.value = Value::Bytes { start, len: 1 };
+            p += 1;
+            true
+        }
+        kop::ASCII_STORE if buf.get(p).is_some_and(|&b| b > 0x80) => match strs.get_mut(op.slot as usize) {
+            Some(s) => {
+                let c = buf[p] & 0x7f;
+                s.buf.clear();
+                s.buf.push(c);
+                s.state = ASSIGNED;
+                let start = bytes.len() as u32;
+                bytes.push(c);
+                e.value = Value::Bytes { start, len: 1 };
+                p += 1;
+                true
+            }
+            None => false,
+        },
+        kop::ASCII | kop::ASCII_STORE => {
+            let store = op.kind == kop::ASCII_STORE;
+            // A copy's slot (one is always there: the engine reports it if not).
+            let slot = if store { strs.get_mut(op.slot as usize) } else { None };
+            if store && slot.is_none() {
+                false
+            } else if op.arg != 0 && buf.get(p) == Some(&0x80) {
+                // NULL: no entry; a copy's slot is empty.
+                if let Some(s) = slot {
+                    s.state = EMPTY;
+                }
+                p += 1;
+                e.field = HOLE;
+                holes = true;
+                true
+            } else {
+                let mut q = p;
+                match ascii_fast(buf, &mut q, bytes) {
+                    Some((start, len)) => {
+                        if let Some(s) = slot {
+                            s.buf.clear();
+                            s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
+                            s.state = ASSIGNED;
+                        }
+                        e.value = Value::Bytes { start, len };
+                        p = q;
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
+        kop::ASCII_LOAD => match strs.get(op.slot as usize) {
+            Some(s) if s.state == ASSIGNED && s.buf.len() == 1 => {
+                let start = bytes.len() as u32;
+                bytes.push(s.buf[0]);
+                e.value = Value::Bytes { start, len: 1 };
+                true
+            }
+            Some(s) if s.state == ASSIGNED => {
+                let start = bytes.len() as u32;
+                append(bytes, &s.buf);
+                e.value = Value::Bytes { start, len: s.buf.len() as u32 };
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    };
+    *pos = p;
+    if holes {
+        *holes_out = true;
+    }
+    ok
+}
+
 /// How deltas and exponents are read, whatever the field's type: a signed 64-bit integer.
 const SIGNED_64: Insn = Insn { flags: flag::SIGNED, op: 1, ..Insn::BLANK };
 
@@ -478,16 +685,38 @@ pub struct Decoder<'p> {
     depth: u32,
     err: Error,
     profile: Option<Box<crate::program::Profile>>,
+    native: Option<&'p dyn NativeKernels>,
 }
 
 impl<'p> Decoder<'p> {
     pub fn new(program: &'p Program) -> Decoder<'p> {
         let (ints, strs) = new_dictionary(program);
-        Decoder { program, ints, strs, depth: 0, err: Error::new(ErrorKind::Truncated("nothing"), 0), profile: None }
+        Decoder {
+            program,
+            ints,
+            strs,
+            depth: 0,
+            err: Error::new(ErrorKind::Truncated("nothing"), 0),
+            profile: None,
+            native: None,
+        }
     }
 
     pub fn program(&self) -> &'p Program {
         self.program
+    }
+
+    /// Run the program's kernels through native code made for it (see [`crate::native`]);
+    /// `None` goes back to the decoder's own loop. Fails, changing nothing, when the code
+    /// was not made for this program's kernels (a program specialised again since).
+    pub fn set_native(&mut self, native: Option<&'p dyn NativeKernels>) -> Result<(), &'static str> {
+        if let Some(n) = native {
+            if !n.made_for(self.program) || self.ints.len() != self.program.int_slots.len() {
+                return Err("native kernel code made for another program");
+            }
+        }
+        self.native = native;
+        Ok(())
     }
 
     /// Count (segment, presence map) pairs while decoding, for
@@ -534,7 +763,12 @@ impl<'p> Decoder<'p> {
         }
         msg.template = t;
         self.depth = 0;
-        self.segment(info.start as usize, info.end as usize, info.special, buf, pos, pmap, msg)
+        let (start, end, special) = (info.start as usize, info.end as usize, info.special);
+        if self.native.is_some() {
+            self.segment::<true>(start, end, special, buf, pos, pmap, msg)
+        } else {
+            self.segment::<false>(start, end, special, buf, pos, pmap, msg)
+        }
     }
 
     #[inline(always)]
@@ -582,7 +816,7 @@ impl<'p> Decoder<'p> {
     /// presence map, else the generic instructions.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn segment(
+    fn segment<const NATIVE: bool>(
         &mut self,
         start: usize,
         end: usize,
@@ -601,8 +835,12 @@ impl<'p> Decoder<'p> {
             let program = self.program;
             for sp in &program.specials[lo..lo + n] {
                 if sp.pmap == pmap {
-                    *pos = match program.kernels.get((sp.kernel as usize).wrapping_sub(1)) {
-                        Some(k) => self.kernel(k, buf, *pos, msg)?,
+                    let index = (sp.kernel as usize).wrapping_sub(1);
+                    *pos = match program.kernels.get(index) {
+                        Some(k) => match self.native {
+                            Some(native) if NATIVE => self.kernel_native(native, index, k, buf, *pos, msg)?,
+                            _ => self.kernel(k, buf, *pos, msg)?,
+                        },
                         None => self.run(sp.start as usize, sp.end as usize, buf, *pos, 0, msg)?,
                     };
                     return Ok(());
@@ -1272,181 +1510,7 @@ impl<'p> Decoder<'p> {
             let ints = &mut self.ints[..];
             let strs = &mut self.strs[..];
             for (n, op) in ops.iter().enumerate() {
-                // A sequence that ends the kernel has no entry of its own in the frame (its
-                // `k` is the frame's length): it stops the loop here, for the code below.
-                let Some(e) = frame.get_mut(op.k as usize) else {
-                    stop = Some(n);
-                    break;
-                };
-                // One arm per kind: the value goes straight into its entry; a NULL marks the
-                // entry a hole; `false` hands over to the engine.
-                macro_rules! int {
-                    ($f:expr, $s:expr, $n:expr, $w:expr) => {
-                        match k_int::<{ $f }, $s, $n, $w>(ints, op, buf, &mut p) {
-                            Some(Some(v)) => {
-                                e.value = if $s { Value::Int(v) } else { Value::UInt(v as u64) };
-                                true
-                            }
-                            Some(None) => {
-                                e.field = HOLE;
-                                holes = true;
-                                true
-                            }
-                            None => false,
-                        }
-                    };
-                }
-                let ok = match op.kind {
-                    0 => int!(0, false, false, false),
-                    1 => int!(0, true, false, false),
-                    2 => int!(0, false, true, false),
-                    3 => int!(0, true, true, false),
-                    4 => int!(0, false, false, true),
-                    5 => int!(0, true, false, true),
-                    6 => int!(0, false, true, true),
-                    7 => int!(0, true, true, true),
-                    8 => int!(1, false, false, false),
-                    9 => int!(1, true, false, false),
-                    10 => int!(1, false, true, false),
-                    11 => int!(1, true, true, false),
-                    12 => int!(1, false, false, true),
-                    13 => int!(1, true, false, true),
-                    14 => int!(1, false, true, true),
-                    15 => int!(1, true, true, true),
-                    16 => int!(2, false, false, false),
-                    17 => int!(2, true, false, false),
-                    18 => int!(2, false, true, false),
-                    19 => int!(2, true, true, false),
-                    20 => int!(2, false, false, true),
-                    21 => int!(2, true, false, true),
-                    22 => int!(2, false, true, true),
-                    23 => int!(2, true, true, true),
-                    24 => int!(3, false, false, false),
-                    25 => int!(3, true, false, false),
-                    26 => int!(3, false, true, false),
-                    27 => int!(3, true, true, false),
-                    28 => int!(3, false, false, true),
-                    29 => int!(3, true, false, true),
-                    30 => int!(3, false, true, true),
-                    31 => int!(3, true, true, true),
-                    32 => int!(4, false, false, false),
-                    33 => int!(4, true, false, false),
-                    34 => int!(4, false, true, false),
-                    35 => int!(4, true, true, false),
-                    36 => int!(4, false, false, true),
-                    37 => int!(4, true, false, true),
-                    38 => int!(4, false, true, true),
-                    39 => int!(4, true, true, true),
-                    kop::DEC_CONST_DELTA => {
-                        match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut p) {
-                            Some(Some(m)) => {
-                                e.value = Value::Decimal(Decimal { exponent: i32::from(op.arg), mantissa: m });
-                                true
-                            }
-                            _ => false,
-                        }
-                    }
-                    kop::DEC_READ_DELTA => {
-                        let mut q = p;
-                        let exponent = if op.arg != 0 {
-                            k_read::<true, true, true>(buf, &mut q)
-                        } else {
-                            k_read::<true, false, true>(buf, &mut q)
-                        };
-                        match exponent {
-                            Some(Some(x)) if (-63..=63).contains(&x) => {
-                                match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut q) {
-                                    Some(Some(m)) => {
-                                        e.value = Value::Decimal(Decimal { exponent: x as i32, mantissa: m });
-                                        p = q;
-                                        true
-                                    }
-                                    _ => false,
-                                }
-                            }
-                            Some(None) => {
-                                // A NULL exponent: the decimal is absent, no mantissa follows.
-                                e.field = HOLE;
-                                holes = true;
-                                p = q;
-                                true
-                            }
-                            _ => false,
-                        }
-                    }
-                    kop::ASCII if buf.get(p).is_some_and(|&b| b > 0x80) => {
-                        // One character, the usual code or flag: its byte with the stop
-                        // bit off (0x80 is NULL or empty, the cases below).
-                        let start = bytes.len() as u32;
-                        bytes.push(buf[p] & 0x7f);
-                        e.value = Value::Bytes { start, len: 1 };
-                        p += 1;
-                        true
-                    }
-                    kop::ASCII_STORE if buf.get(p).is_some_and(|&b| b > 0x80) => match strs.get_mut(op.slot as usize) {
-                        Some(s) => {
-                            let c = buf[p] & 0x7f;
-                            s.buf.clear();
-                            s.buf.push(c);
-                            s.state = ASSIGNED;
-                            let start = bytes.len() as u32;
-                            bytes.push(c);
-                            e.value = Value::Bytes { start, len: 1 };
-                            p += 1;
-                            true
-                        }
-                        None => false,
-                    },
-                    kop::ASCII | kop::ASCII_STORE => {
-                        let store = op.kind == kop::ASCII_STORE;
-                        // A copy's slot (one is always there: the engine reports it if not).
-                        let slot = if store { strs.get_mut(op.slot as usize) } else { None };
-                        if store && slot.is_none() {
-                            false
-                        } else if op.arg != 0 && buf.get(p) == Some(&0x80) {
-                            // NULL: no entry; a copy's slot is empty.
-                            if let Some(s) = slot {
-                                s.state = EMPTY;
-                            }
-                            p += 1;
-                            e.field = HOLE;
-                            holes = true;
-                            true
-                        } else {
-                            let mut q = p;
-                            match ascii_fast(buf, &mut q, bytes) {
-                                Some((start, len)) => {
-                                    if let Some(s) = slot {
-                                        s.buf.clear();
-                                        s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
-                                        s.state = ASSIGNED;
-                                    }
-                                    e.value = Value::Bytes { start, len };
-                                    p = q;
-                                    true
-                                }
-                                None => false,
-                            }
-                        }
-                    }
-                    kop::ASCII_LOAD => match strs.get(op.slot as usize) {
-                        Some(s) if s.state == ASSIGNED && s.buf.len() == 1 => {
-                            let start = bytes.len() as u32;
-                            bytes.push(s.buf[0]);
-                            e.value = Value::Bytes { start, len: 1 };
-                            true
-                        }
-                        Some(s) if s.state == ASSIGNED => {
-                            let start = bytes.len() as u32;
-                            append(bytes, &s.buf);
-                            e.value = Value::Bytes { start, len: s.buf.len() as u32 };
-                            true
-                        }
-                        _ => false,
-                    },
-                    _ => false,
-                };
-                if !ok {
+                if !kernel_op(op, frame, ints, strs, bytes, buf, &mut p, &mut holes) {
                     stop = Some(n);
                     break;
                 }
@@ -1455,6 +1519,89 @@ impl<'p> Decoder<'p> {
         if let Some(n) = stop {
             // The engine takes over at this operation's instruction: the entries before
             // its own are final, the rest of the frame is the engine's to push.
+            let op = &ops[n];
+            msg.entries.truncate(base + op.k as usize);
+            if holes {
+                take_holes(&mut msg.entries, base);
+            }
+            let i = op.insn as usize;
+            if op.kind == kop::SEQ {
+                return self.kernel_seq(i, kn.end as usize, buf, p, msg);
+            }
+            return self.run(i, kn.end as usize, buf, p, 0, msg);
+        }
+        if holes {
+            take_holes(&mut msg.entries, base);
+        }
+        Ok(p)
+    }
+
+    /// A kernel run by native code (see [`crate::native`]): the code writes the frame's
+    /// entries and runs what it can; what it leaves, the decoder's kernel loop runs.
+    #[inline(always)]
+    fn kernel_native(
+        &mut self,
+        native: &dyn NativeKernels,
+        index: usize,
+        kn: &Kernel,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let program = self.program;
+        let ops = &program.kops[kn.ops.0 as usize..kn.ops.1 as usize];
+        let base = msg.entries.len();
+        let mut p = p;
+        let mut holes = false;
+        let from = {
+            let Message { entries, bytes, .. } = msg;
+            native.run(index, buf, &mut p, entries, &mut self.ints, &mut self.strs, bytes, &mut holes)
+        };
+        if from >= ops.len() {
+            if holes {
+                take_holes(&mut msg.entries, base);
+            }
+            return Ok(p);
+        }
+        // The rest of the frame as the decoder's kernel has it, from that operation's
+        // entry on, and the decoder's loop from that operation.
+        let frame_src = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
+        let k = (ops[from].k as usize).min(frame_src.len());
+        msg.entries.truncate(base + k);
+        msg.entries.extend_from_slice(&frame_src[k..]);
+        let mut stop = None;
+        {
+            let Message { entries, bytes, .. } = msg;
+            let frame = &mut entries[base..];
+            let ints = &mut self.ints[..];
+            let strs = &mut self.strs[..];
+            for (n, op) in ops.iter().enumerate().skip(from) {
+                if !kernel_op(op, frame, ints, strs, bytes, buf, &mut p, &mut holes) {
+                    stop = Some(n);
+                    break;
+                }
+            }
+        }
+        self.kernel_end(kn, ops, base, stop, holes, buf, p, msg)
+    }
+
+    /// A kernel's end: the entries marked NULL taken out; where an operation stopped it,
+    /// the engine takes over at that operation's instruction (the entries before its own
+    /// are final, the rest of the frame is the engine's to push).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn kernel_end(
+        &mut self,
+        kn: &Kernel,
+        ops: &[KOp],
+        base: usize,
+        stop: Option<usize>,
+        holes: bool,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        if let Some(n) = stop {
             let op = &ops[n];
             msg.entries.truncate(base + op.k as usize);
             if holes {
@@ -1732,6 +1879,25 @@ impl<'p> Decoder<'p> {
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn sequence(&mut self, ins: &Insn, len: u64, at: usize, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+        if self.native.is_some() {
+            self.sequence_in::<true>(ins, len, at, buf, p, msg)
+        } else {
+            self.sequence_in::<false>(ins, len, at, buf, p, msg)
+        }
+    }
+
+    /// [`Decoder::sequence`], with kernels run by native code when `NATIVE` (and the decoder
+    /// has some): two copies, so that the decoder's own kernel loop is laid out as if native
+    /// code did not exist.
+    fn sequence_in<const NATIVE: bool>(
+        &mut self,
+        ins: &Insn,
+        len: u64,
+        at: usize,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
         let mut pos = p;
         let remaining = (buf.len() - pos) as u64;
         if len > remaining.max(65_536) {
@@ -1747,7 +1913,7 @@ impl<'p> Decoder<'p> {
             msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
             if ins.has(flag::PMAP) {
                 let inner = self.pmap(buf, &mut pos, msg)?;
-                self.segment(body, end, special, buf, &mut pos, inner, msg)?;
+                self.segment::<NATIVE>(body, end, special, buf, &mut pos, inner, msg)?;
             } else {
                 // No bits in the body: no presence map of its own, none used from ours.
                 pos = self.run(body, end, buf, pos, 0, msg)?;
@@ -1771,7 +1937,11 @@ impl<'p> Decoder<'p> {
         let (body, end) = (ins.slot as usize, ins.a as usize);
         if ins.has(flag::PMAP) {
             let inner = self.pmap(buf, &mut pos, msg)?;
-            self.segment(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
+            if self.native.is_some() {
+                self.segment::<true>(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
+            } else {
+                self.segment::<false>(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
+            }
         } else {
             pos = self.run(body, end, buf, pos, 0, msg)?;
         }
@@ -1791,7 +1961,12 @@ impl<'p> Decoder<'p> {
         let info = &program.templates[t as usize];
         let ti = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Template { template: t, end: 0 } });
-        self.segment(info.start as usize, info.end as usize, info.special, buf, &mut pos, inner, msg)?;
+        let (start, end, special) = (info.start as usize, info.end as usize, info.special);
+        if self.native.is_some() {
+            self.segment::<true>(start, end, special, buf, &mut pos, inner, msg)?;
+        } else {
+            self.segment::<false>(start, end, special, buf, &mut pos, inner, msg)?;
+        }
         let end = msg.entries.len() as u32;
         msg.entries[ti].value = Value::Template { template: t, end };
         self.depth -= 1;

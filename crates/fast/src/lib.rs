@@ -26,6 +26,8 @@ pub mod decoder;
 pub use decoder::{Decoder, Entry, Message, Value};
 pub mod framing;
 pub mod json;
+pub mod native;
 pub use framing::{for_each, opra_block, Framing, OpraBlock, Position, StreamError};
+pub use native::NativeKernels;
 pub mod encoder;
 pub use encoder::{Encoder, TemplateIdPolicy};

@@ -4,6 +4,7 @@ use crate::template::FieldType;
 
 /// A FAST decimal: `mantissa * 10^exponent`, exactly as sent (not normalized).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
 pub struct Decimal {
     pub exponent: i32,
     pub mantissa: i64,

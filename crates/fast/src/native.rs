@@ -1,0 +1,79 @@
+//! Native code for kernels: the contract between the decoder and a code generator outside
+//! this crate (`tickplant-fast-jit`), which turns a program's kernels into machine code.
+//!
+//! A [`Kernel`](crate::program::Kernel) is a specialised segment's straight run of
+//! operations. The decoder runs it by copying its frame in, then a loop over its operations
+//! with a `match` on each one's kind. Native code runs the same kernel with no loop and no
+//! dispatch, each operation's kind, slot and entry fixed when the code was made, and writes
+//! the frame's entries itself, in order: its constants as they are, each operation's entry
+//! with its value. It runs only what it does exactly as the decoder's kernel does it, and
+//! stops at the first operation it does not (one of a kind it leaves to the decoder, or one
+//! it cannot finish: a value longer than its reads take, a dictionary entry not yet
+//! assigned, the end of the buffer) before it has changed anything of it, with exactly the
+//! entries before that operation's written. The decoder copies the rest of the frame in and
+//! runs the rest itself, so the result is the decoder's, byte for byte.
+//!
+//! The code writes entries and dictionary entries in place, so the layouts it relies on are
+//! fixed here (`repr(C)`):
+//!
+//! * [`Entry`]: `field` (u32) at [`ENTRY_FIELD`], the [`Value`] at [`ENTRY_VALUE`], 32 bytes;
+//! * [`Value`]: `repr(C, u32)`, its variant's number (in declaration order: `UInt` 0, `Int`
+//!   1, `Decimal` 2, `Bytes` 3, ...) as a u32 at 0 and its payload at 8: an integer as an
+//!   i64 at 8; a [`Decimal`](crate::Decimal)'s exponent (i32) at 8 and mantissa (i64) at
+//!   16; the two u32 fields of `Bytes`, `Static`, `Sequence`, `Element`, `Group` and
+//!   `Template` at 8 and 12, in declaration order;
+//! * [`IntSlot`]: the value (i64) at 0, a decimal's exponent (i32) at 8, the state (u8:
+//!   [`UNDEFINED`], [`EMPTY`], [`ASSIGNED`]) at 12, 16 bytes;
+//! * [`StrSlot`]: read and written by the code's owner around a call, not by the code.
+
+use crate::decoder::{Entry, Value};
+use crate::program::Program;
+
+pub use crate::decoder::{IntSlot, StrSlot, ASSIGNED, EMPTY, HOLE, UNDEFINED};
+
+/// Byte offset of [`Entry::field`].
+pub const ENTRY_FIELD: usize = std::mem::offset_of!(Entry, field);
+/// Byte offset of [`Entry::value`].
+pub const ENTRY_VALUE: usize = std::mem::offset_of!(Entry, value);
+/// Size of an [`Entry`].
+pub const ENTRY_SIZE: usize = std::mem::size_of::<Entry>();
+/// Offsets in an [`IntSlot`].
+pub const SLOT_V: usize = std::mem::offset_of!(IntSlot, v);
+pub const SLOT_EXP: usize = std::mem::offset_of!(IntSlot, exp);
+pub const SLOT_STATE: usize = std::mem::offset_of!(IntSlot, state);
+pub const SLOT_SIZE: usize = std::mem::size_of::<IntSlot>();
+/// A [`Value`]'s variant number and payload offsets (see the module doc).
+pub const VALUE_TAG: usize = 0;
+pub const VALUE_PAYLOAD: usize = 8;
+pub const TAG_UINT: u32 = 0;
+pub const TAG_INT: u32 = 1;
+pub const TAG_DECIMAL: u32 = 2;
+pub const TAG_BYTES: u32 = 3;
+
+const _: () = assert!(ENTRY_SIZE == 32 && SLOT_SIZE == 16 && std::mem::size_of::<Value>() == 24);
+
+/// Machine code for a program's kernels (see the module doc).
+pub trait NativeKernels: std::fmt::Debug + Send + Sync {
+    /// Whether this code was made for `program`'s kernels: the same operations and frames,
+    /// and the same count of integer dictionary entries.
+    fn made_for(&self, program: &Program) -> bool;
+
+    /// Run kernel `index` (into [`Program::kernels`](crate::Program::kernels)) at `*pos`
+    /// of `buf`: append its frame's entries to `entries`, each written as the decoder's
+    /// kernel writes it, and return how many of its operations it ran (all of them, or
+    /// fewer: then exactly the entries before the first one left's are appended, and
+    /// nothing of that operation is done). The cursor, the dictionaries, the string bytes
+    /// and `holes` (set when an entry was marked [`HOLE`]) as the operations leave them.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        index: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+        holes: &mut bool,
+    ) -> usize;
+}

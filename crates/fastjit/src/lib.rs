@@ -1,0 +1,911 @@
+//! A FAST program's kernels compiled to machine code at run time (Cranelift), for
+//! [`tickplant_fast::Decoder::set_native`].
+//!
+//! The decoder runs a kernel (a specialised segment's straight run of operations, see
+//! [`tickplant_fast::program::Kernel`]) by copying its frame of prebuilt entries into the
+//! message, then a loop over its operations with a `match` on each one's kind: about a
+//! third of its instructions go on that loop, its dispatch and the copy. Here each kernel
+//! becomes one function with no loop and no dispatch, each operation's kind, type,
+//! dictionary slot and entry fixed in the code, which writes the frame's entries itself as
+//! immediate stores, the way the FPGA engines of the research ran straight-line microcode
+//! for their hottest (template, presence map) pairs.
+//!
+//! What the code does, it does exactly as the decoder's kernel does it; at the first
+//! operation it does not, it stops (see [`tickplant_fast::native`]): the sequence that ends
+//! a kernel, a string of more than one character, a string copy slot past the first four,
+//! or an operation it cannot finish (a value of more than nine bytes, one out of its type's
+//! range, the end of the buffer, a dictionary entry the decoder must rule on), before it has
+//! changed anything of it. The decoder runs the rest of the kernel, so a message decodes to
+//! the same entries, bytes, presence maps and dictionary state with or without it: the
+//! tests decode real and random streams, damaged ones too, both ways and compare.
+//!
+//! This crate holds unsafe code, and only here: generated code writes through raw pointers.
+//! Each write's bound is checked when the code is made (an entry's index against its
+//! kernel's frame, room for which [`JitKernels`] reserves before each call; a dictionary
+//! slot against the dictionary, whose size it checks before each call) or by the code
+//! itself (a byte read against the message's length, a string byte against the room
+//! reserved for it).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use std::mem::offset_of;
+
+use tickplant_fast::native::{self as nat, IntSlot, NativeKernels, StrSlot};
+use tickplant_fast::program::{kop, KOp, Kernel};
+use tickplant_fast::{Entry, Program, Value as Val};
+
+/// Most string dictionary entries one kernel's code reads or writes (its operations on
+/// others are left to the decoder).
+const MAX_STR_SLOTS: usize = 4;
+/// Room for one-character strings made before each call: at most this many per call.
+const BYTES_ROOM: usize = 8;
+
+/// What the generated code reads and writes, passed by pointer (`repr(C)`: the code loads
+/// its fields at fixed offsets).
+#[repr(C)]
+struct Ctx {
+    buf: *const u8,
+    pos: usize,
+    out: *mut Entry,
+    len: usize,
+    ints: *mut IntSlot,
+    bytes_len: usize,
+    bytes: *mut u8,
+    holes: u64,
+    bytes_cap: usize,
+    /// A string dictionary entry as the code sees it, little-endian bytes: its state,
+    /// 1 when its value is one character, that character, 1 when the code changed it.
+    strs: [u32; MAX_STR_SLOTS],
+}
+
+const C_BUF: i32 = offset_of!(Ctx, buf) as i32;
+const C_LEN: i32 = offset_of!(Ctx, len) as i32;
+const C_POS: i32 = offset_of!(Ctx, pos) as i32;
+const C_OUT: i32 = offset_of!(Ctx, out) as i32;
+const C_INTS: i32 = offset_of!(Ctx, ints) as i32;
+const C_BYTES: i32 = offset_of!(Ctx, bytes) as i32;
+const C_BYTES_LEN: i32 = offset_of!(Ctx, bytes_len) as i32;
+const C_BYTES_CAP: i32 = offset_of!(Ctx, bytes_cap) as i32;
+const C_HOLES: i32 = offset_of!(Ctx, holes) as i32;
+const C_STRS: i32 = offset_of!(Ctx, strs) as i32;
+const STR_MIRROR_SIZE: i32 = 4;
+
+/// A kernel's code: `ctx -> how many operations it ran`.
+type KernelFn = unsafe extern "C" fn(*mut Ctx) -> u64;
+
+/// The string dictionary entries a kernel's code sees: the first [`MAX_STR_SLOTS`]
+/// distinct slots of its string copy operations, in order.
+fn string_slots(ops: &[KOp]) -> Vec<u32> {
+    let mut v = Vec::new();
+    for o in ops {
+        if (o.kind == kop::ASCII_LOAD || o.kind == kop::ASCII_STORE) && !v.contains(&o.slot) && v.len() < MAX_STR_SLOTS
+        {
+            v.push(o.slot);
+        }
+    }
+    v
+}
+
+struct Compiled {
+    f: KernelFn,
+    frame_len: usize,
+    /// Per operation: its entry's index (how many entries are written when it is left).
+    ks: Vec<usize>,
+    strs: Vec<u32>,
+}
+
+/// A program's kernels as machine code.
+pub struct JitKernels {
+    /// Owns the code's memory: the functions in `fns` live as long as it does.
+    module: Option<JITModule>,
+    fns: Vec<Option<Compiled>>,
+    kernels: Vec<Kernel>,
+    kops: Vec<KOp>,
+    int_slots: usize,
+    str_slots: usize,
+    native_ops: usize,
+}
+
+// SAFETY: after `finalize_definitions` the module is never touched again until it is
+// dropped (it only keeps the code's memory mapped), and the code keeps no state of its own:
+// every call works on the context it is given. Sharing it between threads is then as safe
+// as sharing any other function pointer.
+unsafe impl Send for JitKernels {}
+// SAFETY: see `Send`: nothing is mutated through a shared reference.
+unsafe impl Sync for JitKernels {}
+
+impl std::fmt::Debug for JitKernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitKernels").field("kernels", &self.fns.len()).field("native_ops", &self.native_ops).finish()
+    }
+}
+
+impl Drop for JitKernels {
+    fn drop(&mut self) {
+        self.fns.clear();
+        if let Some(m) = self.module.take() {
+            // SAFETY: the functions were reachable only through `self.fns`, now empty, and
+            // `&mut self` means no call is running: no code of the module can run after this.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+impl JitKernels {
+    /// Compile every kernel of `program` (none until it is specialised, see
+    /// [`Program::specialise`]) for the machine this runs on, for
+    /// [`Decoder::set_native`](tickplant_fast::Decoder::set_native).
+    pub fn compile(program: &Program) -> Result<JitKernels, String> {
+        let mut flags = settings::builder();
+        let set = |fl: &mut settings::Builder, k: &str, v: &str| fl.set(k, v).map_err(|e| format!("{k}={v}: {e}"));
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "use_colocated_libcalls", "false")?;
+        set(&mut flags, "is_pic", "false")?;
+        let isa = cranelift_native::builder()
+            .map_err(|e| format!("this machine is not supported by the code generator: {e}"))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())?;
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        if module.target_config().pointer_type() != types::I64 {
+            return Err("native kernels need a 64-bit target".into());
+        }
+        let frontend = module.target_config();
+        let mut ctx = module.make_context();
+        let mut fbc = FunctionBuilderContext::new();
+        let mut ids = Vec::new();
+        let mut native_ops = 0;
+        let int_slots = program.int_slots.len();
+        for (ki, kn) in program.kernels.iter().enumerate() {
+            let ops =
+                program.kops.get(kn.ops.0 as usize..kn.ops.1 as usize).ok_or("a kernel's operations out of range")?;
+            let frame =
+                program.frames.get(kn.frame.0 as usize..kn.frame.1 as usize).ok_or("a kernel's frame out of range")?;
+            // The code writes the frame in order, so each operation's entry must come after
+            // the one before's (the sequence that may end a kernel sits at the frame's end).
+            let ordered = ops.windows(2).all(|w| w[0].k < w[1].k) && ops.iter().all(|o| o.k as usize <= frame.len());
+            if !ordered {
+                ids.push(None);
+                continue;
+            }
+            ctx.func.signature.params.push(AbiParam::new(types::I64));
+            ctx.func.signature.returns.push(AbiParam::new(types::I64));
+            let strs = string_slots(ops);
+            {
+                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+                native_ops += Gen::kernel(&mut b, ops, frame, int_slots, &strs);
+                b.seal_all_blocks();
+                b.finalize(frontend);
+            }
+            let id = module
+                .declare_function(&format!("fast_kernel_{ki}"), Linkage::Local, &ctx.func.signature)
+                .map_err(|e| e.to_string())?;
+            module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki}: {e:?}"))?;
+            module.clear_context(&mut ctx);
+            ids.push(Some((id, frame.len(), ops.iter().map(|o| o.k as usize).collect::<Vec<_>>(), strs)));
+        }
+        module.finalize_definitions().map_err(|e| e.to_string())?;
+        let fns = ids
+            .into_iter()
+            .map(|c| {
+                c.map(|(id, frame_len, ks, strs)| {
+                    let code = module.get_finalized_function(id);
+                    // SAFETY: `code` is the finalized function declared with the signature
+                    // (i64) -> i64 in the host's default (system) call convention, which is
+                    // `KernelFn`'s. It lives as long as `module`, which `JitKernels` owns.
+                    let f = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+                    Compiled { f, frame_len, ks, strs }
+                })
+            })
+            .collect();
+        Ok(JitKernels {
+            module: Some(module),
+            fns,
+            kernels: program.kernels.clone(),
+            kops: program.kops.clone(),
+            int_slots,
+            str_slots: program.str_slots.len(),
+            native_ops,
+        })
+    }
+
+    /// How many of the kernels' operations run as native code, of how many.
+    pub fn native_ops(&self) -> (usize, usize) {
+        (self.native_ops, self.kops.len())
+    }
+}
+
+impl NativeKernels for JitKernels {
+    fn made_for(&self, program: &Program) -> bool {
+        program.kernels == self.kernels
+            && program.kops == self.kops
+            && program.int_slots.len() == self.int_slots
+            && program.str_slots.len() == self.str_slots
+    }
+
+    #[inline]
+    fn run(
+        &self,
+        index: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+        holes: &mut bool,
+    ) -> usize {
+        let Some(Some(k)) = self.fns.get(index) else { return 0 };
+        if ints.len() != self.int_slots || strs.len() != self.str_slots {
+            return 0;
+        }
+        entries.reserve(k.frame_len);
+        bytes.reserve(BYTES_ROOM);
+        // The string slots the code sees, one packed word each: state, one character or
+        // not, the character (the code sets the fourth byte when it changes the slot).
+        let mut mirror = [0u32; MAX_STR_SLOTS];
+        for (m, &slot) in mirror.iter_mut().zip(&k.strs) {
+            let s = &strs[slot as usize];
+            let one = match s.buf.as_slice() {
+                [c] => 0x100 | u32::from(*c) << 16,
+                _ => 0,
+            };
+            *m = u32::from(s.state) | one;
+        }
+        let (e_len, b_len) = (entries.len(), bytes.len());
+        let mut ctx = Ctx {
+            buf: buf.as_ptr(),
+            pos: *pos,
+            out: entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>(),
+            len: buf.len(),
+            ints: ints.as_mut_ptr(),
+            bytes_len: b_len,
+            bytes: bytes.as_mut_ptr(),
+            holes: 0,
+            bytes_cap: b_len + BYTES_ROOM,
+            strs: mirror,
+        };
+        // SAFETY: the code was made for this kernel: it writes the frame's entries only
+        // below `frame_len` from `out` (room reserved above), integer slots only below
+        // `int_slots` (checked above; slot indices checked when it was made), string bytes
+        // only below `bytes_cap` (reserved above), and reads the message only below `len`.
+        // Every pointer comes from a live exclusive borrow (`buf` shared) that outlasts the
+        // call.
+        let n = unsafe { (k.f)(&mut ctx) } as usize;
+        let written = k.ks.get(n).map_or(k.frame_len, |&kk| kk.min(k.frame_len));
+        // SAFETY: the code wrote every entry from `e_len` to `e_len + written` whole (the
+        // entries before the first operation it left, all of them when it left none), and
+        // every string byte from `b_len` to `ctx.bytes_len`, all within the room reserved.
+        unsafe {
+            entries.set_len(e_len + written);
+            bytes.set_len(ctx.bytes_len.clamp(b_len, b_len + BYTES_ROOM));
+        }
+        *pos = ctx.pos;
+        if ctx.holes != 0 {
+            *holes = true;
+        }
+        for (&m, &slot) in ctx.strs.iter().zip(&k.strs) {
+            if m >> 24 != 0 {
+                let s = &mut strs[slot as usize];
+                s.state = m as u8;
+                if s.state == nat::ASSIGNED {
+                    s.buf.clear();
+                    s.buf.push((m >> 16) as u8);
+                }
+            }
+        }
+        n
+    }
+}
+
+/// The code generator for one kernel.
+struct Gen<'b, 'f> {
+    b: &'b mut FunctionBuilder<'f>,
+    ctx: Value,
+    str_slots: Vec<u32>,
+    buf: Value,
+    len: Value,
+    /// Where the frame's entries go (the message's entries' spare room).
+    frame: Value,
+    ints: Value,
+    bytes: Value,
+    bytes_cap: Value,
+    pos: Variable,
+    bytes_len: Variable,
+    holes: Variable,
+}
+
+/// Loads and stores of the context, the frame and the dictionary: aligned, never trapping.
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+/// Loads of the message's bytes: in bounds (checked before), not aligned.
+fn bytes_flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+fn args(vs: &[Value]) -> Vec<BlockArg> {
+    vs.iter().map(|&v| BlockArg::Value(v)).collect()
+}
+
+/// An integer's reading: where it goes on with a value and where with NULL.
+struct Read {
+    /// Parameters: the value (i64) and the cursor after it.
+    value: Block,
+    /// Parameter: the cursor after it (only for a nullable field).
+    null: Option<Block>,
+}
+
+impl<'b, 'f> Gen<'b, 'f> {
+    /// Emit kernel `ops` (frame of `frame_len` entries, a dictionary of `int_slots`
+    /// entries); returns how many of them run natively.
+    fn kernel(b: &'b mut FunctionBuilder<'f>, ops: &[KOp], frame: &[Entry], int_slots: usize, strs: &[u32]) -> usize {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let i64t = types::I64;
+        let ld = |b: &mut FunctionBuilder<'f>, off: i32| b.ins().load(i64t, trusted(), ctx, off);
+        let buf = ld(b, C_BUF);
+        let len = ld(b, C_LEN);
+        let pos0 = ld(b, C_POS);
+        let out = ld(b, C_OUT);
+        let ints = ld(b, C_INTS);
+        let bytes = ld(b, C_BYTES);
+        let bytes_len0 = ld(b, C_BYTES_LEN);
+        let bytes_cap = ld(b, C_BYTES_CAP);
+        let pos = b.declare_var(i64t);
+        let bytes_len = b.declare_var(i64t);
+        let holes = b.declare_var(i64t);
+        b.def_var(pos, pos0);
+        b.def_var(bytes_len, bytes_len0);
+        let zero = b.ins().iconst(i64t, 0);
+        b.def_var(holes, zero);
+        let exit = b.create_block();
+        b.append_block_param(exit, i64t);
+
+        let mut g = Gen {
+            b,
+            ctx,
+            str_slots: strs.to_vec(),
+            buf,
+            len,
+            frame: out,
+            ints,
+            bytes,
+            bytes_cap,
+            pos,
+            bytes_len,
+            holes,
+        };
+        let mut native = 0;
+        let mut written = 0;
+        for (i, op) in ops.iter().enumerate() {
+            let k = op.k as usize;
+            // The frame's constants before this operation's entry, as immediate stores.
+            while written < k.min(frame.len()) {
+                g.put_const(written, &frame[written]);
+                written += 1;
+            }
+            written = k + 1;
+            let next = g.b.create_block();
+            let decline = g.b.create_block();
+            g.b.set_cold_block(decline);
+            match frame.get(k) {
+                Some(e) => {
+                    if g.op(op, e.field, int_slots, next, decline) {
+                        native += 1;
+                    }
+                }
+                // The sequence that ends a kernel: the decoder's.
+                None => {
+                    g.b.ins().jump(decline, &[]);
+                }
+            }
+            g.b.switch_to_block(decline);
+            let at = g.b.ins().iconst(i64t, i as i64);
+            g.b.ins().jump(exit, &args(&[at]));
+            g.b.switch_to_block(next);
+        }
+        while written < frame.len() {
+            g.put_const(written, &frame[written]);
+            written += 1;
+        }
+        let n = g.b.ins().iconst(i64t, ops.len() as i64);
+        g.b.ins().jump(exit, &args(&[n]));
+
+        g.b.switch_to_block(exit);
+        let at = g.b.block_params(exit)[0];
+        let p = g.b.use_var(pos);
+        let bl = g.b.use_var(bytes_len);
+        let h = g.b.use_var(holes);
+        g.b.ins().store(trusted(), p, ctx, C_POS);
+        g.b.ins().store(trusted(), bl, ctx, C_BYTES_LEN);
+        g.b.ins().store(trusted(), h, ctx, C_HOLES);
+        g.b.ins().return_(&[at]);
+        native
+    }
+
+    /// Write entry `j` as the constant `e` of the frame.
+    fn put_const(&mut self, j: usize, e: &Entry) {
+        let at = (j * nat::ENTRY_SIZE) as i32;
+        let (tag, w0, w1): (u32, i64, i64) = match e.value {
+            Val::UInt(v) => (0, v as i64, 0),
+            Val::Int(v) => (1, v, 0),
+            Val::Decimal(d) => (2, i64::from(d.exponent as u32), d.mantissa),
+            Val::Bytes { start, len } => (3, i64::from(start) | i64::from(len) << 32, 0),
+            Val::Static { index } => (4, i64::from(index), 0),
+            Val::Sequence { len, end } => (5, i64::from(len) | i64::from(end) << 32, 0),
+            Val::Element { end } => (6, i64::from(end), 0),
+            Val::Group { end } => (7, i64::from(end), 0),
+            Val::Template { template, end } => (8, i64::from(template) | i64::from(end) << 32, 0),
+        };
+        let v = at + nat::ENTRY_VALUE as i32;
+        let f = self.b.ins().iconst(types::I32, i64::from(e.field));
+        self.b.ins().store(trusted(), f, self.frame, at + nat::ENTRY_FIELD as i32);
+        let t = self.b.ins().iconst(types::I32, i64::from(tag));
+        self.b.ins().store(trusted(), t, self.frame, v + nat::VALUE_TAG as i32);
+        let a = self.b.ins().iconst(types::I64, w0);
+        self.b.ins().store(trusted(), a, self.frame, v + nat::VALUE_PAYLOAD as i32);
+        let b = self.b.ins().iconst(types::I64, w1);
+        self.b.ins().store(trusted(), b, self.frame, v + nat::VALUE_PAYLOAD as i32 + 8);
+    }
+
+    /// Emit one operation in the current block: on to `next` when done, to `decline`
+    /// (nothing changed) when the decoder must run it. Returns whether it has native code.
+    fn op(&mut self, op: &KOp, field: u32, int_slots: usize, next: Block, decline: Block) -> bool {
+        let k = op.k as usize;
+        let slot_ok = (op.slot as usize) < int_slots;
+        let native = match op.kind {
+            0..=7 => true,
+            8..=39 | kop::DEC_CONST_DELTA | kop::DEC_READ_DELTA => slot_ok,
+            kop::ASCII => true,
+            kop::ASCII_LOAD | kop::ASCII_STORE => self.str_slots.contains(&op.slot),
+            _ => false,
+        };
+        if !native {
+            self.b.ins().jump(decline, &[]);
+            return false;
+        }
+        let entry = (k * nat::ENTRY_SIZE) as i32;
+        // The entry's field first: counted as written only once the operation is done.
+        let f = self.b.ins().iconst(types::I32, i64::from(field));
+        self.b.ins().store(trusted(), f, self.frame, entry + nat::ENTRY_FIELD as i32);
+        match op.kind {
+            0..=39 => {
+                let family = op.kind / 8;
+                let signed = op.kind & 1 != 0;
+                let nullable = op.kind & 2 != 0;
+                let w32 = op.kind & 4 != 0;
+                let tag = if signed { nat::TAG_INT } else { nat::TAG_UINT };
+                match family {
+                    kop::INT_READ | kop::INT_STORE => {
+                        let p = self.b.use_var(self.pos);
+                        let r = self.read_int(p, signed, nullable, w32, decline);
+                        self.b.switch_to_block(r.value);
+                        let v = self.b.block_params(r.value)[0];
+                        let np = self.b.block_params(r.value)[1];
+                        if family == kop::INT_STORE {
+                            self.slot_store(op.slot, v, None, nat::ASSIGNED);
+                        }
+                        self.put_int(entry, tag, v);
+                        self.b.def_var(self.pos, np);
+                        self.b.ins().jump(next, &[]);
+                        if let Some(nb) = r.null {
+                            self.b.switch_to_block(nb);
+                            let np = self.b.block_params(nb)[0];
+                            if family == kop::INT_STORE {
+                                let zero = self.b.ins().iconst(types::I64, 0);
+                                self.slot_store(op.slot, zero, None, nat::EMPTY);
+                            }
+                            self.put_hole(entry);
+                            self.b.def_var(self.pos, np);
+                            self.b.ins().jump(next, &[]);
+                        }
+                    }
+                    kop::INT_LOAD | kop::INT_LOAD_INCR => {
+                        let base = (op.slot as usize * nat::SLOT_SIZE) as i32;
+                        let st = self.b.ins().uload8(types::I64, trusted(), self.ints, base + nat::SLOT_STATE as i32);
+                        let assigned = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::ASSIGNED));
+                        let yes = self.b.create_block();
+                        let no = self.b.create_block();
+                        self.b.ins().brif(assigned, yes, &[], no, &[]);
+                        // Not assigned: undefined with an initial value takes it; the rest is
+                        // the decoder's.
+                        self.b.switch_to_block(no);
+                        if op.has_init {
+                            let undefined = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::UNDEFINED));
+                            let init_b = self.b.create_block();
+                            self.b.ins().brif(undefined, init_b, &[], decline, &[]);
+                            self.b.switch_to_block(init_b);
+                            let init = self.b.ins().iconst(types::I64, op.init);
+                            self.slot_store(op.slot, init, None, nat::ASSIGNED);
+                            self.put_int(entry, tag, init);
+                            self.b.ins().jump(next, &[]);
+                        } else {
+                            self.b.ins().jump(decline, &[]);
+                        }
+                        self.b.switch_to_block(yes);
+                        let v = self.b.ins().load(types::I64, trusted(), self.ints, base + nat::SLOT_V as i32);
+                        let v = if family == kop::INT_LOAD_INCR {
+                            let one = self.b.ins().iconst(types::I64, 1);
+                            let (nv, ok) = self.add_in_type(signed, w32, v, one);
+                            let store = self.b.create_block();
+                            self.b.ins().brif(ok, store, &[], decline, &[]);
+                            self.b.switch_to_block(store);
+                            self.b.ins().store(trusted(), nv, self.ints, base + nat::SLOT_V as i32);
+                            nv
+                        } else {
+                            v
+                        };
+                        self.put_int(entry, tag, v);
+                        self.b.ins().jump(next, &[]);
+                    }
+                    _ => {
+                        let p = self.b.use_var(self.pos);
+                        let r = self.read_int(p, true, nullable, false, decline);
+                        if let Some(nb) = r.null {
+                            // A NULL delta: absent, the dictionary as it was.
+                            self.b.switch_to_block(nb);
+                            let np = self.b.block_params(nb)[0];
+                            self.put_hole(entry);
+                            self.b.def_var(self.pos, np);
+                            self.b.ins().jump(next, &[]);
+                        }
+                        self.b.switch_to_block(r.value);
+                        let d = self.b.block_params(r.value)[0];
+                        let np = self.b.block_params(r.value)[1];
+                        let v = self.delta(op, signed, w32, d, decline);
+                        self.put_int(entry, tag, v);
+                        self.b.def_var(self.pos, np);
+                        self.b.ins().jump(next, &[]);
+                    }
+                }
+            }
+            kop::DEC_CONST_DELTA => {
+                let p = self.b.use_var(self.pos);
+                let r = self.read_int(p, true, false, false, decline);
+                self.b.switch_to_block(r.value);
+                let d = self.b.block_params(r.value)[0];
+                let np = self.b.block_params(r.value)[1];
+                let m = self.delta(op, true, false, d, decline);
+                let x = self.b.ins().iconst(types::I32, i64::from(op.arg));
+                self.put_decimal(entry, x, m);
+                self.b.def_var(self.pos, np);
+                self.b.ins().jump(next, &[]);
+            }
+            kop::DEC_READ_DELTA => {
+                let p = self.b.use_var(self.pos);
+                let r = self.read_int(p, true, op.arg != 0, true, decline);
+                if let Some(nb) = r.null {
+                    // A NULL exponent: the decimal is absent, no mantissa follows.
+                    self.b.switch_to_block(nb);
+                    let np = self.b.block_params(nb)[0];
+                    self.put_hole(entry);
+                    self.b.def_var(self.pos, np);
+                    self.b.ins().jump(next, &[]);
+                }
+                self.b.switch_to_block(r.value);
+                let x = self.b.block_params(r.value)[0];
+                let np = self.b.block_params(r.value)[1];
+                // -63..=63: x + 63 <= 126, unsigned.
+                let biased = self.b.ins().iadd_imm_s(x, 63);
+                let in_range = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThanOrEqual, biased, 126);
+                let mant = self.b.create_block();
+                self.b.ins().brif(in_range, mant, &[], decline, &[]);
+                self.b.switch_to_block(mant);
+                let r2 = self.read_int(np, true, false, false, decline);
+                self.b.switch_to_block(r2.value);
+                let d = self.b.block_params(r2.value)[0];
+                let np2 = self.b.block_params(r2.value)[1];
+                let m = self.delta(op, true, false, d, decline);
+                let x32 = self.b.ins().ireduce(types::I32, x);
+                self.put_decimal(entry, x32, m);
+                self.b.def_var(self.pos, np2);
+                self.b.ins().jump(next, &[]);
+            }
+            kop::ASCII_LOAD => {
+                // The slot's value when it is one character; any other is the decoder's.
+                let m = self.mirror(op.slot);
+                let st = self.b.ins().uload8(types::I64, trusted(), self.ctx, m);
+                let one = self.b.ins().uload8(types::I64, trusted(), self.ctx, m + 1);
+                let assigned = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::ASSIGNED));
+                let is_one = self.b.ins().icmp_imm_s(IntCC::Equal, one, 1);
+                let ok = self.b.ins().band(assigned, is_one);
+                let load = self.b.create_block();
+                self.b.ins().brif(ok, load, &[], decline, &[]);
+                self.b.switch_to_block(load);
+                let ch = self.b.ins().uload8(types::I64, trusted(), self.ctx, m + 2);
+                self.push_char(entry, ch, decline);
+                self.b.ins().jump(next, &[]);
+            }
+            _ => {
+                // kop::ASCII and kop::ASCII_STORE: one character (its byte above 0x80), or
+                // NULL (0x80) when the field is nullable; any other string is the decoder's.
+                let store = op.kind == kop::ASCII_STORE;
+                let p = self.b.use_var(self.pos);
+                let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
+                let have = self.b.create_block();
+                self.b.ins().brif(inb, have, &[], decline, &[]);
+                self.b.switch_to_block(have);
+                let addr = self.b.ins().iadd(self.buf, p);
+                let c = self.b.ins().uload8(types::I64, bytes_flags(), addr, 0);
+                let one = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, c, 0x80);
+                let one_b = self.b.create_block();
+                let other = self.b.create_block();
+                self.b.ins().brif(one, one_b, &[], other, &[]);
+                self.b.switch_to_block(other);
+                if op.arg != 0 {
+                    let null = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0x80);
+                    let null_b = self.b.create_block();
+                    self.b.ins().brif(null, null_b, &[], decline, &[]);
+                    self.b.switch_to_block(null_b);
+                    if store {
+                        // NULL: a copy's slot is empty.
+                        let m = self.mirror(op.slot);
+                        self.set_mirror(m, nat::EMPTY, None);
+                    }
+                    self.put_hole(entry);
+                    let np = self.b.ins().iadd_imm_s(p, 1);
+                    self.b.def_var(self.pos, np);
+                    self.b.ins().jump(next, &[]);
+                } else {
+                    self.b.ins().jump(decline, &[]);
+                }
+                self.b.switch_to_block(one_b);
+                let ch = self.b.ins().band_imm_s(c, 0x7f);
+                self.push_char(entry, ch, decline);
+                if store {
+                    let m = self.mirror(op.slot);
+                    self.set_mirror(m, nat::ASSIGNED, Some(ch));
+                }
+                let np = self.b.ins().iadd_imm_s(p, 1);
+                self.b.def_var(self.pos, np);
+                self.b.ins().jump(next, &[]);
+            }
+        }
+        true
+    }
+
+    /// A stop-bit integer at `p` (up to nine bytes), shaped as the decoder's fast read
+    /// shapes it: sign-extended when `signed`, NULL and the bias taken off when `nullable`,
+    /// a 32-bit type's range checked for values of more than four bytes. Anything else
+    /// (past the end, ten bytes, out of range) goes to `decline`.
+    fn read_int(&mut self, p: Value, signed: bool, nullable: bool, w32: bool, decline: Block) -> Read {
+        let i64t = types::I64;
+        let got = self.b.create_block();
+        self.b.append_block_param(got, i64t); // the 7-bit groups
+        self.b.append_block_param(got, i64t); // their count
+        let mut acc: Option<Value> = None;
+        for j in 0..9i64 {
+            let idx = self.b.ins().iadd_imm_s(p, j);
+            let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, idx, self.len);
+            let load = self.b.create_block();
+            self.b.ins().brif(inb, load, &[], decline, &[]);
+            self.b.switch_to_block(load);
+            let addr = self.b.ins().iadd(self.buf, idx);
+            let byte = self.b.ins().uload8(i64t, bytes_flags(), addr, 0);
+            let low = self.b.ins().band_imm_s(byte, 0x7f);
+            let a = match acc {
+                None => low,
+                Some(a) => {
+                    let sh = self.b.ins().ishl_imm_s(a, 7);
+                    self.b.ins().bor(sh, low)
+                }
+            };
+            let stop = self.b.ins().band_imm_s(byte, 0x80);
+            let n = self.b.ins().iconst(i64t, j + 1);
+            if j == 8 {
+                self.b.ins().brif(stop, got, &args(&[a, n]), decline, &[]);
+            } else {
+                let more = self.b.create_block();
+                if j >= 3 {
+                    // Values of five bytes or more are rare: out of the straight line.
+                    self.b.set_cold_block(more);
+                }
+                self.b.ins().brif(stop, got, &args(&[a, n]), more, &[]);
+                self.b.switch_to_block(more);
+            }
+            acc = Some(a);
+        }
+        self.b.switch_to_block(got);
+        let a = self.b.block_params(got)[0];
+        let n = self.b.block_params(got)[1];
+        let np = self.b.ins().iadd(p, n);
+        let value = self.b.create_block();
+        self.b.append_block_param(value, i64t);
+        self.b.append_block_param(value, i64t);
+        let null = if nullable {
+            let nb = self.b.create_block();
+            self.b.append_block_param(nb, i64t);
+            Some(nb)
+        } else {
+            None
+        };
+        // The value before the 32-bit range check.
+        let v = if signed {
+            let sevens = self.b.ins().imul_imm_s(n, 7);
+            let sixty_four = self.b.ins().iconst(types::I64, 64);
+            let sh = self.b.ins().isub(sixty_four, sevens);
+            let up = self.b.ins().ishl(a, sh);
+            let v = self.b.ins().sshr(up, sh);
+            if let Some(nb) = null {
+                let is_null = self.b.ins().icmp_imm_s(IntCC::Equal, v, 0);
+                let nn = self.b.create_block();
+                self.b.ins().brif(is_null, nb, &args(&[np]), nn, &[]);
+                self.b.switch_to_block(nn);
+                let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, v, 0);
+                let less = self.b.ins().iadd_imm_s(v, -1);
+                self.b.ins().select(pos, less, v)
+            } else {
+                v
+            }
+        } else if let Some(nb) = null {
+            let is_null = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
+            let nn = self.b.create_block();
+            self.b.ins().brif(is_null, nb, &args(&[np]), nn, &[]);
+            self.b.switch_to_block(nn);
+            self.b.ins().iadd_imm_s(a, -1)
+        } else {
+            a
+        };
+        if w32 {
+            // Four groups or fewer (28 bits) fit 32 bits, signed or not.
+            let long = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, n, 4);
+            let check = self.b.create_block();
+            self.b.set_cold_block(check);
+            self.b.ins().brif(long, check, &[], value, &args(&[v, np]));
+            self.b.switch_to_block(check);
+            let ok = self.fits32(signed, v);
+            self.b.ins().brif(ok, value, &args(&[v, np]), decline, &[]);
+        } else {
+            self.b.ins().jump(value, &args(&[v, np]));
+        }
+        Read { value, null }
+    }
+
+    /// Whether `v` is in the range of int32 (`signed`) or uInt32.
+    fn fits32(&mut self, signed: bool, v: Value) -> Value {
+        if signed {
+            let low = self.b.ins().ireduce(types::I32, v);
+            let back = self.b.ins().sextend(types::I64, low);
+            self.b.ins().icmp(IntCC::Equal, back, v)
+        } else {
+            self.b.ins().icmp_imm_s(IntCC::UnsignedLessThanOrEqual, v, i64::from(u32::MAX))
+        }
+    }
+
+    /// `v + d` in the field's type, and whether it stayed in it (the decoder's
+    /// `add_in_type`).
+    fn add_in_type(&mut self, signed: bool, w32: bool, v: Value, d: Value) -> (Value, Value) {
+        if w32 || signed {
+            let (r, of) = self.b.ins().sadd_overflow(v, d);
+            let no_of = self.b.ins().icmp_imm_s(IntCC::Equal, of, 0);
+            if w32 {
+                let fits = self.fits32(signed, r);
+                let ok = self.b.ins().band(no_of, fits);
+                (r, ok)
+            } else {
+                (r, no_of)
+            }
+        } else {
+            // uInt64: v as u64 plus a signed d, neither past u64::MAX nor below 0.
+            let r = self.b.ins().iadd(v, d);
+            let up = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, r, v);
+            let down = self.b.ins().icmp(IntCC::UnsignedLessThan, r, v);
+            let non_neg = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+            let ok = self.b.ins().select(non_neg, up, down);
+            (r, ok)
+        }
+    }
+
+    /// A delta `d` applied to the slot of `op` as the decoder's kernel applies it: the
+    /// previous value (an undefined entry's initial value, or 0), the sum in the field's
+    /// type, the slot assigned (an assigned one keeps its exponent). An empty slot or a sum
+    /// out of range goes to `decline`. Leaves the current block at the point after.
+    fn delta(&mut self, op: &KOp, signed: bool, w32: bool, d: Value, decline: Block) -> Value {
+        let base = (op.slot as usize * nat::SLOT_SIZE) as i32;
+        let ints = self.ints;
+        let st = self.b.ins().uload8(types::I64, trusted(), ints, base + nat::SLOT_STATE as i32);
+        let empty = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::EMPTY));
+        let go = self.b.create_block();
+        self.b.ins().brif(empty, decline, &[], go, &[]);
+        self.b.switch_to_block(go);
+        let assigned = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::ASSIGNED));
+        let old = self.b.ins().load(types::I64, trusted(), ints, base + nat::SLOT_V as i32);
+        let init = self.b.ins().iconst(types::I64, if op.has_init { op.init } else { 0 });
+        let prev = self.b.ins().select(assigned, old, init);
+        let (v, ok) = self.add_in_type(signed, w32, prev, d);
+        let store = self.b.create_block();
+        self.b.ins().brif(ok, store, &[], decline, &[]);
+        self.b.switch_to_block(store);
+        let old_exp = self.b.ins().load(types::I32, trusted(), ints, base + nat::SLOT_EXP as i32);
+        let zero = self.b.ins().iconst(types::I32, 0);
+        let exp = self.b.ins().select(assigned, old_exp, zero);
+        self.slot_store(op.slot, v, Some(exp), nat::ASSIGNED);
+        v
+    }
+
+    /// Write a whole integer slot: value, exponent (0 when `None`), state.
+    fn slot_store(&mut self, slot: u32, v: Value, exp: Option<Value>, state: u8) {
+        let base = (slot as usize * nat::SLOT_SIZE) as i32;
+        let exp = match exp {
+            Some(e) => e,
+            None => self.b.ins().iconst(types::I32, 0),
+        };
+        let st = self.b.ins().iconst(types::I8, i64::from(state));
+        self.b.ins().store(trusted(), v, self.ints, base + nat::SLOT_V as i32);
+        self.b.ins().store(trusted(), exp, self.ints, base + nat::SLOT_EXP as i32);
+        self.b.ins().store(trusted(), st, self.ints, base + nat::SLOT_STATE as i32);
+    }
+
+    fn put_int(&mut self, entry: i32, tag: u32, v: Value) {
+        let off = entry + nat::ENTRY_VALUE as i32;
+        let t = self.b.ins().iconst(types::I32, i64::from(tag));
+        self.b.ins().store(trusted(), t, self.frame, off + nat::VALUE_TAG as i32);
+        self.b.ins().store(trusted(), v, self.frame, off + nat::VALUE_PAYLOAD as i32);
+    }
+
+    fn put_decimal(&mut self, entry: i32, exponent: Value, mantissa: Value) {
+        let off = entry + nat::ENTRY_VALUE as i32;
+        let t = self.b.ins().iconst(types::I32, i64::from(nat::TAG_DECIMAL));
+        self.b.ins().store(trusted(), t, self.frame, off + nat::VALUE_TAG as i32);
+        self.b.ins().store(trusted(), exponent, self.frame, off + nat::VALUE_PAYLOAD as i32);
+        self.b.ins().store(trusted(), mantissa, self.frame, off + nat::VALUE_PAYLOAD as i32 + 8);
+    }
+
+    /// Offset in the context of the packed word of string slot `slot` (one of
+    /// `self.str_slots`, checked when the operation was chosen).
+    fn mirror(&self, slot: u32) -> i32 {
+        let i = self.str_slots.iter().position(|&s| s == slot).unwrap_or(0);
+        C_STRS + i as i32 * STR_MIRROR_SIZE
+    }
+
+    /// The mirrored slot at `m` set to `state` (and, when assigned, the one character `ch`),
+    /// marked changed for the decoder to write back.
+    fn set_mirror(&mut self, m: i32, state: u8, ch: Option<Value>) {
+        let st = self.b.ins().iconst(types::I8, i64::from(state));
+        self.b.ins().store(trusted(), st, self.ctx, m);
+        if let Some(ch) = ch {
+            let one = self.b.ins().iconst(types::I8, 1);
+            self.b.ins().store(trusted(), one, self.ctx, m + 1);
+            self.b.ins().istore8(trusted(), ch, self.ctx, m + 2);
+        }
+        let dirty = self.b.ins().iconst(types::I8, 1);
+        self.b.ins().store(trusted(), dirty, self.ctx, m + 3);
+    }
+
+    /// Push the character `ch` onto the message's string bytes (`decline` when the room the
+    /// decoder made is used up) and write entry `entry` as those bytes.
+    fn push_char(&mut self, entry: i32, ch: Value, decline: Block) {
+        let bl = self.b.use_var(self.bytes_len);
+        let room = self.b.ins().icmp(IntCC::UnsignedLessThan, bl, self.bytes_cap);
+        let push = self.b.create_block();
+        self.b.ins().brif(room, push, &[], decline, &[]);
+        self.b.switch_to_block(push);
+        let at = self.b.ins().iadd(self.bytes, bl);
+        self.b.ins().istore8(trusted(), ch, at, 0);
+        let nbl = self.b.ins().iadd_imm_s(bl, 1);
+        self.b.def_var(self.bytes_len, nbl);
+        let v = nat::ENTRY_VALUE as i32;
+        let tag = self.b.ins().iconst(types::I32, i64::from(nat::TAG_BYTES));
+        self.b.ins().store(trusted(), tag, self.frame, entry + v + nat::VALUE_TAG as i32);
+        self.b.ins().istore32(trusted(), bl, self.frame, entry + v + nat::VALUE_PAYLOAD as i32);
+        let len1 = self.b.ins().iconst(types::I32, 1);
+        self.b.ins().store(trusted(), len1, self.frame, entry + v + nat::VALUE_PAYLOAD as i32 + 4);
+    }
+
+    fn put_hole(&mut self, entry: i32) {
+        // A whole entry (the decoder takes it out): UInt(0) marked HOLE.
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.put_int(entry, nat::TAG_UINT, zero);
+        let h = self.b.ins().iconst(types::I32, i64::from(nat::HOLE));
+        self.b.ins().store(trusted(), h, self.frame, entry + nat::ENTRY_FIELD as i32);
+        let one = self.b.ins().iconst(types::I64, 1);
+        self.b.def_var(self.holes, one);
+    }
+}
