@@ -586,6 +586,62 @@ pub fn fast_decode(data: &[u8]) {
     });
 }
 
+/// FAST decoding with the kernels as native code (tickplant-fast-jit): on any input, the
+/// same messages, errors and dictionary state as the decoder's own kernels. The program is
+/// specialised for the seed's presence maps and its kernels compiled once, so mutated seeds
+/// run the native code and every way it hands back to the decoder.
+pub fn fast_native(data: &[u8]) {
+    use tickplant_fast::{Decoder, Message, Program};
+    use tickplant_fast_jit::JitKernels;
+    thread_local! {
+        static NATIVE: (&'static Program, &'static JitKernels) = {
+            let mut p = Program::from_xml(FAST_TEMPLATES).expect("the fuzz templates compile");
+            let seed = smoke_fast_seed();
+            let profile = {
+                let mut d = Decoder::new(&p);
+                d.start_profile();
+                let mut m = Message::new();
+                let mut at = 0;
+                while at < seed.len() {
+                    at += d.decode(&seed[at..], &mut m).expect("the seed decodes");
+                }
+                d.take_profile()
+            };
+            p.specialise(&profile, 8, 64, 0.0);
+            let p: &'static Program = Box::leak(Box::new(p));
+            let jit: &'static JitKernels = Box::leak(Box::new(JitKernels::compile(p).expect("the kernels compile")));
+            assert!(jit.native_ops().0 > 0, "the seed's kernels have native operations");
+            (p, jit)
+        };
+    }
+    NATIVE.with(|&(p, jit)| {
+        let mut native = Decoder::new(p);
+        native.set_native(Some(jit)).expect("made for this program");
+        let mut own = Decoder::new(p);
+        let (mut mn, mut mo) = (Message::new(), Message::new());
+        let mut at = 0;
+        for _ in 0..64 {
+            if at >= data.len() {
+                break;
+            }
+            match (native.decode(&data[at..], &mut mn), own.decode(&data[at..], &mut mo)) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "bytes taken");
+                    assert_eq!(mn.entries, mo.entries);
+                    assert_eq!(mn.bytes, mo.bytes);
+                    assert_eq!(mn.pmaps, mo.pmaps);
+                    at += a;
+                }
+                (Err(a), Err(b)) => {
+                    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+                    break;
+                }
+                (a, b) => panic!("native {a:?} against the decoder's {b:?}"),
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod smoke {
     use super::*;
@@ -712,10 +768,11 @@ mod smoke {
     #[test]
     fn every_target_survives_generated_inputs() {
         type Target = (&'static str, fn(&[u8]));
-        let targets: [Target; 14] = [
+        let targets: [Target; 15] = [
             ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
+            ("fast_native", fast_native),
             ("fix", fix),
             ("itch50", itch50),
             ("book", book),
