@@ -19,6 +19,38 @@
 //! the same entries, bytes, presence maps and dictionary state with or without it: the
 //! tests decode real and random streams, damaged ones too, both ways and compare.
 //!
+//! ```
+//! use tickplant_fast::{Decimal, Decoder, Framing, Message, Program, Value};
+//! use tickplant_fast_jit::JitKernels;
+//!
+//! let xml = r#"<templates><template name="Quote" id="7" dictionary="template">
+//!     <string name="MessageType" id="35"><constant value="S"/></string>
+//!     <uInt32 name="MsgSeqNum" id="34"><increment/></uInt32>
+//!     <string name="Symbol" id="55"><copy/></string>
+//!     <decimal name="BidPx" id="132"><exponent><default value="-2"/></exponent><mantissa><delta/></mantissa></decimal>
+//!     <uInt32 name="BidSize" id="134" presence="optional"><copy/></uInt32>
+//!     <sequence name="Venues" presence="optional"><length name="NoVenues" id="9001"/>
+//!       <string name="Venue" id="30"><default value="XNAS"/></string></sequence>
+//! </template></templates>"#;
+//! // Two messages: the second sends only the price's change (+5).
+//! let stream = [
+//!     0xf4, 0x87, 0x81, 0x41, 0xc2, 0x00, 0x60, 0xb9, 0xe5, 0x83, 0x80, 0xc0, 0x42, 0x41, 0x54, 0xd3,
+//!     0xc0, 0x87, 0x85, 0x80,
+//! ];
+//! let mut program = Program::from_xml(xml).unwrap();
+//! program.specialise_for(&stream, Framing::Raw).unwrap();
+//! let native = JitKernels::compile(&program).unwrap();
+//! assert!(native.native_ops().0 > 0);
+//! let mut decoder = Decoder::new(&program);
+//! decoder.set_native(Some(&native)).unwrap();
+//! let mut msg = Message::new();
+//! let n = decoder.decode(&stream, &mut msg).unwrap();
+//! assert_eq!(msg.get(&program, "BidPx").unwrap().value, Value::Decimal(Decimal::new(12345, -2)));
+//! decoder.decode(&stream[n..], &mut msg).unwrap();
+//! assert_eq!(msg.get(&program, "MsgSeqNum").unwrap().value, Value::UInt(2));
+//! assert_eq!(msg.get(&program, "BidPx").unwrap().value, Value::Decimal(Decimal::new(12350, -2)));
+//! ```
+//!
 //! This crate holds unsafe code, and only here: generated code writes through raw pointers.
 //! Each write's bound is checked when the code is made (an entry's index against its
 //! kernel's frame, room for which [`JitKernels`] reserves before each call; a dictionary
