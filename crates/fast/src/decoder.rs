@@ -472,6 +472,182 @@ fn k_int<const F: u8, const S: bool, const N: bool, const W: bool>(
     }
 }
 
+/// One kernel operation's value, arm by kind (the decoder's kernel loop and
+/// [`kernel_op`] both expand it, so that the loop keeps the shape it was tuned in): the value
+/// written into entry `$e`, the cursor `$p` moved on, `$holes` set where a NULL marked the
+/// entry a hole; `false` where the engine takes over.
+macro_rules! kernel_arms {
+    ($op:ident, $e:ident, $ints:ident, $strs:ident, $bytes:ident, $buf:ident, $p:ident, $holes:ident) => {
+        match $op.kind {
+            0 => kernel_int!(0, false, false, false, $ints, $op, $buf, $p, $e, $holes),
+            1 => kernel_int!(0, true, false, false, $ints, $op, $buf, $p, $e, $holes),
+            2 => kernel_int!(0, false, true, false, $ints, $op, $buf, $p, $e, $holes),
+            3 => kernel_int!(0, true, true, false, $ints, $op, $buf, $p, $e, $holes),
+            4 => kernel_int!(0, false, false, true, $ints, $op, $buf, $p, $e, $holes),
+            5 => kernel_int!(0, true, false, true, $ints, $op, $buf, $p, $e, $holes),
+            6 => kernel_int!(0, false, true, true, $ints, $op, $buf, $p, $e, $holes),
+            7 => kernel_int!(0, true, true, true, $ints, $op, $buf, $p, $e, $holes),
+            8 => kernel_int!(1, false, false, false, $ints, $op, $buf, $p, $e, $holes),
+            9 => kernel_int!(1, true, false, false, $ints, $op, $buf, $p, $e, $holes),
+            10 => kernel_int!(1, false, true, false, $ints, $op, $buf, $p, $e, $holes),
+            11 => kernel_int!(1, true, true, false, $ints, $op, $buf, $p, $e, $holes),
+            12 => kernel_int!(1, false, false, true, $ints, $op, $buf, $p, $e, $holes),
+            13 => kernel_int!(1, true, false, true, $ints, $op, $buf, $p, $e, $holes),
+            14 => kernel_int!(1, false, true, true, $ints, $op, $buf, $p, $e, $holes),
+            15 => kernel_int!(1, true, true, true, $ints, $op, $buf, $p, $e, $holes),
+            16 => kernel_int!(2, false, false, false, $ints, $op, $buf, $p, $e, $holes),
+            17 => kernel_int!(2, true, false, false, $ints, $op, $buf, $p, $e, $holes),
+            18 => kernel_int!(2, false, true, false, $ints, $op, $buf, $p, $e, $holes),
+            19 => kernel_int!(2, true, true, false, $ints, $op, $buf, $p, $e, $holes),
+            20 => kernel_int!(2, false, false, true, $ints, $op, $buf, $p, $e, $holes),
+            21 => kernel_int!(2, true, false, true, $ints, $op, $buf, $p, $e, $holes),
+            22 => kernel_int!(2, false, true, true, $ints, $op, $buf, $p, $e, $holes),
+            23 => kernel_int!(2, true, true, true, $ints, $op, $buf, $p, $e, $holes),
+            24 => kernel_int!(3, false, false, false, $ints, $op, $buf, $p, $e, $holes),
+            25 => kernel_int!(3, true, false, false, $ints, $op, $buf, $p, $e, $holes),
+            26 => kernel_int!(3, false, true, false, $ints, $op, $buf, $p, $e, $holes),
+            27 => kernel_int!(3, true, true, false, $ints, $op, $buf, $p, $e, $holes),
+            28 => kernel_int!(3, false, false, true, $ints, $op, $buf, $p, $e, $holes),
+            29 => kernel_int!(3, true, false, true, $ints, $op, $buf, $p, $e, $holes),
+            30 => kernel_int!(3, false, true, true, $ints, $op, $buf, $p, $e, $holes),
+            31 => kernel_int!(3, true, true, true, $ints, $op, $buf, $p, $e, $holes),
+            32 => kernel_int!(4, false, false, false, $ints, $op, $buf, $p, $e, $holes),
+            33 => kernel_int!(4, true, false, false, $ints, $op, $buf, $p, $e, $holes),
+            34 => kernel_int!(4, false, true, false, $ints, $op, $buf, $p, $e, $holes),
+            35 => kernel_int!(4, true, true, false, $ints, $op, $buf, $p, $e, $holes),
+            36 => kernel_int!(4, false, false, true, $ints, $op, $buf, $p, $e, $holes),
+            37 => kernel_int!(4, true, false, true, $ints, $op, $buf, $p, $e, $holes),
+            38 => kernel_int!(4, false, true, true, $ints, $op, $buf, $p, $e, $holes),
+            39 => kernel_int!(4, true, true, true, $ints, $op, $buf, $p, $e, $holes),
+            kop::DEC_CONST_DELTA => match k_int::<{ kop::INT_DELTA }, true, false, false>($ints, $op, $buf, &mut $p) {
+                Some(Some(m)) => {
+                    $e.value = Value::Decimal(Decimal { exponent: i32::from($op.arg), mantissa: m });
+                    true
+                }
+                _ => false,
+            },
+            kop::DEC_READ_DELTA => {
+                let mut q = $p;
+                let exponent = if $op.arg != 0 {
+                    k_read::<true, true, true>($buf, &mut q)
+                } else {
+                    k_read::<true, false, true>($buf, &mut q)
+                };
+                match exponent {
+                    Some(Some(x)) if (-63..=63).contains(&x) => {
+                        match k_int::<{ kop::INT_DELTA }, true, false, false>($ints, $op, $buf, &mut q) {
+                            Some(Some(m)) => {
+                                $e.value = Value::Decimal(Decimal { exponent: x as i32, mantissa: m });
+                                $p = q;
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    Some(None) => {
+                        // A NULL exponent: the decimal is absent, no mantissa follows.
+                        $e.field = HOLE;
+                        $holes = true;
+                        $p = q;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            kop::ASCII if $buf.get($p).is_some_and(|&b| b > 0x80) => {
+                // One character, the usual code or flag: its byte with the stop
+                // bit off (0x80 is NULL or empty, the cases below).
+                let start = $bytes.len() as u32;
+                $bytes.push($buf[$p] & 0x7f);
+                $e.value = Value::Bytes { start, len: 1 };
+                $p += 1;
+                true
+            }
+            kop::ASCII_STORE if $buf.get($p).is_some_and(|&b| b > 0x80) => match $strs.get_mut($op.slot as usize) {
+                Some(s) => {
+                    let c = $buf[$p] & 0x7f;
+                    s.buf.clear();
+                    s.buf.push(c);
+                    s.state = ASSIGNED;
+                    let start = $bytes.len() as u32;
+                    $bytes.push(c);
+                    $e.value = Value::Bytes { start, len: 1 };
+                    $p += 1;
+                    true
+                }
+                None => false,
+            },
+            kop::ASCII | kop::ASCII_STORE => {
+                let store = $op.kind == kop::ASCII_STORE;
+                // A copy's slot (one is always there: the engine reports it if not).
+                let slot = if store { $strs.get_mut($op.slot as usize) } else { None };
+                if store && slot.is_none() {
+                    false
+                } else if $op.arg != 0 && $buf.get($p) == Some(&0x80) {
+                    // NULL: no entry; a copy's slot is empty.
+                    if let Some(s) = slot {
+                        s.state = EMPTY;
+                    }
+                    $p += 1;
+                    $e.field = HOLE;
+                    $holes = true;
+                    true
+                } else {
+                    let mut q = $p;
+                    match ascii_fast($buf, &mut q, $bytes) {
+                        Some((start, len)) => {
+                            if let Some(s) = slot {
+                                s.buf.clear();
+                                s.buf.extend_from_slice(&$bytes[start as usize..][..len as usize]);
+                                s.state = ASSIGNED;
+                            }
+                            $e.value = Value::Bytes { start, len };
+                            $p = q;
+                            true
+                        }
+                        None => false,
+                    }
+                }
+            }
+            kop::ASCII_LOAD => match $strs.get($op.slot as usize) {
+                Some(s) if s.state == ASSIGNED && s.buf.len() == 1 => {
+                    let start = $bytes.len() as u32;
+                    $bytes.push(s.buf[0]);
+                    $e.value = Value::Bytes { start, len: 1 };
+                    true
+                }
+                Some(s) if s.state == ASSIGNED => {
+                    let start = $bytes.len() as u32;
+                    append($bytes, &s.buf);
+                    $e.value = Value::Bytes { start, len: s.buf.len() as u32 };
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    };
+}
+
+/// One integer arm of [`kernel_arms`]: family `$f`, type `$s` (signed), `$n` (nullable),
+/// `$w` (32-bit).
+macro_rules! kernel_int {
+    ($f:expr, $s:expr, $n:expr, $w:expr, $ints:ident, $op:ident, $buf:ident, $p:ident, $e:ident, $holes:ident) => {
+        match k_int::<{ $f }, $s, $n, $w>($ints, $op, $buf, &mut $p) {
+            Some(Some(v)) => {
+                $e.value = if $s { Value::Int(v) } else { Value::UInt(v as u64) };
+                true
+            }
+            Some(None) => {
+                $e.field = HOLE;
+                $holes = true;
+                true
+            }
+            None => false,
+        }
+    };
+}
+
 /// One operation of a kernel, as the decoder runs it: its value written into its entry of
 /// `frame` (a NULL marks the entry [`HOLE`] and sets `holes_out`), the cursor moved on.
 /// `false` hands over to the engine at this operation, with nothing changed: one it cannot
@@ -496,170 +672,7 @@ fn kernel_op(
     let mut holes = false;
     // One arm per kind: the value goes straight into its entry; a NULL marks the
     // entry a hole; `false` hands over to the engine.
-    macro_rules! int {
-        ($f:expr, $s:expr, $n:expr, $w:expr) => {
-            match k_int::<{ $f }, $s, $n, $w>(ints, op, buf, &mut p) {
-                Some(Some(v)) => {
-                    e.value = if $s { Value::Int(v) } else { Value::UInt(v as u64) };
-                    true
-                }
-                Some(None) => {
-                    e.field = HOLE;
-                    holes = true;
-                    true
-                }
-                None => false,
-            }
-        };
-    }
-    let ok = match op.kind {
-        0 => int!(0, false, false, false),
-        1 => int!(0, true, false, false),
-        2 => int!(0, false, true, false),
-        3 => int!(0, true, true, false),
-        4 => int!(0, false, false, true),
-        5 => int!(0, true, false, true),
-        6 => int!(0, false, true, true),
-        7 => int!(0, true, true, true),
-        8 => int!(1, false, false, false),
-        9 => int!(1, true, false, false),
-        10 => int!(1, false, true, false),
-        11 => int!(1, true, true, false),
-        12 => int!(1, false, false, true),
-        13 => int!(1, true, false, true),
-        14 => int!(1, false, true, true),
-        15 => int!(1, true, true, true),
-        16 => int!(2, false, false, false),
-        17 => int!(2, true, false, false),
-        18 => int!(2, false, true, false),
-        19 => int!(2, true, true, false),
-        20 => int!(2, false, false, true),
-        21 => int!(2, true, false, true),
-        22 => int!(2, false, true, true),
-        23 => int!(2, true, true, true),
-        24 => int!(3, false, false, false),
-        25 => int!(3, true, false, false),
-        26 => int!(3, false, true, false),
-        27 => int!(3, true, true, false),
-        28 => int!(3, false, false, true),
-        29 => int!(3, true, false, true),
-        30 => int!(3, false, true, true),
-        31 => int!(3, true, true, true),
-        32 => int!(4, false, false, false),
-        33 => int!(4, true, false, false),
-        34 => int!(4, false, true, false),
-        35 => int!(4, true, true, false),
-        36 => int!(4, false, false, true),
-        37 => int!(4, true, false, true),
-        38 => int!(4, false, true, true),
-        39 => int!(4, true, true, true),
-        kop::DEC_CONST_DELTA => match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut p) {
-            Some(Some(m)) => {
-                e.value = Value::Decimal(Decimal { exponent: i32::from(op.arg), mantissa: m });
-                true
-            }
-            _ => false,
-        },
-        kop::DEC_READ_DELTA => {
-            let mut q = p;
-            let exponent = if op.arg != 0 {
-                k_read::<true, true, true>(buf, &mut q)
-            } else {
-                k_read::<true, false, true>(buf, &mut q)
-            };
-            match exponent {
-                Some(Some(x)) if (-63..=63).contains(&x) => {
-                    match k_int::<{ kop::INT_DELTA }, true, false, false>(ints, op, buf, &mut q) {
-                        Some(Some(m)) => {
-                            e.value = Value::Decimal(Decimal { exponent: x as i32, mantissa: m });
-                            p = q;
-                            true
-                        }
-                        _ => false,
-                    }
-                }
-                Some(None) => {
-                    // A NULL exponent: the decimal is absent, no mantissa follows.
-                    e.field = HOLE;
-                    holes = true;
-                    p = q;
-                    true
-                }
-                _ => false,
-            }
-        }
-        kop::ASCII if buf.get(p).is_some_and(|&b| b > 0x80) => {
-            // One character, the usual code or flag: its byte with the stop
-            // bit off (0x80 is NULL or empty, the cases below).
-            let start = bytes.len() as u32;
-            bytes.push(buf[p] & 0x7f);
-            e.value = Value::Bytes { start, len: 1 };
-            p += 1;
-            true
-        }
-        kop::ASCII_STORE if buf.get(p).is_some_and(|&b| b > 0x80) => match strs.get_mut(op.slot as usize) {
-            Some(s) => {
-                let c = buf[p] & 0x7f;
-                s.buf.clear();
-                s.buf.push(c);
-                s.state = ASSIGNED;
-                let start = bytes.len() as u32;
-                bytes.push(c);
-                e.value = Value::Bytes { start, len: 1 };
-                p += 1;
-                true
-            }
-            None => false,
-        },
-        kop::ASCII | kop::ASCII_STORE => {
-            let store = op.kind == kop::ASCII_STORE;
-            // A copy's slot (one is always there: the engine reports it if not).
-            let slot = if store { strs.get_mut(op.slot as usize) } else { None };
-            if store && slot.is_none() {
-                false
-            } else if op.arg != 0 && buf.get(p) == Some(&0x80) {
-                // NULL: no entry; a copy's slot is empty.
-                if let Some(s) = slot {
-                    s.state = EMPTY;
-                }
-                p += 1;
-                e.field = HOLE;
-                holes = true;
-                true
-            } else {
-                let mut q = p;
-                match ascii_fast(buf, &mut q, bytes) {
-                    Some((start, len)) => {
-                        if let Some(s) = slot {
-                            s.buf.clear();
-                            s.buf.extend_from_slice(&bytes[start as usize..][..len as usize]);
-                            s.state = ASSIGNED;
-                        }
-                        e.value = Value::Bytes { start, len };
-                        p = q;
-                        true
-                    }
-                    None => false,
-                }
-            }
-        }
-        kop::ASCII_LOAD => match strs.get(op.slot as usize) {
-            Some(s) if s.state == ASSIGNED && s.buf.len() == 1 => {
-                let start = bytes.len() as u32;
-                bytes.push(s.buf[0]);
-                e.value = Value::Bytes { start, len: 1 };
-                true
-            }
-            Some(s) if s.state == ASSIGNED => {
-                let start = bytes.len() as u32;
-                append(bytes, &s.buf);
-                e.value = Value::Bytes { start, len: s.buf.len() as u32 };
-                true
-            }
-            _ => false,
-        },
-        _ => false,
-    };
+    let ok = kernel_arms!(op, e, ints, strs, bytes, buf, p, holes);
     *pos = p;
     if holes {
         *holes_out = true;
@@ -746,13 +759,20 @@ impl<'p> Decoder<'p> {
     pub fn decode(&mut self, buf: &[u8], msg: &mut Message) -> Result<usize, Error> {
         msg.clear();
         let mut pos = 0;
-        match self.message(buf, &mut pos, msg) {
+        // Two copies of the message path: the decoder's own, laid out as if native code did
+        // not exist, and one that runs kernels natively.
+        let r = if self.native.is_some() {
+            self.message::<true>(buf, &mut pos, msg)
+        } else {
+            self.message::<false>(buf, &mut pos, msg)
+        };
+        match r {
             Ok(()) => Ok(pos),
             Err(Fail) => Err(self.err),
         }
     }
 
-    fn message(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<()> {
+    fn message<const NATIVE: bool>(&mut self, buf: &[u8], pos: &mut usize, msg: &mut Message) -> R<()> {
         let mut pmap = self.pmap(buf, pos, msg)?;
         let t = self.template_id(buf, pos, &mut pmap)?;
         let program = self.program;
@@ -763,12 +783,7 @@ impl<'p> Decoder<'p> {
         }
         msg.template = t;
         self.depth = 0;
-        let (start, end, special) = (info.start as usize, info.end as usize, info.special);
-        if self.native.is_some() {
-            self.segment::<true>(start, end, special, buf, pos, pmap, msg)
-        } else {
-            self.segment::<false>(start, end, special, buf, pos, pmap, msg)
-        }
+        self.segment::<NATIVE>(info.start as usize, info.end as usize, info.special, buf, pos, pmap, msg)
     }
 
     #[inline(always)]
@@ -1510,7 +1525,16 @@ impl<'p> Decoder<'p> {
             let ints = &mut self.ints[..];
             let strs = &mut self.strs[..];
             for (n, op) in ops.iter().enumerate() {
-                if !kernel_op(op, frame, ints, strs, bytes, buf, &mut p, &mut holes) {
+                // A sequence that ends the kernel has no entry of its own in the frame (its
+                // `k` is the frame's length): it stops the loop here, for the code below.
+                let Some(e) = frame.get_mut(op.k as usize) else {
+                    stop = Some(n);
+                    break;
+                };
+                // One arm per kind: the value goes straight into its entry; a NULL marks the
+                // entry a hole; `false` hands over to the engine.
+                let ok = kernel_arms!(op, e, ints, strs, bytes, buf, p, holes);
+                if !ok {
                     stop = Some(n);
                     break;
                 }
@@ -1526,7 +1550,7 @@ impl<'p> Decoder<'p> {
             }
             let i = op.insn as usize;
             if op.kind == kop::SEQ {
-                return self.kernel_seq(i, kn.end as usize, buf, p, msg);
+                return self.kernel_seq::<false>(i, kn.end as usize, buf, p, msg);
             }
             return self.run(i, kn.end as usize, buf, p, 0, msg);
         }
@@ -1609,7 +1633,7 @@ impl<'p> Decoder<'p> {
             }
             let i = op.insn as usize;
             if op.kind == kop::SEQ {
-                return self.kernel_seq(i, kn.end as usize, buf, p, msg);
+                return self.kernel_seq::<true>(i, kn.end as usize, buf, p, msg);
             }
             return self.run(i, kn.end as usize, buf, p, 0, msg);
         }
@@ -1623,12 +1647,19 @@ impl<'p> Decoder<'p> {
     /// to `end`): its length and elements read as the engine's sequence arm reads them,
     /// without the engine's loop around it; the engine runs what follows it.
     #[inline(never)]
-    fn kernel_seq(&mut self, i: usize, end: usize, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
+    fn kernel_seq<const NATIVE: bool>(
+        &mut self,
+        i: usize,
+        end: usize,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
         let program = self.program;
         let ins = &program.insns[i];
         let (at, mut p, mut pm) = (p, p, 0);
         let r = match self.int_op(&program.insns[i + 1], buf, &mut p, &mut pm) {
-            Ok(Some(len)) => self.sequence(ins, len as u64, at, buf, p, msg).map(|q| p = q),
+            Ok(Some(len)) => self.sequence::<NATIVE>(ins, len as u64, at, buf, p, msg).map(|q| p = q),
             Ok(None) => Ok(()),
             Err(f) => Err(f),
         };
@@ -1855,7 +1886,7 @@ impl<'p> Decoder<'p> {
                 let at = *pos;
                 let next = if ins.has(flag::INLINE) { i + 2 } else { ins.a as usize };
                 if let Some(len) = self.int_op(&program.insns[i + 1], buf, pos, pmap)? {
-                    *pos = self.sequence(ins, len as u64, at, buf, *pos, msg)?;
+                    *pos = self.sequence::<false>(ins, len as u64, at, buf, *pos, msg)?;
                 }
                 Ok(next)
             }
@@ -1875,21 +1906,11 @@ impl<'p> Decoder<'p> {
         }
     }
 
-    /// The elements of a sequence of `len` (its length already read, at byte `at`).
+    /// The elements of a sequence of `len` (its length already read, at byte `at`); their
+    /// kernels run by native code when `NATIVE` (and the decoder has some).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    fn sequence(&mut self, ins: &Insn, len: u64, at: usize, buf: &[u8], p: usize, msg: &mut Message) -> R<usize> {
-        if self.native.is_some() {
-            self.sequence_in::<true>(ins, len, at, buf, p, msg)
-        } else {
-            self.sequence_in::<false>(ins, len, at, buf, p, msg)
-        }
-    }
-
-    /// [`Decoder::sequence`], with kernels run by native code when `NATIVE` (and the decoder
-    /// has some): two copies, so that the decoder's own kernel loop is laid out as if native
-    /// code did not exist.
-    fn sequence_in<const NATIVE: bool>(
+    fn sequence<const NATIVE: bool>(
         &mut self,
         ins: &Insn,
         len: u64,
@@ -1937,11 +1958,7 @@ impl<'p> Decoder<'p> {
         let (body, end) = (ins.slot as usize, ins.a as usize);
         if ins.has(flag::PMAP) {
             let inner = self.pmap(buf, &mut pos, msg)?;
-            if self.native.is_some() {
-                self.segment::<true>(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
-            } else {
-                self.segment::<false>(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
-            }
+            self.segment::<false>(body, end, ins.init as u64, buf, &mut pos, inner, msg)?;
         } else {
             pos = self.run(body, end, buf, pos, 0, msg)?;
         }
@@ -1961,12 +1978,7 @@ impl<'p> Decoder<'p> {
         let info = &program.templates[t as usize];
         let ti = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Template { template: t, end: 0 } });
-        let (start, end, special) = (info.start as usize, info.end as usize, info.special);
-        if self.native.is_some() {
-            self.segment::<true>(start, end, special, buf, &mut pos, inner, msg)?;
-        } else {
-            self.segment::<false>(start, end, special, buf, &mut pos, inner, msg)?;
-        }
+        self.segment::<false>(info.start as usize, info.end as usize, info.special, buf, &mut pos, inner, msg)?;
         let end = msg.entries.len() as u32;
         msg.entries[ti].value = Value::Template { template: t, end };
         self.depth -= 1;
