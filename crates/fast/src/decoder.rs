@@ -648,6 +648,32 @@ macro_rules! kernel_int {
     };
 }
 
+/// A kernel's end, the decoder's and the native one's: the entries marked NULL taken out;
+/// where an operation stopped it, the engine takes over at that operation's instruction
+/// (the entries before its own are final, the rest of the frame is the engine's to push).
+/// A macro, not a method: as an `#[inline(always)]` method it cost the kernel loop 220
+/// instructions a message in register spills.
+macro_rules! kernel_end {
+    ($self:ident, $native:expr, $kn:ident, $ops:ident, $base:ident, $stop:ident, $holes:ident, $buf:ident, $p:ident, $msg:ident) => {{
+        if let Some(n) = $stop {
+            let op = &$ops[n];
+            $msg.entries.truncate($base + op.k as usize);
+            if $holes {
+                take_holes(&mut $msg.entries, $base);
+            }
+            let i = op.insn as usize;
+            if op.kind == kop::SEQ {
+                return $self.kernel_seq::<{ $native }>(i, $kn.end as usize, $buf, $p, $msg);
+            }
+            return $self.run(i, $kn.end as usize, $buf, $p, 0, $msg);
+        }
+        if $holes {
+            take_holes(&mut $msg.entries, $base);
+        }
+        Ok($p)
+    }};
+}
+
 /// One operation of a kernel, as the decoder runs it: its value written into its entry of
 /// `frame` (a NULL marks the entry [`HOLE`] and sets `holes_out`), the cursor moved on.
 /// `false` hands over to the engine at this operation, with nothing changed: one it cannot
@@ -1540,24 +1566,7 @@ impl<'p> Decoder<'p> {
                 }
             }
         }
-        if let Some(n) = stop {
-            // The engine takes over at this operation's instruction: the entries before
-            // its own are final, the rest of the frame is the engine's to push.
-            let op = &ops[n];
-            msg.entries.truncate(base + op.k as usize);
-            if holes {
-                take_holes(&mut msg.entries, base);
-            }
-            let i = op.insn as usize;
-            if op.kind == kop::SEQ {
-                return self.kernel_seq::<false>(i, kn.end as usize, buf, p, msg);
-            }
-            return self.run(i, kn.end as usize, buf, p, 0, msg);
-        }
-        if holes {
-            take_holes(&mut msg.entries, base);
-        }
-        Ok(p)
+        kernel_end!(self, false, kn, ops, base, stop, holes, buf, p, msg)
     }
 
     /// A kernel run by native code (see [`crate::native`]): the code writes the frame's
@@ -1625,22 +1634,7 @@ impl<'p> Decoder<'p> {
         p: usize,
         msg: &mut Message,
     ) -> R<usize> {
-        if let Some(n) = stop {
-            let op = &ops[n];
-            msg.entries.truncate(base + op.k as usize);
-            if holes {
-                take_holes(&mut msg.entries, base);
-            }
-            let i = op.insn as usize;
-            if op.kind == kop::SEQ {
-                return self.kernel_seq::<true>(i, kn.end as usize, buf, p, msg);
-            }
-            return self.run(i, kn.end as usize, buf, p, 0, msg);
-        }
-        if holes {
-            take_holes(&mut msg.entries, base);
-        }
-        Ok(p)
+        kernel_end!(self, true, kn, ops, base, stop, holes, buf, p, msg)
     }
 
     /// The sequence that ends a kernel (instruction `i` of a specialised segment that runs

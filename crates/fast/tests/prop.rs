@@ -169,8 +169,7 @@ proptest! {
     fn kernels_decode_as_the_engine(
         nodes in prop::collection::vec(node_strategy(), 1..8),
         seed in 1u64..u64::MAX,
-        damage in prop::collection::vec((any::<prop::sample::Index>(), damaged_byte()), 0..4),
-        cut in any::<prop::sample::Index>(),
+        damage in damage_strategy(),
     ) {
         let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
         let kernels = specialised(&p, &stream, &frames);
@@ -178,16 +177,7 @@ proptest! {
         for s in &mut engine.specials {
             s.kernel = 0;
         }
-        let mut bad = stream.clone();
-        if !bad.is_empty() {
-            for (at, x) in &damage {
-                let i = at.index(bad.len());
-                bad[i] = *x;
-            }
-            if !damage.is_empty() {
-                bad.truncate(cut.index(bad.len() + 1));
-            }
-        }
+        let bad = damaged(&stream, &damage);
         let (mut dk, mut de) = (Decoder::new(&kernels), Decoder::new(&engine));
         let (mut mk, mut me) = (Message::new(), Message::new());
         for (k, &(a, b)) in frames.iter().enumerate() {

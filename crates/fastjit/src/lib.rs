@@ -529,14 +529,11 @@ impl<'b, 'f> Gen<'b, 'f> {
                         self.b.ins().jump(next, &[]);
                         if let Some(nb) = r.null {
                             self.b.switch_to_block(nb);
-                            let np = self.b.block_params(nb)[0];
                             if family == kop::INT_STORE {
                                 let zero = self.b.ins().iconst(types::I64, 0);
                                 self.slot_store(op.slot, zero, None, nat::EMPTY);
                             }
-                            self.put_hole(entry);
-                            self.b.def_var(self.pos, np);
-                            self.b.ins().jump(next, &[]);
+                            self.null_done(nb, entry, next);
                         }
                     }
                     kop::INT_LOAD | kop::INT_LOAD_INCR => {
@@ -583,10 +580,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                         if let Some(nb) = r.null {
                             // A NULL delta: absent, the dictionary as it was.
                             self.b.switch_to_block(nb);
-                            let np = self.b.block_params(nb)[0];
-                            self.put_hole(entry);
-                            self.b.def_var(self.pos, np);
-                            self.b.ins().jump(next, &[]);
+                            self.null_done(nb, entry, next);
                         }
                         self.b.switch_to_block(r.value);
                         let d = self.b.block_params(r.value)[0];
@@ -616,10 +610,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                 if let Some(nb) = r.null {
                     // A NULL exponent: the decimal is absent, no mantissa follows.
                     self.b.switch_to_block(nb);
-                    let np = self.b.block_params(nb)[0];
-                    self.put_hole(entry);
-                    self.b.def_var(self.pos, np);
-                    self.b.ins().jump(next, &[]);
+                    self.null_done(nb, entry, next);
                 }
                 self.b.switch_to_block(r.value);
                 let x = self.b.block_params(r.value)[0];
@@ -929,6 +920,15 @@ impl<'b, 'f> Gen<'b, 'f> {
         self.b.ins().istore32(trusted(), bl, self.frame, entry + v + nat::VALUE_PAYLOAD as i32);
         let len1 = self.b.ins().iconst(types::I32, 1);
         self.b.ins().store(trusted(), len1, self.frame, entry + v + nat::VALUE_PAYLOAD as i32 + 4);
+    }
+
+    /// The end of an operation whose field turned out NULL (in block `nb`, whose parameter
+    /// is the cursor after it): its entry a hole, the cursor moved on, on to `next`.
+    fn null_done(&mut self, nb: Block, entry: i32, next: Block) {
+        let np = self.b.block_params(nb)[0];
+        self.put_hole(entry);
+        self.b.def_var(self.pos, np);
+        self.b.ins().jump(next, &[]);
     }
 
     fn put_hole(&mut self, entry: i32) {

@@ -18,22 +18,12 @@ proptest! {
     fn native_kernels_decode_as_the_decoder(
         nodes in prop::collection::vec(node_strategy(), 1..8),
         seed in 1u64..u64::MAX,
-        damage in prop::collection::vec((any::<prop::sample::Index>(), damaged_byte()), 0..4),
-        cut in any::<prop::sample::Index>(),
+        damage in damage_strategy(),
     ) {
         let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
         let sp = specialised(&p, &stream, &frames);
         let jit = JitKernels::compile(&sp).map_err(TestCaseError::fail)?;
-        let mut bad = stream.clone();
-        if !bad.is_empty() {
-            for (at, x) in &damage {
-                let i = at.index(bad.len());
-                bad[i] = *x;
-            }
-            if !damage.is_empty() {
-                bad.truncate(cut.index(bad.len() + 1));
-            }
-        }
+        let bad = damaged(&stream, &damage);
         let (mut dn, mut dk) = (Decoder::new(&sp), Decoder::new(&sp));
         dn.set_native(Some(&jit)).map_err(TestCaseError::fail)?;
         let (mut mn, mut mk) = (Message::new(), Message::new());

@@ -371,6 +371,28 @@ pub fn specialised(p: &Program, stream: &[u8], frames: &[(usize, usize)]) -> Pro
     sp
 }
 
+/// Damage for a stream: a few bytes overwritten, then (when any was) the stream cut at a
+/// random length.
+pub fn damage_strategy() -> impl Strategy<Value = (Vec<(prop::sample::Index, u8)>, prop::sample::Index)> {
+    (prop::collection::vec((any::<prop::sample::Index>(), damaged_byte()), 0..4), any::<prop::sample::Index>())
+}
+
+/// `stream` with `damage` done to it (see [`damage_strategy`]).
+pub fn damaged(stream: &[u8], damage: &(Vec<(prop::sample::Index, u8)>, prop::sample::Index)) -> Vec<u8> {
+    let (writes, cut) = damage;
+    let mut bad = stream.to_vec();
+    if !bad.is_empty() {
+        for (at, x) in writes {
+            let i = at.index(bad.len());
+            bad[i] = *x;
+        }
+        if !writes.is_empty() {
+            bad.truncate(cut.index(bad.len() + 1));
+        }
+    }
+    bad
+}
+
 /// A byte written over a stream's: any, or one of the bytes that reach the readers' edges
 /// (NULL, a lost stop bit, the most negative one-byte value, the largest ones).
 pub fn damaged_byte() -> impl Strategy<Value = u8> {
