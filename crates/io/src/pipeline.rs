@@ -1680,10 +1680,28 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             Some(p)
         }
     };
+    // Its kernels as machine code (tickplant-fast-jit): the same results as the decoder's
+    // own kernels; where the code generator cannot run here, the decoder's own.
+    let opra_native = match &opra_program {
+        Some(p) if specialised > 0 => match tickplant_fast_jit::JitKernels::compile(p) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                eprintln!("opra-fast: kernels not compiled to native code ({e}); the decoder runs them");
+                None
+            }
+        },
+        _ => None,
+    };
     let opra = match (&spec.decoder, &opra_program) {
         (FeedDecoder::OpraFast(o), Some(program)) => Some(OpraStage {
             program,
-            decoder: FastDecoder::new(program),
+            decoder: {
+                let mut d = FastDecoder::new(program);
+                if let Some(n) = &opra_native {
+                    d.set_native(Some(n)).map_err(|e| cfg_err(e.to_string()))?;
+                }
+                d
+            },
             msg: FastMessage::new(),
             mapper: OpraFast::new(program, o.max_series).map_err(cfg_err)?,
             skip: o.skip,
