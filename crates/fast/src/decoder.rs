@@ -1590,18 +1590,20 @@ impl<'p> Decoder<'p> {
             let Message { entries, bytes, .. } = msg;
             native.run(index, buf, &mut p, entries, &mut self.ints, &mut self.strs, bytes, &mut holes)
         };
-        if from >= ops.len() {
+        let frame_src = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
+        let written = msg.entries.len() - base;
+        if from >= ops.len() && written == frame_src.len() {
             if holes {
                 take_holes(&mut msg.entries, base);
             }
             return Ok(p);
         }
-        // The rest of the frame as the decoder's kernel has it, from that operation's
-        // entry on, and the decoder's loop from that operation.
-        let frame_src = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
-        let k = (ops[from].k as usize).min(frame_src.len());
-        msg.entries.truncate(base + k);
-        msg.entries.extend_from_slice(&frame_src[k..]);
+        // The rest of the frame as the decoder's kernel has it, after the entries the code
+        // wrote (those before that operation's own; none when it did nothing), and the
+        // decoder's loop from that operation.
+        let written = written.min(frame_src.len());
+        msg.entries.truncate(base + written);
+        msg.entries.extend_from_slice(&frame_src[written..]);
         let mut stop = None;
         {
             let Message { entries, bytes, .. } = msg;
@@ -1615,25 +1617,6 @@ impl<'p> Decoder<'p> {
                 }
             }
         }
-        self.kernel_end(kn, ops, base, stop, holes, buf, p, msg)
-    }
-
-    /// A kernel's end: the entries marked NULL taken out; where an operation stopped it,
-    /// the engine takes over at that operation's instruction (the entries before its own
-    /// are final, the rest of the frame is the engine's to push).
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn kernel_end(
-        &mut self,
-        kn: &Kernel,
-        ops: &[KOp],
-        base: usize,
-        stop: Option<usize>,
-        holes: bool,
-        buf: &[u8],
-        p: usize,
-        msg: &mut Message,
-    ) -> R<usize> {
         kernel_end!(self, true, kn, ops, base, stop, holes, buf, p, msg)
     }
 

@@ -61,9 +61,10 @@ pub trait NativeKernels: std::fmt::Debug + Send + Sync {
     /// Run kernel `index` (into [`Program::kernels`](crate::Program::kernels)) at `*pos`
     /// of `buf`: append its frame's entries to `entries`, each written as the decoder's
     /// kernel writes it, and return how many of its operations it ran (all of them, or
-    /// fewer: then exactly the entries before the first one left's are appended, and
-    /// nothing of that operation is done). The cursor, the dictionaries, the string bytes
-    /// and `holes` (set when an entry was marked [`HOLE`]) as the operations leave them.
+    /// fewer: then nothing of the first one left is done, and the entries appended are a
+    /// leading part of the frame up to that operation's own, none when it did nothing at
+    /// all). The cursor, the dictionaries, the string bytes and `holes` (set when an entry
+    /// was marked [`HOLE`]) as the operations leave them.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,

@@ -188,3 +188,54 @@ proptest! {
         }
     }
 }
+
+/// Native code that runs nothing (as a code generator does where it cannot run): every
+/// kernel falls back to the decoder's own loop from its first operation, with its frame
+/// copied in whole.
+#[derive(Debug)]
+struct RunsNothing;
+
+impl tickplant_fast::NativeKernels for RunsNothing {
+    fn made_for(&self, _: &tickplant_fast::Program) -> bool {
+        true
+    }
+
+    fn run(
+        &self,
+        _: usize,
+        _: &[u8],
+        _: &mut usize,
+        _: &mut Vec<tickplant_fast::Entry>,
+        _: &mut [tickplant_fast::native::IntSlot],
+        _: &mut [tickplant_fast::native::StrSlot],
+        _: &mut Vec<u8>,
+        _: &mut bool,
+    ) -> usize {
+        0
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A decoder whose native code runs nothing decodes as one without native code.
+    #[test]
+    fn native_code_that_runs_nothing_changes_nothing(
+        nodes in prop::collection::vec(node_strategy(), 1..8),
+        seed in 1u64..u64::MAX,
+        damage in damage_strategy(),
+    ) {
+        let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
+        let sp = specialised(&p, &stream, &frames);
+        let bad = damaged(&stream, &damage);
+        let (mut dn, mut dk) = (Decoder::new(&sp), Decoder::new(&sp));
+        dn.set_native(Some(&RunsNothing)).map_err(TestCaseError::fail)?;
+        let (mut mn, mut mk) = (Message::new(), Message::new());
+        for (k, &(a, b)) in frames.iter().enumerate() {
+            let (a, b) = (a.min(bad.len()), b.min(bad.len()));
+            let on = outcome(&sp, &mut dn, &bad[a..b], &mut mn);
+            let ok = outcome(&sp, &mut dk, &bad[a..b], &mut mk);
+            prop_assert_eq!(on, ok, "message {}\n{}", k, xml);
+        }
+    }
+}
