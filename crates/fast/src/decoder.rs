@@ -1586,22 +1586,25 @@ impl<'p> Decoder<'p> {
         let base = msg.entries.len();
         let mut p = p;
         let mut holes = false;
-        let from = {
+        let done = {
             let Message { entries, bytes, .. } = msg;
             native.run(index, buf, &mut p, entries, &mut self.ints, &mut self.strs, bytes, &mut holes)
         };
-        let frame_src = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
-        let written = msg.entries.len() - base;
-        if from >= ops.len() && written == frame_src.len() {
+        let Some(from) = done else {
+            // No code for this kernel, nothing done: the decoder's own.
+            return self.kernel(kn, buf, p, msg);
+        };
+        if from >= ops.len() {
             if holes {
                 take_holes(&mut msg.entries, base);
             }
             return Ok(p);
         }
         // The rest of the frame as the decoder's kernel has it, after the entries the code
-        // wrote (those before that operation's own; none when it did nothing), and the
-        // decoder's loop from that operation.
-        let written = written.min(frame_src.len());
+        // wrote (those before that operation's own), and the decoder's loop from that
+        // operation.
+        let frame_src = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
+        let written = (msg.entries.len() - base).min(frame_src.len());
         msg.entries.truncate(base + written);
         msg.entries.extend_from_slice(&frame_src[written..]);
         let mut stop = None;

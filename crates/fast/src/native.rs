@@ -60,11 +60,12 @@ pub trait NativeKernels: std::fmt::Debug + Send + Sync {
 
     /// Run kernel `index` (into [`Program::kernels`](crate::Program::kernels)) at `*pos`
     /// of `buf`: append its frame's entries to `entries`, each written as the decoder's
-    /// kernel writes it, and return how many of its operations it ran (all of them, or
-    /// fewer: then nothing of the first one left is done, and the entries appended are a
-    /// leading part of the frame up to that operation's own, none when it did nothing at
-    /// all). The cursor, the dictionaries, the string bytes and `holes` (set when an entry
-    /// was marked [`HOLE`]) as the operations leave them.
+    /// kernel writes it, and return how many of its operations it ran: all of them (the
+    /// whole frame appended), or fewer (nothing of the first one left done, the frame
+    /// appended up to that operation's own entry). `None` when it did nothing at all (no
+    /// code for this kernel): the decoder runs the kernel itself. The cursor, the
+    /// dictionaries, the string bytes and `holes` (set when an entry was marked [`HOLE`]) as
+    /// the operations leave them.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
@@ -76,5 +77,5 @@ pub trait NativeKernels: std::fmt::Debug + Send + Sync {
         strs: &mut [StrSlot],
         bytes: &mut Vec<u8>,
         holes: &mut bool,
-    ) -> usize;
+    ) -> Option<usize>;
 }

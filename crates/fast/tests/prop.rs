@@ -189,9 +189,7 @@ proptest! {
     }
 }
 
-/// Native code that runs nothing (as a code generator does where it cannot run): every
-/// kernel falls back to the decoder's own loop from its first operation, with its frame
-/// copied in whole.
+/// Native code that has nothing for any kernel: every kernel runs the decoder's own way.
 #[derive(Debug)]
 struct RunsNothing;
 
@@ -210,8 +208,8 @@ impl tickplant_fast::NativeKernels for RunsNothing {
         _: &mut [tickplant_fast::native::StrSlot],
         _: &mut Vec<u8>,
         _: &mut bool,
-    ) -> usize {
-        0
+    ) -> Option<usize> {
+        None
     }
 }
 

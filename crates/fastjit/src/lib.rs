@@ -269,10 +269,10 @@ impl NativeKernels for JitKernels {
         strs: &mut [StrSlot],
         bytes: &mut Vec<u8>,
         holes: &mut bool,
-    ) -> usize {
-        let Some(Some(k)) = self.fns.get(index) else { return 0 };
+    ) -> Option<usize> {
+        let Some(Some(k)) = self.fns.get(index) else { return None };
         if ints.len() != self.int_slots || strs.len() != self.str_slots {
-            return 0;
+            return None;
         }
         entries.reserve(k.frame_len);
         bytes.reserve(BYTES_ROOM);
@@ -329,7 +329,7 @@ impl NativeKernels for JitKernels {
                 }
             }
         }
-        n
+        Some(n)
     }
 }
 
@@ -483,8 +483,11 @@ impl<'b, 'f> Gen<'b, 'f> {
         self.b.ins().store(trusted(), t, self.frame, v + nat::VALUE_TAG as i32);
         let a = self.b.ins().iconst(types::I64, w0);
         self.b.ins().store(trusted(), a, self.frame, v + nat::VALUE_PAYLOAD as i32);
-        let b = self.b.ins().iconst(types::I64, w1);
-        self.b.ins().store(trusted(), b, self.frame, v + nat::VALUE_PAYLOAD as i32 + 8);
+        if tag == nat::TAG_DECIMAL {
+            // Only a decimal's payload has a second word (its mantissa).
+            let b = self.b.ins().iconst(types::I64, w1);
+            self.b.ins().store(trusted(), b, self.frame, v + nat::VALUE_PAYLOAD as i32 + 8);
+        }
     }
 
     /// Emit one operation in the current block: on to `next` when done, to `decline`
