@@ -49,6 +49,11 @@ pub const TAG_UINT: u32 = 0;
 pub const TAG_INT: u32 = 1;
 pub const TAG_DECIMAL: u32 = 2;
 pub const TAG_BYTES: u32 = 3;
+pub const TAG_STATIC: u32 = 4;
+pub const TAG_SEQUENCE: u32 = 5;
+pub const TAG_ELEMENT: u32 = 6;
+pub const TAG_GROUP: u32 = 7;
+pub const TAG_TEMPLATE: u32 = 8;
 
 const _: () = assert!(ENTRY_SIZE == 32 && SLOT_SIZE == 16 && std::mem::size_of::<Value>() == 24);
 

@@ -466,15 +466,15 @@ impl<'b, 'f> Gen<'b, 'f> {
     fn put_const(&mut self, j: usize, e: &Entry) {
         let at = (j * nat::ENTRY_SIZE) as i32;
         let (tag, w0, w1): (u32, i64, i64) = match e.value {
-            Val::UInt(v) => (0, v as i64, 0),
-            Val::Int(v) => (1, v, 0),
-            Val::Decimal(d) => (2, i64::from(d.exponent as u32), d.mantissa),
-            Val::Bytes { start, len } => (3, i64::from(start) | i64::from(len) << 32, 0),
-            Val::Static { index } => (4, i64::from(index), 0),
-            Val::Sequence { len, end } => (5, i64::from(len) | i64::from(end) << 32, 0),
-            Val::Element { end } => (6, i64::from(end), 0),
-            Val::Group { end } => (7, i64::from(end), 0),
-            Val::Template { template, end } => (8, i64::from(template) | i64::from(end) << 32, 0),
+            Val::UInt(v) => (nat::TAG_UINT, v as i64, 0),
+            Val::Int(v) => (nat::TAG_INT, v, 0),
+            Val::Decimal(d) => (nat::TAG_DECIMAL, i64::from(d.exponent as u32), d.mantissa),
+            Val::Bytes { start, len } => (nat::TAG_BYTES, i64::from(start) | i64::from(len) << 32, 0),
+            Val::Static { index } => (nat::TAG_STATIC, i64::from(index), 0),
+            Val::Sequence { len, end } => (nat::TAG_SEQUENCE, i64::from(len) | i64::from(end) << 32, 0),
+            Val::Element { end } => (nat::TAG_ELEMENT, i64::from(end), 0),
+            Val::Group { end } => (nat::TAG_GROUP, i64::from(end), 0),
+            Val::Template { template, end } => (nat::TAG_TEMPLATE, i64::from(template) | i64::from(end) << 32, 0),
         };
         let v = at + nat::ENTRY_VALUE as i32;
         let f = self.b.ins().iconst(types::I32, i64::from(e.field));

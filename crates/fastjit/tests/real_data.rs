@@ -52,10 +52,11 @@ fn same_both_ways(templates: &str, file: &str, framing: Framing, expect: usize) 
     assert_eq!(plain.len(), expect);
     assert_eq!(fast.len(), expect);
     for (i, (a, b)) in plain.iter().zip(&fast).enumerate() {
-        assert_eq!(a.template, b.template, "{file}: message {i}");
-        assert_eq!(a.entries, b.entries, "{file}: message {i}");
-        assert_eq!(a.bytes, b.bytes, "{file}: message {i}");
-        assert_eq!(a.pmaps, b.pmaps, "{file}: message {i}");
+        assert_eq!(
+            (a.template, &a.entries, &a.bytes, &a.pmaps),
+            (b.template, &b.entries, &b.bytes, &b.pmaps),
+            "{file}: message {i}"
+        );
     }
 }
 
@@ -71,26 +72,6 @@ fn openfast_opra_same_natively() {
 
 #[test]
 fn openfast_cme_and_fpl_same_natively() {
-    for (t, f) in [
-        ("openfast/CME/templates.xml", "openfast/CME/messages.fast"),
-        ("openfast/FPL/FASTTestTemplate.xml", "openfast/FPL/messages.fast"),
-    ] {
-        let (Some(tp), Some(d)) = (data(t), data(f)) else { return };
-        let mut p = Program::from_xml(&std::fs::read_to_string(tp).unwrap()).unwrap();
-        let bytes = std::fs::read(d).unwrap();
-        let n = decode(&p, None, &bytes, Framing::Raw).len();
-        p.specialise_for(&bytes, Framing::Raw).unwrap();
-        let jit = tickplant_fast_jit::JitKernels::compile(&p).unwrap();
-        let plain = decode(&p, None, &bytes, Framing::Raw);
-        let fast = decode(&p, Some(&jit), &bytes, Framing::Raw);
-        assert_eq!(plain.len(), n);
-        for (i, (a, b)) in plain.iter().zip(&fast).enumerate() {
-            assert_eq!(
-                (a.template, &a.entries, &a.bytes, &a.pmaps),
-                (b.template, &b.entries, &b.bytes, &b.pmaps),
-                "{f}: message {i}"
-            );
-        }
-        assert_eq!(fast.len(), n);
-    }
+    same_both_ways("openfast/CME/templates.xml", "openfast/CME/messages.fast", Framing::Raw, 1);
+    same_both_ways("openfast/FPL/FASTTestTemplate.xml", "openfast/FPL/messages.fast", Framing::Raw, 3);
 }
