@@ -13,7 +13,7 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
-use crate::native::NativeKernels;
+use crate::native::{NativeKernels, SeqStop};
 use crate::program::{flag, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
 use crate::value::Decimal;
 
@@ -1600,6 +1600,26 @@ impl<'p> Decoder<'p> {
             }
             return Ok(p);
         }
+        self.kernel_rest(kn, base, from, holes, buf, p, msg)
+    }
+
+    /// The rest of a kernel whose frame starts at entry `base`, native code having run its
+    /// operations before `from` (and written their entries), `holes` its flag.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn kernel_rest(
+        &mut self,
+        kn: &Kernel,
+        base: usize,
+        from: usize,
+        holes: bool,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let program = self.program;
+        let ops = &program.kops[kn.ops.0 as usize..kn.ops.1 as usize];
+        let (mut p, mut holes) = (p, holes);
         // The rest of the frame as the decoder's kernel has it, after the entries the code
         // wrote (those before that operation's own), and the decoder's loop from that
         // operation.
@@ -1909,7 +1929,48 @@ impl<'p> Decoder<'p> {
         msg.entries.push(Entry { field: ins.field, value: Value::Sequence { len: len as u32, end: 0 } });
         let (body, end) = (ins.slot as usize, ins.a as usize);
         let special = ins.init as u64;
-        for _ in 0..len {
+        let mut k = 0;
+        // Native code for the element loop, when it has some: it runs elements until one
+        // it leaves (the decoder runs that one, below) or the sequence's end.
+        let mut native = match self.native {
+            Some(n) if NATIVE && special != 0 && ins.has(flag::PMAP) && self.profile.is_none() => Some(n),
+            _ => None,
+        };
+        while k < len {
+            if let Some(n) = native {
+                let run = {
+                    let Message { entries, bytes, pmaps, .. } = msg;
+                    let lo = (special as u32 - 1) as usize;
+                    let count = (len - k).min(usize::MAX as u64) as usize;
+                    let (ints, strs) = (&mut self.ints[..], &mut self.strs[..]);
+                    n.run_seq(lo, ins.field, count, buf, &mut pos, entries, pmaps, ints, strs, bytes)
+                };
+                let Some(run) = run else {
+                    native = None;
+                    continue;
+                };
+                k += run.elements as u64;
+                match run.stop {
+                    SeqStop::Done if run.elements > 0 => continue,
+                    SeqStop::Done => {
+                        native = None;
+                        continue;
+                    }
+                    SeqStop::Element => {}
+                    SeqStop::Kernel { entry, kernel, from, holes } => {
+                        let program = self.program;
+                        pos = self.kernel_rest(&program.kernels[kernel], entry + 1, from, holes, buf, pos, msg)?;
+                        let end = msg.entries.len() as u32;
+                        msg.entries[entry].value = Value::Element { end };
+                        k += 1;
+                        continue;
+                    }
+                }
+                if k >= len {
+                    break;
+                }
+            }
+            k += 1;
             let ei = msg.entries.len();
             msg.entries.push(Entry { field: ins.field, value: Value::Element { end: 0 } });
             if ins.has(flag::PMAP) {

@@ -26,6 +26,7 @@
 //!   [`UNDEFINED`], [`EMPTY`], [`ASSIGNED`]) at 12, 16 bytes;
 //! * [`StrSlot`]: read and written by the code's owner around a call, not by the code.
 
+use crate::codec::Pmap;
 use crate::decoder::{Entry, Value};
 use crate::program::Program;
 
@@ -83,4 +84,53 @@ pub trait NativeKernels: std::fmt::Debug + Send + Sync {
         bytes: &mut Vec<u8>,
         holes: &mut bool,
     ) -> Option<usize>;
+
+    /// Run elements of a sequence whose body has specialised segments (those of
+    /// [`Program::specials`](crate::Program::specials) from `specials`, the sequence's
+    /// `field`), at most `count` of them, as the decoder's element loop runs them: for each,
+    /// its [`Value::Element`] entry, its presence map read and pushed onto `pmaps`, the
+    /// kernel of the specialised segment that matches it, the element's end set. `None`
+    /// when it has no code for this sequence (nothing done). Otherwise how far it went (see
+    /// [`SeqRun`]): the cursor, the dictionaries, the entries and string bytes as those
+    /// elements leave them.
+    #[allow(clippy::too_many_arguments)]
+    fn run_seq(
+        &self,
+        specials: usize,
+        field: u32,
+        count: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        pmaps: &mut Vec<(Pmap, u8)>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+    ) -> Option<SeqRun> {
+        let _ = (specials, field, count, buf, pos, entries, pmaps, ints, strs, bytes);
+        None
+    }
+}
+
+/// How far [`NativeKernels::run_seq`] went: `elements` whole elements done, then `stop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqRun {
+    pub elements: usize,
+    pub stop: SeqStop,
+}
+
+/// Where [`NativeKernels::run_seq`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqStop {
+    /// After `count` elements, or at the sequence's end.
+    Done,
+    /// Before the next element, nothing of it done: its presence map is one the code does
+    /// not read or has no kernel for. The decoder runs that element.
+    Element,
+    /// Inside the next element: its entry is at `entry` (its end not yet set), its presence
+    /// map pushed, and of its specialised segment's kernel (`kernel`, an index into
+    /// [`Program::kernels`](crate::Program::kernels)) the operations before `from` done,
+    /// as [`NativeKernels::run`] leaves a kernel it stops in (`holes` its flag). The decoder
+    /// runs the rest of the kernel and ends the element.
+    Kernel { entry: usize, kernel: usize, from: usize, holes: bool },
 }

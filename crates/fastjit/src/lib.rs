@@ -66,8 +66,9 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::mem::offset_of;
 
-use tickplant_fast::native::{self as nat, IntSlot, NativeKernels, StrSlot};
-use tickplant_fast::program::{kop, KOp, Kernel};
+use tickplant_fast::codec::Pmap;
+use tickplant_fast::native::{self as nat, IntSlot, NativeKernels, SeqRun, SeqStop, StrSlot};
+use tickplant_fast::program::{flag, kop, Code, KOp, Kernel, Special};
 use tickplant_fast::{Entry, Program, Value as Val};
 
 /// Most string dictionary entries one kernel's code reads or writes (its operations on
@@ -106,6 +107,40 @@ const C_HOLES: i32 = offset_of!(Ctx, holes) as i32;
 const C_STRS: i32 = offset_of!(Ctx, strs) as i32;
 const STR_MIRROR_SIZE: i32 = 4;
 
+/// Most elements one call of a sequence's element loop runs (room for their entries is
+/// made before each call).
+const SEQ_CHUNK: usize = 16;
+/// Room for one-character strings made before each call of an element loop.
+const SEQ_BYTES_ROOM: usize = 64;
+
+/// The context of a sequence's element loop: a kernel's context (the same offsets), then
+/// the loop's own.
+#[repr(C)]
+struct SeqCtx {
+    k: Ctx,
+    /// In: how many elements to run; the index of the entry at `k.out`.
+    count: u64,
+    first: u64,
+    /// Out: elements done; the kernel (in the loop's own list) and operation it stopped at.
+    done: u64,
+    kernel: u64,
+    ops: u64,
+    /// Out: each element's presence map (left-aligned) and its byte count.
+    pm: [u64; SEQ_CHUNK],
+    pmn: [u8; SEQ_CHUNK],
+}
+
+const S_COUNT: i32 = offset_of!(SeqCtx, count) as i32;
+const S_FIRST: i32 = offset_of!(SeqCtx, first) as i32;
+const S_DONE: i32 = offset_of!(SeqCtx, done) as i32;
+const S_KERNEL: i32 = offset_of!(SeqCtx, kernel) as i32;
+const S_OPS: i32 = offset_of!(SeqCtx, ops) as i32;
+const S_PM: i32 = offset_of!(SeqCtx, pm) as i32;
+const S_PMN: i32 = offset_of!(SeqCtx, pmn) as i32;
+
+/// A sequence's element loop: `ctx -> status` (see [`Gen::seq`]).
+type SeqFn = unsafe extern "C" fn(*mut SeqCtx) -> u64;
+
 /// A kernel's code: `ctx -> how many operations it ran`.
 type KernelFn = unsafe extern "C" fn(*mut Ctx) -> u64;
 
@@ -130,13 +165,45 @@ struct Compiled {
     strs: Vec<u32>,
 }
 
+/// A kernel's operations and frame.
+type KernelCode<'a> = (&'a [KOp], &'a [Entry]);
+
+/// An element loop declared in the module, before its code is final.
+struct SeqMade {
+    id: cranelift_module::FuncId,
+    field: u32,
+    max_frame: usize,
+    strs: Vec<u32>,
+    kernels: Vec<SeqKernel>,
+}
+
+/// A kernel of a sequence's element loop, as the decoder knows it.
+struct SeqKernel {
+    /// Its index in [`Program::kernels`].
+    index: usize,
+    frame_len: usize,
+    ks: Vec<usize>,
+}
+
+struct CompiledSeq {
+    f: SeqFn,
+    field: u32,
+    /// The largest frame of its kernels.
+    max_frame: usize,
+    strs: Vec<u32>,
+    kernels: Vec<SeqKernel>,
+}
+
 /// A program's kernels as machine code.
 pub struct JitKernels {
-    /// Owns the code's memory: the functions in `fns` live as long as it does.
+    /// Owns the code's memory: the functions in `fns` and `seqs` live as long as it does.
     module: Option<JITModule>,
     fns: Vec<Option<Compiled>>,
+    /// Element loops by the index of their sequence's first specialised segment.
+    seqs: Vec<Option<CompiledSeq>>,
     kernels: Vec<Kernel>,
     kops: Vec<KOp>,
+    specials: Vec<Special>,
     int_slots: usize,
     str_slots: usize,
     native_ops: usize,
@@ -159,6 +226,7 @@ impl std::fmt::Debug for JitKernels {
 impl Drop for JitKernels {
     fn drop(&mut self) {
         self.fns.clear();
+        self.seqs.clear();
         if let Some(m) = self.module.take() {
             // SAFETY: the functions were reachable only through `self.fns`, now empty, and
             // `&mut self` means no call is running: no code of the module can run after this.
@@ -219,7 +287,72 @@ impl JitKernels {
             module.clear_context(&mut ctx);
             ids.push(Some((id, frame.len(), ops.iter().map(|o| o.k as usize).collect::<Vec<_>>(), strs)));
         }
+        // The element loops of sequences whose body has specialised segments.
+        let mut seq_ids: Vec<Option<SeqMade>> = (0..program.specials.len()).map(|_| None).collect();
+        for ins in &program.insns {
+            if ins.code != Code::Seq || !ins.has(flag::PMAP) || ins.init == 0 {
+                continue;
+            }
+            let lo = (ins.init as u32).wrapping_sub(1) as usize;
+            let n = (ins.init as u64 >> 32) as usize;
+            let Some(sps) = program.specials.get(lo..lo.saturating_add(n)) else { continue };
+            if seq_ids[lo].is_some() {
+                continue;
+            }
+            let mut code = Vec::new();
+            let mut sks = Vec::new();
+            let mut all_ops = Vec::new();
+            for sp in sps {
+                let ki = (sp.kernel as usize).wrapping_sub(1);
+                let c: Option<KernelCode> = ids.get(ki).and_then(|c| c.as_ref()).map(|_| {
+                    let kn = &program.kernels[ki];
+                    let ops = &program.kops[kn.ops.0 as usize..kn.ops.1 as usize];
+                    let frame = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
+                    (ops, frame)
+                });
+                if let (Some((ops, frame)), true) = (c, (sp.pmap as u64) == 0) {
+                    all_ops.extend_from_slice(ops);
+                    sks.push(SeqKernel {
+                        index: ki,
+                        frame_len: frame.len(),
+                        ks: ops.iter().map(|o| o.k as usize).collect(),
+                    });
+                }
+                code.push((sp.pmap, c));
+            }
+            if sks.is_empty() {
+                continue;
+            }
+            let strs = string_slots(&all_ops);
+            let max_frame = sks.iter().map(|k| k.frame_len).max().unwrap_or(0);
+            ctx.func.signature.params.push(AbiParam::new(types::I64));
+            ctx.func.signature.returns.push(AbiParam::new(types::I64));
+            {
+                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+                Gen::seq(&mut b, ins.field, &code, int_slots, &strs);
+                b.seal_all_blocks();
+                b.finalize(frontend);
+            }
+            let id = module
+                .declare_function(&format!("fast_seq_{lo}"), Linkage::Local, &ctx.func.signature)
+                .map_err(|e| e.to_string())?;
+            module.define_function(id, &mut ctx).map_err(|e| format!("sequence loop {lo}: {e:?}"))?;
+            module.clear_context(&mut ctx);
+            seq_ids[lo] = Some(SeqMade { id, field: ins.field, max_frame, strs, kernels: sks });
+        }
         module.finalize_definitions().map_err(|e| e.to_string())?;
+        let seqs = seq_ids
+            .into_iter()
+            .map(|c| {
+                c.map(|SeqMade { id, field, max_frame, strs, kernels }| {
+                    let code = module.get_finalized_function(id);
+                    // SAFETY: as for the kernels below: declared (i64) -> i64 in the system
+                    // call convention, `SeqFn`'s; lives as long as `module`.
+                    let f = unsafe { std::mem::transmute::<*const u8, SeqFn>(code) };
+                    CompiledSeq { f, field, max_frame, strs, kernels }
+                })
+            })
+            .collect();
         let fns = ids
             .into_iter()
             .map(|c| {
@@ -236,8 +369,10 @@ impl JitKernels {
         Ok(JitKernels {
             module: Some(module),
             fns,
+            seqs,
             kernels: program.kernels.clone(),
             kops: program.kops.clone(),
+            specials: program.specials.clone(),
             int_slots,
             str_slots: program.str_slots.len(),
             native_ops,
@@ -254,6 +389,7 @@ impl NativeKernels for JitKernels {
     fn made_for(&self, program: &Program) -> bool {
         program.kernels == self.kernels
             && program.kops == self.kops
+            && program.specials == self.specials
             && program.int_slots.len() == self.int_slots
             && program.str_slots.len() == self.str_slots
     }
@@ -331,6 +467,106 @@ impl NativeKernels for JitKernels {
         }
         Some(n)
     }
+
+    #[inline]
+    fn run_seq(
+        &self,
+        specials: usize,
+        field: u32,
+        count: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        pmaps: &mut Vec<(Pmap, u8)>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+    ) -> Option<SeqRun> {
+        let Some(Some(s)) = self.seqs.get(specials) else { return None };
+        if s.field != field || ints.len() != self.int_slots || strs.len() != self.str_slots || count == 0 {
+            return None;
+        }
+        let count = count.min(SEQ_CHUNK);
+        entries.reserve(count * (s.max_frame + 1));
+        bytes.reserve(SEQ_BYTES_ROOM);
+        let mut mirror = [0u32; MAX_STR_SLOTS];
+        for (m, &slot) in mirror.iter_mut().zip(&s.strs) {
+            let st = &strs[slot as usize];
+            let one = match st.buf.as_slice() {
+                [c] => 0x100 | u32::from(*c) << 16,
+                _ => 0,
+            };
+            *m = u32::from(st.state) | one;
+        }
+        let (e_len, b_len) = (entries.len(), bytes.len());
+        let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
+        let mut ctx = SeqCtx {
+            k: Ctx {
+                buf: buf.as_ptr(),
+                pos: *pos,
+                out,
+                len: buf.len(),
+                ints: ints.as_mut_ptr(),
+                bytes_len: b_len,
+                bytes: bytes.as_mut_ptr(),
+                holes: 0,
+                bytes_cap: b_len + SEQ_BYTES_ROOM,
+                strs: mirror,
+            },
+            count: count as u64,
+            first: e_len as u64,
+            done: 0,
+            kernel: 0,
+            ops: 0,
+            pm: [0; SEQ_CHUNK],
+            pmn: [0; SEQ_CHUNK],
+        };
+        // SAFETY: the code was made for this sequence's kernels: it writes at most `count`
+        // elements, each its entry and its kernel's frame (at most `max_frame + 1` entries,
+        // room reserved above) from `out`, taking holes out only within that frame; integer
+        // slots only below `int_slots` (checked above), string bytes only below
+        // `bytes_cap`, presence maps only below `count` <= SEQ_CHUNK in the context; reads
+        // the message only below `len`. Every pointer comes from a live borrow that outlasts
+        // the call.
+        let status = unsafe { (s.f)(&mut ctx) };
+        let at = (ctx.k.out as usize - out as usize) / nat::ENTRY_SIZE;
+        let done = (ctx.done as usize).min(count);
+        let (written, stop, pushed) = match status {
+            2 => {
+                let kj = &s.kernels[ctx.kernel as usize];
+                let from = ctx.ops as usize;
+                let frame = kj.ks.get(from).map_or(kj.frame_len, |&k| k.min(kj.frame_len));
+                let stop = SeqStop::Kernel { entry: e_len + at, kernel: kj.index, from, holes: ctx.k.holes != 0 };
+                (at + 1 + frame, stop, done + 1)
+            }
+            1 => (at, SeqStop::Element, done),
+            _ => (at, SeqStop::Done, done),
+        };
+        assert!(written <= count * (s.max_frame + 1) && pushed <= count, "a sequence loop wrote past its room");
+        // SAFETY: the code wrote every entry from `e_len` to `e_len + written` whole (the
+        // elements done, and of the one it stopped in its entry and the frame up to the
+        // operation it stopped at), all within the room reserved (asserted above), and every
+        // string byte from `b_len` to `ctx.k.bytes_len`.
+        unsafe {
+            entries.set_len(e_len + written);
+            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + SEQ_BYTES_ROOM));
+        }
+        *pos = ctx.k.pos;
+        for (&m, &slot) in ctx.k.strs.iter().zip(&s.strs) {
+            if m >> 24 != 0 {
+                let st = &mut strs[slot as usize];
+                st.state = m as u8;
+                if st.state == nat::ASSIGNED {
+                    st.buf.clear();
+                    st.buf.push((m >> 16) as u8);
+                }
+            }
+        }
+        for j in 0..pushed {
+            pmaps.push((Pmap::from(ctx.pm[j]) << 64, ctx.pmn[j]));
+        }
+        Some(SeqRun { elements: done, stop })
+    }
 }
 
 /// The code generator for one kernel.
@@ -373,9 +609,9 @@ struct Read {
 }
 
 impl<'b, 'f> Gen<'b, 'f> {
-    /// Emit kernel `ops` (frame of `frame_len` entries, a dictionary of `int_slots`
-    /// entries); returns how many of them run natively.
-    fn kernel(b: &'b mut FunctionBuilder<'f>, ops: &[KOp], frame: &[Entry], int_slots: usize, strs: &[u32]) -> usize {
+    /// The function's entry block: its context parameter, the context's fields loaded and
+    /// the cursor, string bytes' length and holes flag as variables.
+    fn prologue(b: &'b mut FunctionBuilder<'f>, strs: &[u32]) -> Gen<'b, 'f> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -397,69 +633,306 @@ impl<'b, 'f> Gen<'b, 'f> {
         b.def_var(bytes_len, bytes_len0);
         let zero = b.ins().iconst(i64t, 0);
         b.def_var(holes, zero);
-        let exit = b.create_block();
-        b.append_block_param(exit, i64t);
+        Gen { b, ctx, str_slots: strs.to_vec(), buf, len, frame: out, ints, bytes, bytes_cap, pos, bytes_len, holes }
+    }
 
-        let mut g = Gen {
-            b,
-            ctx,
-            str_slots: strs.to_vec(),
-            buf,
-            len,
-            frame: out,
-            ints,
-            bytes,
-            bytes_cap,
-            pos,
-            bytes_len,
-            holes,
-        };
+    /// Store the cursor, the string bytes' length and the holes flag back in the context.
+    fn epilogue(&mut self) {
+        let p = self.b.use_var(self.pos);
+        let bl = self.b.use_var(self.bytes_len);
+        let h = self.b.use_var(self.holes);
+        self.b.ins().store(trusted(), p, self.ctx, C_POS);
+        self.b.ins().store(trusted(), bl, self.ctx, C_BYTES_LEN);
+        self.b.ins().store(trusted(), h, self.ctx, C_HOLES);
+    }
+
+    /// Emit kernel `ops` writing its frame at `self.frame` (a dictionary of `int_slots`
+    /// entries): at an operation it leaves (nothing of it done), `decline(self, index)` in a
+    /// block of its own; after the last, the current block goes on. Returns how many of the
+    /// operations run natively.
+    fn ops(
+        &mut self,
+        ops: &[KOp],
+        frame: &[Entry],
+        int_slots: usize,
+        decline_to: &mut dyn FnMut(&mut Gen<'b, 'f>, usize),
+    ) -> usize {
         let mut native = 0;
         let mut written = 0;
         for (i, op) in ops.iter().enumerate() {
             let k = op.k as usize;
             // The frame's constants before this operation's entry, as immediate stores.
             while written < k.min(frame.len()) {
-                g.put_const(written, &frame[written]);
+                self.put_const(written, &frame[written]);
                 written += 1;
             }
             written = k + 1;
-            let next = g.b.create_block();
-            let decline = g.b.create_block();
-            g.b.set_cold_block(decline);
+            let next = self.b.create_block();
+            let decline = self.b.create_block();
+            self.b.set_cold_block(decline);
             match frame.get(k) {
                 Some(e) => {
-                    if g.op(op, e.field, int_slots, next, decline) {
+                    if self.op(op, e.field, int_slots, next, decline) {
                         native += 1;
                     }
                 }
                 // The sequence that ends a kernel: the decoder's.
                 None => {
-                    g.b.ins().jump(decline, &[]);
+                    self.b.ins().jump(decline, &[]);
                 }
             }
-            g.b.switch_to_block(decline);
-            let at = g.b.ins().iconst(i64t, i as i64);
-            g.b.ins().jump(exit, &args(&[at]));
-            g.b.switch_to_block(next);
+            self.b.switch_to_block(decline);
+            decline_to(self, i);
+            self.b.switch_to_block(next);
         }
         while written < frame.len() {
-            g.put_const(written, &frame[written]);
+            self.put_const(written, &frame[written]);
             written += 1;
         }
+        native
+    }
+
+    /// Emit kernel `ops` (frame of `frame_len` entries, a dictionary of `int_slots`
+    /// entries) as a function `ctx -> operations done`; returns how many of them run
+    /// natively.
+    fn kernel(b: &'b mut FunctionBuilder<'f>, ops: &[KOp], frame: &[Entry], int_slots: usize, strs: &[u32]) -> usize {
+        let i64t = types::I64;
+        let mut g = Gen::prologue(b, strs);
+        let exit = g.b.create_block();
+        g.b.append_block_param(exit, i64t);
+        let native = g.ops(ops, frame, int_slots, &mut |g, i| {
+            let at = g.b.ins().iconst(types::I64, i as i64);
+            g.b.ins().jump(exit, &args(&[at]));
+        });
         let n = g.b.ins().iconst(i64t, ops.len() as i64);
         g.b.ins().jump(exit, &args(&[n]));
-
         g.b.switch_to_block(exit);
         let at = g.b.block_params(exit)[0];
-        let p = g.b.use_var(pos);
-        let bl = g.b.use_var(bytes_len);
-        let h = g.b.use_var(holes);
-        g.b.ins().store(trusted(), p, ctx, C_POS);
-        g.b.ins().store(trusted(), bl, ctx, C_BYTES_LEN);
-        g.b.ins().store(trusted(), h, ctx, C_HOLES);
+        g.epilogue();
         g.b.ins().return_(&[at]);
         native
+    }
+
+    /// Emit the element loop of a sequence (its entries' `field`) whose body's specialised
+    /// segments are `specials`, each with its kernel's operations and frame when it has
+    /// native code, as a function `ctx -> status` over a [`SeqCtx`]: up to `count`
+    /// elements, each its `Element` entry, its presence map (up to nine bytes, recorded in
+    /// the context), the kernel of the first specialised segment whose presence map it is,
+    /// its frame's holes taken out, its end set. Status 0: `count` elements done; 1:
+    /// stopped before an element (a presence map it does not read or has no kernel for),
+    /// nothing of it done; 2: stopped in an element's kernel at the operation in
+    /// `SeqCtx::ops` of the kernel in `SeqCtx::kernel`, as [`Gen::kernel`] stops.
+    fn seq(
+        b: &'b mut FunctionBuilder<'f>,
+        field: u32,
+        specials: &[(Pmap, Option<KernelCode>)],
+        int_slots: usize,
+        strs: &[u32],
+    ) {
+        let i64t = types::I64;
+        let mut g = Gen::prologue(b, strs);
+        let ctx = g.ctx;
+        let out0 = g.frame;
+        let count = g.b.ins().load(i64t, trusted(), ctx, S_COUNT);
+        let first = g.b.ins().load(i64t, trusted(), ctx, S_FIRST);
+        let out = g.b.declare_var(i64t);
+        let i = g.b.declare_var(i64t);
+        g.b.def_var(out, out0);
+        let zero = g.b.ins().iconst(i64t, 0);
+        g.b.def_var(i, zero);
+        let head = g.b.create_block();
+        let body = g.b.create_block();
+        let exit = g.b.create_block();
+        g.b.append_block_param(exit, i64t);
+        let boundary = g.b.create_block();
+        g.b.set_cold_block(boundary);
+        let partial = g.b.create_block();
+        g.b.set_cold_block(partial);
+        g.b.append_block_param(partial, i64t);
+        g.b.append_block_param(partial, i64t);
+        let elem_done = g.b.create_block();
+        g.b.append_block_param(elem_done, i64t);
+        g.b.ins().jump(head, &[]);
+
+        g.b.switch_to_block(head);
+        let iv = g.b.use_var(i);
+        let all = g.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, iv, count);
+        let status0 = g.b.ins().iconst(i64t, 0);
+        g.b.ins().brif(all, exit, &args(&[status0]), body, &[]);
+
+        // The presence map: up to nine bytes, left-aligned in 64 bits.
+        g.b.switch_to_block(body);
+        let p = g.b.use_var(g.pos);
+        let el = g.b.use_var(out);
+        let iv = g.b.use_var(i);
+        let got = g.b.create_block();
+        g.b.append_block_param(got, i64t);
+        g.b.append_block_param(got, i64t);
+        let mut acc: Option<Value> = None;
+        for j in 0..9i64 {
+            let idx = g.b.ins().iadd_imm_s(p, j);
+            let inb = g.b.ins().icmp(IntCC::UnsignedLessThan, idx, g.len);
+            let load = g.b.create_block();
+            g.b.ins().brif(inb, load, &[], boundary, &[]);
+            g.b.switch_to_block(load);
+            let addr = g.b.ins().iadd(g.buf, idx);
+            let byte = g.b.ins().uload8(i64t, bytes_flags(), addr, 0);
+            let low = g.b.ins().band_imm_s(byte, 0x7f);
+            let a = match acc {
+                None => low,
+                Some(a) => {
+                    let sh = g.b.ins().ishl_imm_s(a, 7);
+                    g.b.ins().bor(sh, low)
+                }
+            };
+            let stop = g.b.ins().band_imm_s(byte, 0x80);
+            let n = g.b.ins().iconst(i64t, j + 1);
+            if j == 8 {
+                g.b.ins().brif(stop, got, &args(&[a, n]), boundary, &[]);
+            } else {
+                let more = g.b.create_block();
+                if j >= 2 {
+                    g.b.set_cold_block(more);
+                }
+                g.b.ins().brif(stop, got, &args(&[a, n]), more, &[]);
+                g.b.switch_to_block(more);
+            }
+            acc = Some(a);
+        }
+        g.b.switch_to_block(got);
+        let a = g.b.block_params(got)[0];
+        let n = g.b.block_params(got)[1];
+        let sevens = g.b.ins().imul_imm_s(n, 7);
+        let sixty_four = g.b.ins().iconst(i64t, 64);
+        let sh = g.b.ins().isub(sixty_four, sevens);
+        let hi = g.b.ins().ishl(a, sh);
+        let np = g.b.ins().iadd(p, n);
+        // Recorded for the decoder to push (at most `count` <= SEQ_CHUNK of them).
+        let i8x = g.b.ins().ishl_imm_s(iv, 3);
+        let at = g.b.ins().iadd(ctx, i8x);
+        g.b.ins().store(trusted(), hi, at, S_PM);
+        let at = g.b.ins().iadd(ctx, iv);
+        g.b.ins().istore8(trusted(), n, at, S_PMN);
+        // The first specialised segment of this presence map, as the decoder picks it.
+        let mut kblocks = Vec::new();
+        for (pm, code) in specials {
+            if (*pm as u64) != 0 {
+                // More than 64 bits: never a presence map of nine bytes or fewer.
+                continue;
+            }
+            let want = (*pm >> 64) as u64 as i64;
+            let is = g.b.ins().icmp_imm_s(IntCC::Equal, hi, want);
+            let on = g.b.create_block();
+            let target = match code {
+                Some(_) => {
+                    let kb = g.b.create_block();
+                    kblocks.push(kb);
+                    kb
+                }
+                None => boundary,
+            };
+            g.b.ins().brif(is, target, &[], on, &[]);
+            g.b.switch_to_block(on);
+        }
+        g.b.ins().jump(boundary, &[]);
+
+        let codes = specials.iter().filter(|s| (s.0 as u64) == 0).filter_map(|s| s.1);
+        for (kj, ((ops, frame), kb)) in codes.zip(kblocks).enumerate() {
+            g.b.switch_to_block(kb);
+            // The element's entry (its end set when it is done) and its frame after it.
+            let f = g.b.ins().iconst(types::I32, i64::from(field));
+            g.b.ins().store(trusted(), f, el, nat::ENTRY_FIELD as i32);
+            let t = g.b.ins().iconst(types::I32, i64::from(nat::TAG_ELEMENT));
+            g.b.ins().store(trusted(), t, el, (nat::ENTRY_VALUE + nat::VALUE_TAG) as i32);
+            g.b.def_var(g.pos, np);
+            let zero = g.b.ins().iconst(i64t, 0);
+            g.b.def_var(g.holes, zero);
+            g.frame = g.b.ins().iadd_imm_s(el, nat::ENTRY_SIZE as i64);
+            let kjv = kj as i64;
+            g.ops(ops, frame, int_slots, &mut |g, n| {
+                let k = g.b.ins().iconst(i64t, kjv);
+                let n = g.b.ins().iconst(i64t, n as i64);
+                g.b.ins().jump(partial, &args(&[k, n]));
+            });
+            // Its holes taken out: the frame's entries that are not, moved down in order.
+            let start = g.frame;
+            let end = g.b.ins().iadd_imm_s(start, (frame.len() * nat::ENTRY_SIZE) as i64);
+            let h = g.b.use_var(g.holes);
+            let compact = g.b.create_block();
+            g.b.set_cold_block(compact);
+            g.b.ins().brif(h, compact, &[], elem_done, &args(&[end]));
+            g.b.switch_to_block(compact);
+            let w_end = g.compact(start, end);
+            g.b.ins().jump(elem_done, &args(&[w_end]));
+        }
+
+        // An element done: its end (the index of the entry after it), on to the next.
+        g.b.switch_to_block(elem_done);
+        let end = g.b.block_params(elem_done)[0];
+        let off = g.b.ins().isub(end, out0);
+        let idx = g.b.ins().ushr_imm_u(off, 5);
+        let idx = g.b.ins().iadd(idx, first);
+        let idx32 = g.b.ins().ireduce(types::I32, idx);
+        g.b.ins().store(trusted(), idx32, el, (nat::ENTRY_VALUE + nat::VALUE_PAYLOAD) as i32);
+        g.b.def_var(out, end);
+        let iv = g.b.use_var(i);
+        let next = g.b.ins().iadd_imm_s(iv, 1);
+        g.b.def_var(i, next);
+        g.b.ins().jump(head, &[]);
+
+        g.b.switch_to_block(boundary);
+        let status1 = g.b.ins().iconst(i64t, 1);
+        g.b.ins().jump(exit, &args(&[status1]));
+
+        g.b.switch_to_block(partial);
+        let k = g.b.block_params(partial)[0];
+        let n = g.b.block_params(partial)[1];
+        g.b.ins().store(trusted(), k, ctx, S_KERNEL);
+        g.b.ins().store(trusted(), n, ctx, S_OPS);
+        let status2 = g.b.ins().iconst(i64t, 2);
+        g.b.ins().jump(exit, &args(&[status2]));
+
+        g.b.switch_to_block(exit);
+        let status = g.b.block_params(exit)[0];
+        g.epilogue();
+        let o = g.b.use_var(out);
+        g.b.ins().store(trusted(), o, ctx, C_OUT);
+        let iv = g.b.use_var(i);
+        g.b.ins().store(trusted(), iv, ctx, S_DONE);
+        g.b.ins().return_(&[status]);
+    }
+
+    /// The entries from `start` to `end` that are not holes, moved down in order to
+    /// `start`; returns the end of those kept.
+    fn compact(&mut self, start: Value, end: Value) -> Value {
+        let i64t = types::I64;
+        let head = self.b.create_block();
+        self.b.append_block_param(head, i64t); // read
+        self.b.append_block_param(head, i64t); // write
+        let look = self.b.create_block();
+        let copy = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, i64t);
+        self.b.ins().jump(head, &args(&[start, start]));
+        self.b.switch_to_block(head);
+        let r = self.b.block_params(head)[0];
+        let w = self.b.block_params(head)[1];
+        let at_end = self.b.ins().icmp(IntCC::Equal, r, end);
+        self.b.ins().brif(at_end, done, &args(&[w]), look, &[]);
+        self.b.switch_to_block(look);
+        let f = self.b.ins().load(types::I32, trusted(), r, nat::ENTRY_FIELD as i32);
+        let hole = self.b.ins().icmp_imm_s(IntCC::Equal, f, i64::from(nat::HOLE as i32));
+        let r2 = self.b.ins().iadd_imm_s(r, nat::ENTRY_SIZE as i64);
+        self.b.ins().brif(hole, head, &args(&[r2, w]), copy, &[]);
+        self.b.switch_to_block(copy);
+        for word in 0..(nat::ENTRY_SIZE / 8) as i32 {
+            let v = self.b.ins().load(i64t, trusted(), r, word * 8);
+            self.b.ins().store(trusted(), v, w, word * 8);
+        }
+        let w2 = self.b.ins().iadd_imm_s(w, nat::ENTRY_SIZE as i64);
+        self.b.ins().jump(head, &args(&[r2, w2]));
+        self.b.switch_to_block(done);
+        self.b.block_params(done)[0]
     }
 
     /// Write entry `j` as the constant `e` of the frame.

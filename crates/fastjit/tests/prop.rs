@@ -4,7 +4,7 @@
 //! so the same dictionary state after each message, since the next one depends on it.
 
 use proptest::prelude::*;
-use tickplant_fast::{Decoder, Message};
+use tickplant_fast::{Decoder, Message, Program};
 use tickplant_fast_jit::JitKernels;
 
 #[path = "../../fast/tests/random/mod.rs"]
@@ -21,24 +21,50 @@ proptest! {
         damage in damage_strategy(),
     ) {
         let (xml, p, stream, frames, _) = random_stream(&nodes, seed)?;
-        let sp = specialised(&p, &stream, &frames);
-        let jit = JitKernels::compile(&sp).map_err(TestCaseError::fail)?;
-        let bad = damaged(&stream, &damage);
-        let (mut dn, mut dk) = (Decoder::new(&sp), Decoder::new(&sp));
-        dn.set_native(Some(&jit)).map_err(TestCaseError::fail)?;
-        let (mut mn, mut mk) = (Message::new(), Message::new());
-        for (k, &(a, b)) in frames.iter().enumerate() {
-            let (a, b) = (a.min(bad.len()), b.min(bad.len()));
-            let on = outcome(&sp, &mut dn, &bad[a..b], &mut mn);
-            let ok = outcome(&sp, &mut dk, &bad[a..b], &mut mk);
-            prop_assert_eq!(&on, &ok, "message {}, bytes {:02x?}\n{}\n{}", k, &bad[a..b], xml, sp.listing());
-            if on.is_ok() {
-                prop_assert_eq!(&mn.entries, &mk.entries, "message {}", k);
-                prop_assert_eq!(&mn.bytes, &mk.bytes, "message {}", k);
-                prop_assert_eq!(&mn.pmaps, &mk.pmaps, "message {}", k);
-            }
+        same_both_ways(&xml, &p, &stream, &frames, &damage)?;
+    }
+
+    /// Sequences of up to 40 elements (more than one call of an element loop runs), in
+    /// templates built around them, twelve messages a stream.
+    #[test]
+    fn native_element_loops_decode_as_the_decoder(
+        nodes in seq_nodes_strategy(),
+        seed in 1u64..u64::MAX,
+        damage in damage_strategy(),
+    ) {
+        let (xml, p, stream, frames, _) = random_stream_of(&nodes, seed, 12, 41)?;
+        same_both_ways(&xml, &p, &stream, &frames, &damage)?;
+    }
+}
+
+/// `stream` (its messages at `frames`), damaged by `damage`, decoded with `p` specialised
+/// for it, its kernels as native code and as the decoder's own: the same messages, errors
+/// and (so) dictionary state.
+fn same_both_ways(
+    xml: &str,
+    p: &Program,
+    stream: &[u8],
+    frames: &[(usize, usize)],
+    damage: &(Vec<(prop::sample::Index, u8)>, prop::sample::Index),
+) -> Result<(), TestCaseError> {
+    let sp = specialised(p, stream, frames);
+    let jit = JitKernels::compile(&sp).map_err(TestCaseError::fail)?;
+    let bad = damaged(stream, damage);
+    let (mut dn, mut dk) = (Decoder::new(&sp), Decoder::new(&sp));
+    dn.set_native(Some(&jit)).map_err(TestCaseError::fail)?;
+    let (mut mn, mut mk) = (Message::new(), Message::new());
+    for (k, &(a, b)) in frames.iter().enumerate() {
+        let (a, b) = (a.min(bad.len()), b.min(bad.len()));
+        let on = outcome(&sp, &mut dn, &bad[a..b], &mut mn);
+        let ok = outcome(&sp, &mut dk, &bad[a..b], &mut mk);
+        prop_assert_eq!(&on, &ok, "message {}, bytes {:02x?}\n{}\n{}", k, &bad[a..b], xml, sp.listing());
+        if on.is_ok() {
+            prop_assert_eq!(&mn.entries, &mk.entries, "message {}", k);
+            prop_assert_eq!(&mn.bytes, &mk.bytes, "message {}", k);
+            prop_assert_eq!(&mn.pmaps, &mk.pmaps, "message {}", k);
         }
     }
+    Ok(())
 }
 
 /// The code is made for one program: a decoder of another refuses it.

@@ -82,6 +82,22 @@ pub fn field_strategy() -> impl Strategy<Value = F> {
     })
 }
 
+/// Templates built around a sequence: a few nodes, a sequence of two to six fields, a few
+/// nodes more.
+pub fn seq_nodes_strategy() -> impl Strategy<Value = Vec<Node>> {
+    (
+        prop::collection::vec(node_strategy(), 0..3),
+        any::<bool>(),
+        prop::collection::vec(field_strategy(), 2..7),
+        prop::collection::vec(node_strategy(), 0..3),
+    )
+        .prop_map(|(mut before, optional, body, after)| {
+            before.push(Node::Seq { optional, body });
+            before.extend(after);
+            before
+        })
+}
+
 pub fn node_strategy() -> impl Strategy<Value = Node> {
     prop_oneof![
         6 => field_strategy().prop_map(Node::Field),
@@ -274,6 +290,18 @@ pub fn random_stream(
     nodes: &[Node],
     seed: u64,
 ) -> Result<(String, Program, Vec<u8>, Vec<(usize, usize)>, Vec<Vec<String>>), TestCaseError> {
+    random_stream_of(nodes, seed, 6, 3)
+}
+
+/// [`random_stream`] with `messages` messages, each sequence with fewer than `max_len`
+/// elements.
+#[allow(clippy::type_complexity)]
+pub fn random_stream_of(
+    nodes: &[Node],
+    seed: u64,
+    messages: usize,
+    max_len: u64,
+) -> Result<(String, Program, Vec<u8>, Vec<(usize, usize)>, Vec<Vec<String>>), TestCaseError> {
     let xml = template_xml(nodes);
     let p = match Program::from_xml(&xml) {
         Ok(p) => p,
@@ -285,7 +313,7 @@ pub fn random_stream(
     let mut frames = Vec::new();
     let mut sent = Vec::new();
     let mut prev = std::collections::HashMap::new();
-    for _ in 0..6 {
+    for _ in 0..messages {
         let mut msg = Message::new();
         msg.template = 0;
         // Walk the template's fields in order: fields map to program field indices in
@@ -304,7 +332,7 @@ pub fn random_stream(
                         field += body.len() as u32;
                         continue;
                     }
-                    let len = g.small(3) as u32;
+                    let len = g.small(max_len) as u32;
                     let si = msg.entries.len();
                     msg.entries.push(Entry { field: seq_field, value: Value::Sequence { len, end: 0 } });
                     for _ in 0..len {
