@@ -1600,6 +1600,15 @@ impl<'p> Decoder<'p> {
             }
             return Ok(p);
         }
+        let op = &ops[from];
+        if op.kind == kop::SEQ && msg.entries.len() == base + op.k as usize {
+            // Stopped at the sequence that ends the kernel, the whole frame written: the
+            // sequence, as the decoder's kernel goes on to it.
+            if holes {
+                take_holes(&mut msg.entries, base);
+            }
+            return self.kernel_seq::<true>(op.insn as usize, kn.end as usize, buf, p, msg);
+        }
         self.kernel_rest(kn, base, from, holes, buf, p, msg)
     }
 
