@@ -8,7 +8,10 @@
 //! becomes one function with no loop and no dispatch, each operation's kind, type,
 //! dictionary slot and entry fixed in the code, which writes the frame's entries itself as
 //! immediate stores, the way the FPGA engines of the research ran straight-line microcode
-//! for their hottest (template, presence map) pairs.
+//! for their hottest (template, presence map) pairs. A sequence whose body has specialised
+//! segments gets its element loop as one function too: each element's entry, its presence
+//! map, the kernel of the segment specialised for it in line, its holes taken out, its end
+//! (see [`tickplant_fast::native::NativeKernels::run_seq`]).
 //!
 //! What the code does, it does exactly as the decoder's kernel does it; at the first
 //! operation it does not, it stops (see [`tickplant_fast::native`]): the sequence that ends
