@@ -847,6 +847,10 @@ impl<'b, 'f> Gen<'b, 'f> {
             g.b.ins().store(trusted(), f, el, nat::ENTRY_FIELD as i32);
             let t = g.b.ins().iconst(types::I32, i64::from(nat::TAG_ELEMENT));
             g.b.ins().store(trusted(), t, el, (nat::ENTRY_VALUE + nat::VALUE_TAG) as i32);
+            // A whole entry from the start (its end 0 until the element is done): the
+            // decoder gets it as it is when the code stops inside the element.
+            let end0 = g.b.ins().iconst(types::I32, 0);
+            g.b.ins().store(trusted(), end0, el, (nat::ENTRY_VALUE + nat::VALUE_PAYLOAD) as i32);
             g.b.def_var(g.pos, np);
             let zero = g.b.ins().iconst(i64t, 0);
             g.b.def_var(g.holes, zero);
