@@ -138,16 +138,32 @@ fn errors_say_what_and_where() {
 fn bench_prints_its_figures_and_ratios() {
     let Some(s) = shared() else { return };
     let o = Command::new(BIN)
-        .args(["fast", "bench", "--rounds", "2", "--templates"])
+        .args(["fast", "bench", "--rounds", "6", "--pause-ms", "10", "--templates"])
         .arg(s.join("mfast/example.xml"))
         .arg(s.join("mfast/complex30000.dat"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
-    for want in ["ns/message", "values/s", "MB/s", "21-byte", "mFAST", "57.9 values per message"] {
+    for want in [
+        "ns/message",
+        "M messages/s",
+        "values/s",
+        "fields/s",
+        "MB/s",
+        "21-byte",
+        "mFAST",
+        "57.9 values per message",
+        "(best of 6 passes)",
+        // Six passes: a group of five, then one more after the pause.
+        "best of each group of 5 passes (10 ms apart): ",
+    ] {
         assert!(out.contains(want), "{want} missing from:\n{out}");
     }
+    let groups = out.lines().find_map(|l| l.split_once("10 ms apart): ")).unwrap().1;
+    let each: Vec<f64> = groups.trim_end_matches(" ns/message").split(' ').map(|t| t.parse().unwrap()).collect();
+    assert_eq!(each.len(), 2, "{out}");
+    assert!(each.iter().all(|&t| t > 0.0), "{out}");
 }
 
 /// `--framing udp`: FAST messages in UDP datagrams of a pcap, with a packet header to skip
