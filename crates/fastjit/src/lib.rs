@@ -768,43 +768,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let p = g.b.use_var(g.pos);
         let el = g.b.use_var(out);
         let iv = g.b.use_var(i);
-        let got = g.b.create_block();
-        g.b.append_block_param(got, i64t);
-        g.b.append_block_param(got, i64t);
-        let mut acc: Option<Value> = None;
-        for j in 0..9i64 {
-            let idx = g.b.ins().iadd_imm_s(p, j);
-            let inb = g.b.ins().icmp(IntCC::UnsignedLessThan, idx, g.len);
-            let load = g.b.create_block();
-            g.b.ins().brif(inb, load, &[], boundary, &[]);
-            g.b.switch_to_block(load);
-            let addr = g.b.ins().iadd(g.buf, idx);
-            let byte = g.b.ins().uload8(i64t, bytes_flags(), addr, 0);
-            let low = g.b.ins().band_imm_s(byte, 0x7f);
-            let a = match acc {
-                None => low,
-                Some(a) => {
-                    let sh = g.b.ins().ishl_imm_s(a, 7);
-                    g.b.ins().bor(sh, low)
-                }
-            };
-            let stop = g.b.ins().band_imm_s(byte, 0x80);
-            let n = g.b.ins().iconst(i64t, j + 1);
-            if j == 8 {
-                g.b.ins().brif(stop, got, &args(&[a, n]), boundary, &[]);
-            } else {
-                let more = g.b.create_block();
-                if j >= 2 {
-                    g.b.set_cold_block(more);
-                }
-                g.b.ins().brif(stop, got, &args(&[a, n]), more, &[]);
-                g.b.switch_to_block(more);
-            }
-            acc = Some(a);
-        }
-        g.b.switch_to_block(got);
-        let a = g.b.block_params(got)[0];
-        let n = g.b.block_params(got)[1];
+        let (a, n) = g.stop_bit_groups(p, 3, boundary);
         let sevens = g.b.ins().imul_imm_s(n, 7);
         let sixty_four = g.b.ins().iconst(i64t, 64);
         let sh = g.b.ins().isub(sixty_four, sevens);
@@ -1177,11 +1141,11 @@ impl<'b, 'f> Gen<'b, 'f> {
         true
     }
 
-    /// A stop-bit integer at `p` (up to nine bytes), shaped as the decoder's fast read
-    /// shapes it: sign-extended when `signed`, NULL and the bias taken off when `nullable`,
-    /// a 32-bit type's range checked for values of more than four bytes. Anything else
-    /// (past the end, ten bytes, out of range) goes to `decline`.
-    fn read_int(&mut self, p: Value, signed: bool, nullable: bool, w32: bool, decline: Block) -> Read {
+    /// The 7-bit groups of a stop-bit entity at `p`, up to nine bytes: the code goes on in a
+    /// block whose parameters are the groups accumulated (i64, the first the highest) and
+    /// their count. Past the end of the buffer, or no stop bit in nine bytes, goes to
+    /// `decline`. Entities of more than `straight` bytes are read out of the straight line.
+    fn stop_bit_groups(&mut self, p: Value, straight: i64, decline: Block) -> (Value, Value) {
         let i64t = types::I64;
         let got = self.b.create_block();
         self.b.append_block_param(got, i64t); // the 7-bit groups
@@ -1209,8 +1173,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                 self.b.ins().brif(stop, got, &args(&[a, n]), decline, &[]);
             } else {
                 let more = self.b.create_block();
-                if j >= 3 {
-                    // Values of five bytes or more are rare: out of the straight line.
+                if j + 1 >= straight {
                     self.b.set_cold_block(more);
                 }
                 self.b.ins().brif(stop, got, &args(&[a, n]), more, &[]);
@@ -1219,8 +1182,17 @@ impl<'b, 'f> Gen<'b, 'f> {
             acc = Some(a);
         }
         self.b.switch_to_block(got);
-        let a = self.b.block_params(got)[0];
-        let n = self.b.block_params(got)[1];
+        (self.b.block_params(got)[0], self.b.block_params(got)[1])
+    }
+
+    /// A stop-bit integer at `p` (up to nine bytes), shaped as the decoder's fast read
+    /// shapes it: sign-extended when `signed`, NULL and the bias taken off when `nullable`,
+    /// a 32-bit type's range checked for values of more than four bytes. Anything else
+    /// (past the end, ten bytes, out of range) goes to `decline`.
+    fn read_int(&mut self, p: Value, signed: bool, nullable: bool, w32: bool, decline: Block) -> Read {
+        let i64t = types::I64;
+        // Values of five bytes or more are rare: out of the straight line.
+        let (a, n) = self.stop_bit_groups(p, 4, decline);
         let np = self.b.ins().iadd(p, n);
         let value = self.b.create_block();
         self.b.append_block_param(value, i64t);
