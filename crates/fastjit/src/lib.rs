@@ -415,17 +415,7 @@ impl NativeKernels for JitKernels {
         }
         entries.reserve(k.frame_len);
         bytes.reserve(BYTES_ROOM);
-        // The string slots the code sees, one packed word each: state, one character or
-        // not, the character (the code sets the fourth byte when it changes the slot).
-        let mut mirror = [0u32; MAX_STR_SLOTS];
-        for (m, &slot) in mirror.iter_mut().zip(&k.strs) {
-            let s = &strs[slot as usize];
-            let one = match s.buf.as_slice() {
-                [c] => 0x100 | u32::from(*c) << 16,
-                _ => 0,
-            };
-            *m = u32::from(s.state) | one;
-        }
+        let mirror = str_mirror(strs, &k.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let mut ctx = Ctx {
             buf: buf.as_ptr(),
@@ -458,16 +448,7 @@ impl NativeKernels for JitKernels {
         if ctx.holes != 0 {
             *holes = true;
         }
-        for (&m, &slot) in ctx.strs.iter().zip(&k.strs) {
-            if m >> 24 != 0 {
-                let s = &mut strs[slot as usize];
-                s.state = m as u8;
-                if s.state == nat::ASSIGNED {
-                    s.buf.clear();
-                    s.buf.push((m >> 16) as u8);
-                }
-            }
-        }
+        str_commit(&ctx.strs, &k.strs, strs);
         Some(n)
     }
 
@@ -492,15 +473,7 @@ impl NativeKernels for JitKernels {
         let count = count.min(SEQ_CHUNK);
         entries.reserve(count * (s.max_frame + 1));
         bytes.reserve(SEQ_BYTES_ROOM);
-        let mut mirror = [0u32; MAX_STR_SLOTS];
-        for (m, &slot) in mirror.iter_mut().zip(&s.strs) {
-            let st = &strs[slot as usize];
-            let one = match st.buf.as_slice() {
-                [c] => 0x100 | u32::from(*c) << 16,
-                _ => 0,
-            };
-            *m = u32::from(st.state) | one;
-        }
+        let mirror = str_mirror(strs, &s.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
         let mut ctx = SeqCtx {
@@ -555,20 +528,43 @@ impl NativeKernels for JitKernels {
             bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + SEQ_BYTES_ROOM));
         }
         *pos = ctx.k.pos;
-        for (&m, &slot) in ctx.k.strs.iter().zip(&s.strs) {
-            if m >> 24 != 0 {
-                let st = &mut strs[slot as usize];
-                st.state = m as u8;
-                if st.state == nat::ASSIGNED {
-                    st.buf.clear();
-                    st.buf.push((m >> 16) as u8);
-                }
-            }
-        }
+        str_commit(&ctx.k.strs, &s.strs, strs);
         for j in 0..pushed {
             pmaps.push((Pmap::from(ctx.pm[j]) << 64, ctx.pmn[j]));
         }
         Some(SeqRun { elements: done, stop })
+    }
+}
+
+/// The string slots `slots` as the code sees them, one packed word each: the state, one
+/// character or not (0x100), the character (bits 16..24); the code sets the fourth byte
+/// when it changes the slot.
+#[inline(always)]
+fn str_mirror(strs: &[StrSlot], slots: &[u32]) -> [u32; MAX_STR_SLOTS] {
+    let mut mirror = [0u32; MAX_STR_SLOTS];
+    for (m, &slot) in mirror.iter_mut().zip(slots) {
+        let s = &strs[slot as usize];
+        let one = match s.buf.as_slice() {
+            [c] => 0x100 | u32::from(*c) << 16,
+            _ => 0,
+        };
+        *m = u32::from(s.state) | one;
+    }
+    mirror
+}
+
+/// The string slots the code changed (see [`str_mirror`]) written back.
+#[inline(always)]
+fn str_commit(mirror: &[u32; MAX_STR_SLOTS], slots: &[u32], strs: &mut [StrSlot]) {
+    for (&m, &slot) in mirror.iter().zip(slots) {
+        if m >> 24 != 0 {
+            let s = &mut strs[slot as usize];
+            s.state = m as u8;
+            if s.state == nat::ASSIGNED {
+                s.buf.clear();
+                s.buf.push((m >> 16) as u8);
+            }
+        }
     }
 }
 
