@@ -147,13 +147,19 @@ impl Message {
     /// Number of decoded values that are not constants (sequence lengths included): the
     /// "values on the wire" of a decode-speed figure.
     pub fn value_count(&self, program: &Program) -> usize {
+        self.fields().filter(|e| !program.fields[e.field as usize].constant).count()
+    }
+
+    /// Number of decoded fields, constants and sequence lengths included.
+    pub fn field_count(&self) -> usize {
+        self.fields().count()
+    }
+
+    /// The entries that are fields' values: not an element, a group or a template's frame.
+    fn fields(&self) -> impl Iterator<Item = &Entry> {
         self.entries
             .iter()
-            .filter(|e| {
-                !matches!(e.value, Value::Element { .. } | Value::Group { .. } | Value::Template { .. })
-                    && !program.fields[e.field as usize].constant
-            })
-            .count()
+            .filter(|e| !matches!(e.value, Value::Element { .. } | Value::Group { .. } | Value::Template { .. }))
     }
 }
 
