@@ -13,7 +13,7 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
-use crate::native::{NativeKernels, SeqStop};
+use crate::native::{KernelRun, NativeKernels, SeqRun, SeqStop};
 use crate::program::{flag, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
 use crate::value::Decimal;
 
@@ -1592,9 +1592,23 @@ impl<'p> Decoder<'p> {
         let base = msg.entries.len();
         let mut p = p;
         let mut holes = false;
+        let (ints, strs) = (&mut self.ints, &mut self.strs);
         let done = {
-            let Message { entries, bytes, .. } = msg;
-            native.run(index, buf, &mut p, entries, &mut self.ints, &mut self.strs, bytes, &mut holes)
+            let Message { entries, bytes, pmaps, .. } = msg;
+            // Into the sequence that ends the kernel in the same call, where the decoder
+            // would enter it with native code too (see `sequence`).
+            let into = if self.profile.is_none() && self.depth < MAX_DEPTH {
+                native.run_into_seq(index, buf, &mut p, entries, pmaps, ints, strs, bytes, &mut holes)
+            } else {
+                None
+            };
+            match into {
+                Some(KernelRun::Stopped(n)) => Some(n),
+                Some(KernelRun::Sequence { len, run }) => {
+                    return self.kernel_into_seq(kn, base, len, run, buf, p, msg);
+                }
+                None => native.run(index, buf, &mut p, entries, ints, strs, bytes, &mut holes),
+            }
         };
         let Some(from) = done else {
             // No code for this kernel, nothing done: the decoder's own.
@@ -1616,6 +1630,58 @@ impl<'p> Decoder<'p> {
             return self.kernel_seq::<true>(op.insn as usize, kn.end as usize, buf, p, msg);
         }
         self.kernel_rest(kn, base, from, holes, buf, p, msg)
+    }
+
+    /// A kernel that native code ran into the sequence that ends it (its frame at `base`,
+    /// the sequence's entry after it, `len` its length): the rest of the sequence's
+    /// elements from where `run` left them, then what follows the sequence, as
+    /// `kernel_seq` goes on.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn kernel_into_seq(
+        &mut self,
+        kn: &Kernel,
+        base: usize,
+        len: u32,
+        run: SeqRun,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let program = self.program;
+        let op = &program.kops[kn.ops.1 as usize - 1];
+        let i = op.insn as usize;
+        let si = base + op.k as usize;
+        if run.stop == SeqStop::Done && run.elements as u64 == u64::from(len) {
+            // The whole sequence (the common case): its end, and what follows it. Entered
+            // and left, the nesting as it was.
+            let end = msg.entries.len() as u32;
+            msg.entries[si].value = Value::Sequence { len, end };
+            return self.seq_tail(i, kn.end as usize, Ok(p), buf, msg);
+        }
+        self.rest_of_seq(i, kn.end as usize, len, si, run, buf, p, msg)
+    }
+
+    /// The rest of a sequence native code entered and ran `run` of (instruction `i` of a
+    /// segment that runs to `end`, its entry at `si`), then what follows it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn rest_of_seq(
+        &mut self,
+        i: usize,
+        end: usize,
+        len: u32,
+        si: usize,
+        run: SeqRun,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let ins = &self.program.insns[i];
+        // Entered: `run_into_seq` is called only below the nesting limit.
+        self.depth += 1;
+        let r = self.elements::<true>(ins, u64::from(len), si, Some(run), buf, p, msg);
+        self.seq_tail(i, end, r, buf, msg)
     }
 
     /// The rest of a kernel whose frame starts at entry `base`, native code having run its
@@ -1674,16 +1740,26 @@ impl<'p> Decoder<'p> {
         let ins = &program.insns[i];
         let (at, mut p, mut pm) = (p, p, 0);
         let r = match self.int_op(&program.insns[i + 1], buf, &mut p, &mut pm) {
-            Ok(Some(len)) => self.sequence::<NATIVE>(ins, len as u64, at, buf, p, msg).map(|q| p = q),
-            Ok(None) => Ok(()),
+            Ok(Some(len)) => self.sequence::<NATIVE>(ins, len as u64, at, buf, p, msg),
+            Ok(None) => Ok(p),
             Err(f) => Err(f),
         };
-        if r.is_err() {
+        self.seq_tail(i, end, r, buf, msg)
+    }
+
+    /// After the sequence that ends a kernel (instruction `i` of a segment that runs to
+    /// `end`), `r` its outcome: its field named in an error, the entries after it, the
+    /// segment's rest.
+    #[inline(always)]
+    fn seq_tail(&mut self, i: usize, end: usize, r: R<usize>, buf: &[u8], msg: &mut Message) -> R<usize> {
+        let program = self.program;
+        let ins = &program.insns[i];
+        let Ok(p) = r else {
             if self.err.field == u32::MAX {
                 self.err.field = ins.field;
             }
             return Err(Fail);
-        }
+        };
         if ins.then != 0 {
             Self::then_consts(program, ins.then, msg);
         }
@@ -1934,7 +2010,7 @@ impl<'p> Decoder<'p> {
         p: usize,
         msg: &mut Message,
     ) -> R<usize> {
-        let mut pos = p;
+        let pos = p;
         let remaining = (buf.len() - pos) as u64;
         if len > remaining.max(65_536) {
             return Err(self.fail(ErrorKind::LimitExceeded("sequence length beyond the bytes left"), at));
@@ -1942,6 +2018,25 @@ impl<'p> Decoder<'p> {
         self.enter(pos)?;
         let si = msg.entries.len();
         msg.entries.push(Entry { field: ins.field, value: Value::Sequence { len: len as u32, end: 0 } });
+        self.elements::<NATIVE>(ins, len, si, None, buf, pos, msg)
+    }
+
+    /// The elements of a sequence of `len` (entered, its entry at `si`) from the first
+    /// not yet run: `first` how far native code already went, when it did; the sequence's
+    /// end set, the nesting left.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn elements<const NATIVE: bool>(
+        &mut self,
+        ins: &Insn,
+        len: u64,
+        si: usize,
+        first: Option<SeqRun>,
+        buf: &[u8],
+        p: usize,
+        msg: &mut Message,
+    ) -> R<usize> {
+        let mut pos = p;
         let (body, end) = (ins.slot as usize, ins.a as usize);
         let special = ins.init as u64;
         let mut k = 0;
@@ -1951,19 +2046,22 @@ impl<'p> Decoder<'p> {
             Some(n) if NATIVE && special != 0 && ins.has(flag::PMAP) && self.profile.is_none() => Some(n),
             _ => None,
         };
+        let mut pending = first;
         while k < len {
-            if let Some(n) = native {
-                let run = {
+            if pending.is_none() {
+                if let Some(n) = native {
                     let Message { entries, bytes, pmaps, .. } = msg;
                     let lo = (special as u32 - 1) as usize;
                     let count = (len - k).min(usize::MAX as u64) as usize;
                     let (ints, strs) = (&mut self.ints[..], &mut self.strs[..]);
-                    n.run_seq(lo, ins.field, count, buf, &mut pos, entries, pmaps, ints, strs, bytes)
-                };
-                let Some(run) = run else {
-                    native = None;
-                    continue;
-                };
+                    pending = n.run_seq(lo, ins.field, count, buf, &mut pos, entries, pmaps, ints, strs, bytes);
+                    if pending.is_none() {
+                        native = None;
+                        continue;
+                    }
+                }
+            }
+            if let Some(run) = pending.take() {
                 k += run.elements as u64;
                 match run.stop {
                     SeqStop::Done if run.elements > 0 => continue,

@@ -110,6 +110,46 @@ pub trait NativeKernels: std::fmt::Debug + Send + Sync {
         let _ = (specials, field, count, buf, pos, entries, pmaps, ints, strs, bytes);
         None
     }
+
+    /// Run kernel `index`, one that ends with a sequence, as [`NativeKernels::run`] does,
+    /// and on into that sequence the way the decoder goes on into it: its length read, its
+    /// [`Value::Sequence`] entry after the frame (its end left 0 for the decoder to set),
+    /// then its first elements as [`NativeKernels::run_seq`] runs them. One call instead
+    /// of one for the kernel and one for the elements. The decoder calls it only where it
+    /// would enter the sequence with native code itself: no profile being taken, the
+    /// nesting below its limit.
+    ///
+    /// `None`: no such code for this kernel, nothing done. [`KernelRun::Stopped`]: it
+    /// stopped before the sequence was entered, as `run` stops (at the sequence itself
+    /// when its length is not one it reads, when the length is more than the bytes left,
+    /// or when a field of the kernel was NULL). [`KernelRun::Sequence`]: the sequence
+    /// entered, `len` its length, `run` how far its elements went.
+    #[allow(clippy::too_many_arguments)]
+    fn run_into_seq(
+        &self,
+        index: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        pmaps: &mut Vec<(Pmap, u8)>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+        holes: &mut bool,
+    ) -> Option<KernelRun> {
+        let _ = (index, buf, pos, entries, pmaps, ints, strs, bytes, holes);
+        None
+    }
+}
+
+/// What [`NativeKernels::run_into_seq`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelRun {
+    /// Stopped before the sequence, this many of the kernel's operations done (as the
+    /// return of [`NativeKernels::run`]).
+    Stopped(usize),
+    /// Into the sequence: its length, and how far its elements went.
+    Sequence { len: u32, run: SeqRun },
 }
 
 /// How far [`NativeKernels::run_seq`] went: `elements` whole elements done, then `stop`.

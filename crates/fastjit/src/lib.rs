@@ -70,7 +70,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::mem::offset_of;
 
 use tickplant_fast::codec::Pmap;
-use tickplant_fast::native::{self as nat, IntSlot, NativeKernels, SeqRun, SeqStop, StrSlot};
+use tickplant_fast::native::{self as nat, IntSlot, KernelRun, NativeKernels, SeqRun, SeqStop, StrSlot};
 use tickplant_fast::program::{flag, kop, Code, KOp, Kernel, Special};
 use tickplant_fast::{Entry, Program, Value as Val};
 
@@ -128,6 +128,8 @@ struct SeqCtx {
     done: u64,
     kernel: u64,
     ops: u64,
+    /// Out, of a kernel run on into its sequence: the sequence's length.
+    len: u64,
     /// Out: each element's presence map (left-aligned) and its byte count.
     pm: [u64; SEQ_CHUNK],
     pmn: [u8; SEQ_CHUNK],
@@ -138,6 +140,7 @@ const S_FIRST: i32 = offset_of!(SeqCtx, first) as i32;
 const S_DONE: i32 = offset_of!(SeqCtx, done) as i32;
 const S_KERNEL: i32 = offset_of!(SeqCtx, kernel) as i32;
 const S_OPS: i32 = offset_of!(SeqCtx, ops) as i32;
+const S_LEN: i32 = offset_of!(SeqCtx, len) as i32;
 const S_PM: i32 = offset_of!(SeqCtx, pm) as i32;
 const S_PMN: i32 = offset_of!(SeqCtx, pmn) as i32;
 
@@ -197,6 +200,16 @@ struct CompiledSeq {
     kernels: Vec<SeqKernel>,
 }
 
+/// A kernel run on into the sequence that ends it.
+struct CompiledInto {
+    f: SeqFn,
+    /// The sequence's element loop, in [`JitKernels::seqs`].
+    seq: usize,
+    frame_len: usize,
+    ks: Vec<usize>,
+    strs: Vec<u32>,
+}
+
 /// A program's kernels as machine code.
 pub struct JitKernels {
     /// Owns the code's memory: the functions in `fns` and `seqs` live as long as it does.
@@ -204,6 +217,8 @@ pub struct JitKernels {
     fns: Vec<Option<Compiled>>,
     /// Element loops by the index of their sequence's first specialised segment.
     seqs: Vec<Option<CompiledSeq>>,
+    /// By kernel: the kernels that end with a sequence, run on into it.
+    into: Vec<Option<CompiledInto>>,
     kernels: Vec<Kernel>,
     kops: Vec<KOp>,
     specials: Vec<Special>,
@@ -230,6 +245,7 @@ impl Drop for JitKernels {
     fn drop(&mut self) {
         self.fns.clear();
         self.seqs.clear();
+        self.into.clear();
         if let Some(m) = self.module.take() {
             // SAFETY: the functions were reachable only through `self.fns`, now empty, and
             // `&mut self` means no call is running: no code of the module can run after this.
@@ -292,6 +308,9 @@ impl JitKernels {
         }
         // The element loops of sequences whose body has specialised segments.
         let mut seq_ids: Vec<Option<SeqMade>> = (0..program.specials.len()).map(|_| None).collect();
+        // Each element loop's segments (as `Gen::seq` takes them) and all their operations.
+        type SeqCode<'a> = (Vec<(Pmap, Option<KernelCode<'a>>)>, Vec<KOp>);
+        let mut seq_codes: Vec<Option<SeqCode>> = (0..program.specials.len()).map(|_| None).collect();
         for ins in &program.insns {
             if ins.code != Code::Seq || !ins.has(flag::PMAP) || ins.init == 0 {
                 continue;
@@ -342,8 +361,63 @@ impl JitKernels {
             module.define_function(id, &mut ctx).map_err(|e| format!("sequence loop {lo}: {e:?}"))?;
             module.clear_context(&mut ctx);
             seq_ids[lo] = Some(SeqMade { id, field: ins.field, max_frame, strs, kernels: sks });
+            seq_codes[lo] = Some((code, all_ops));
+        }
+        // Kernels that end with a sequence whose element loop has code, run on into it.
+        let mut into_ids = Vec::new();
+        for (ki, kn) in program.kernels.iter().enumerate() {
+            let Some(Some((_, frame_len, ks, _))) = ids.get(ki) else {
+                into_ids.push(None);
+                continue;
+            };
+            let ops = &program.kops[kn.ops.0 as usize..kn.ops.1 as usize];
+            let frame = &program.frames[kn.frame.0 as usize..kn.frame.1 as usize];
+            let seq = ops.last().filter(|o| o.kind == kop::SEQ && o.k as usize == *frame_len).and_then(|o| {
+                let ins = program.insns.get(o.insn as usize)?;
+                let length = program.insns.get(o.insn as usize + 1)?;
+                // A mandatory uInt32 length with no operator: the one the code reads.
+                let plain = length.code == Code::IntNone
+                    && length.flags & (flag::NULLABLE | flag::SIGNED | flag::W32) == flag::W32;
+                let lo = (ins.init as u32).wrapping_sub(1) as usize;
+                let ok = ins.code == Code::Seq && ins.has(flag::PMAP) && ins.init != 0 && plain;
+                ok.then_some(())?;
+                Some((lo, ins.field, seq_codes.get(lo)?.as_ref()?))
+            });
+            let Some((lo, field, (code, seq_ops))) = seq else {
+                into_ids.push(None);
+                continue;
+            };
+            let mut all_ops = ops.to_vec();
+            all_ops.extend_from_slice(seq_ops);
+            let strs = string_slots(&all_ops);
+            ctx.func.signature.params.push(AbiParam::new(types::I64));
+            ctx.func.signature.returns.push(AbiParam::new(types::I64));
+            {
+                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+                Gen::into_seq(&mut b, ops, frame, field, code, int_slots, &strs);
+                b.seal_all_blocks();
+                b.finalize(frontend);
+            }
+            let id = module
+                .declare_function(&format!("fast_kernel_{ki}_into_seq"), Linkage::Local, &ctx.func.signature)
+                .map_err(|e| e.to_string())?;
+            module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki} into its sequence: {e:?}"))?;
+            module.clear_context(&mut ctx);
+            into_ids.push(Some((id, lo, *frame_len, ks.clone(), strs)));
         }
         module.finalize_definitions().map_err(|e| e.to_string())?;
+        let into = into_ids
+            .into_iter()
+            .map(|c| {
+                c.map(|(id, seq, frame_len, ks, strs)| {
+                    let code = module.get_finalized_function(id);
+                    // SAFETY: as for the element loops below: declared (i64) -> i64 in the
+                    // system call convention, `SeqFn`'s; lives as long as `module`.
+                    let f = unsafe { std::mem::transmute::<*const u8, SeqFn>(code) };
+                    CompiledInto { f, seq, frame_len, ks, strs }
+                })
+            })
+            .collect();
         let seqs = seq_ids
             .into_iter()
             .map(|c| {
@@ -373,6 +447,7 @@ impl JitKernels {
             module: Some(module),
             fns,
             seqs,
+            into,
             kernels: program.kernels.clone(),
             kops: program.kops.clone(),
             specials: program.specials.clone(),
@@ -494,6 +569,7 @@ impl NativeKernels for JitKernels {
             done: 0,
             kernel: 0,
             ops: 0,
+            len: 0,
             pm: [0; SEQ_CHUNK],
             pmn: [0; SEQ_CHUNK],
         };
@@ -505,34 +581,143 @@ impl NativeKernels for JitKernels {
         // the message only below `len`. Every pointer comes from a live borrow that outlasts
         // the call.
         let status = unsafe { (s.f)(&mut ctx) };
-        let at = (ctx.k.out as usize - out as usize) / nat::ENTRY_SIZE;
-        let done = (ctx.done as usize).min(count);
-        let (written, stop, pushed) = match status {
-            2 => {
-                let kj = &s.kernels[ctx.kernel as usize];
-                let from = ctx.ops as usize;
-                let frame = kj.ks.get(from).map_or(kj.frame_len, |&k| k.min(kj.frame_len));
-                let stop = SeqStop::Kernel { entry: e_len + at, kernel: kj.index, from, holes: ctx.k.holes != 0 };
-                (at + 1 + frame, stop, done + 1)
-            }
-            1 => (at, SeqStop::Element, done),
-            _ => (at, SeqStop::Done, done),
-        };
-        assert!(written <= count * (s.max_frame + 1) && pushed <= count, "a sequence loop wrote past its room");
+        let (written, run, pushed) = seq_outcome(s, status, &ctx, out, e_len, count);
         // SAFETY: the code wrote every entry from `e_len` to `e_len + written` whole (the
         // elements done, and of the one it stopped in its entry and the frame up to the
-        // operation it stopped at), all within the room reserved (asserted above), and every
-        // string byte from `b_len` to `ctx.k.bytes_len`.
+        // operation it stopped at), all within the room reserved (`seq_outcome` asserts
+        // it), and every string byte from `b_len` to `ctx.k.bytes_len`.
         unsafe {
             entries.set_len(e_len + written);
             bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + SEQ_BYTES_ROOM));
         }
         *pos = ctx.k.pos;
         str_commit(&ctx.k.strs, &s.strs, strs);
-        for j in 0..pushed {
-            pmaps.push((Pmap::from(ctx.pm[j]) << 64, ctx.pmn[j]));
+        push_pmaps(&ctx, pushed, pmaps);
+        Some(run)
+    }
+
+    #[inline]
+    fn run_into_seq(
+        &self,
+        index: usize,
+        buf: &[u8],
+        pos: &mut usize,
+        entries: &mut Vec<Entry>,
+        pmaps: &mut Vec<(Pmap, u8)>,
+        ints: &mut [IntSlot],
+        strs: &mut [StrSlot],
+        bytes: &mut Vec<u8>,
+        holes: &mut bool,
+    ) -> Option<KernelRun> {
+        let Some(Some(k)) = self.into.get(index) else { return None };
+        let Some(Some(s)) = self.seqs.get(k.seq) else { return None };
+        if ints.len() != self.int_slots || strs.len() != self.str_slots {
+            return None;
         }
-        Some(SeqRun { elements: done, stop })
+        // The frame, the sequence's entry, and at most SEQ_CHUNK elements.
+        let room = k.frame_len + 1 + SEQ_CHUNK * (s.max_frame + 1);
+        entries.reserve(room);
+        let bytes_room = BYTES_ROOM + SEQ_BYTES_ROOM;
+        bytes.reserve(bytes_room);
+        let mirror = str_mirror(strs, &k.strs);
+        let (e_len, b_len) = (entries.len(), bytes.len());
+        let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
+        let mut ctx = SeqCtx {
+            k: Ctx {
+                buf: buf.as_ptr(),
+                pos: *pos,
+                out,
+                len: buf.len(),
+                ints: ints.as_mut_ptr(),
+                bytes_len: b_len,
+                bytes: bytes.as_mut_ptr(),
+                holes: 0,
+                bytes_cap: b_len + bytes_room,
+                strs: mirror,
+            },
+            count: 0,
+            first: (e_len + k.frame_len + 1) as u64,
+            done: 0,
+            kernel: 0,
+            ops: 0,
+            len: 0,
+            pm: [0; SEQ_CHUNK],
+            pmn: [0; SEQ_CHUNK],
+        };
+        // SAFETY: the code was made for this kernel and this sequence's kernels: it writes
+        // the kernel's frame and the sequence's entry (`frame_len + 1` entries from `out`),
+        // then at most SEQ_CHUNK elements after them, each its entry and its kernel's frame
+        // (at most `max_frame + 1` entries): all within the room reserved above. Integer
+        // slots only below `int_slots` (checked above), string bytes only below
+        // `bytes_cap` (reserved above), presence maps only below SEQ_CHUNK in the context;
+        // it reads the message only below `len`. Every pointer comes from a live borrow
+        // that outlasts the call.
+        let status = unsafe { (k.f)(&mut ctx) };
+        let (written, result, pushed) = if status == 3 {
+            let n = ctx.ops as usize;
+            let written = k.ks.get(n).map_or(k.frame_len, |&kk| kk.min(k.frame_len));
+            if ctx.k.holes != 0 {
+                *holes = true;
+            }
+            (written, KernelRun::Stopped(n), 0)
+        } else {
+            let len = ctx.len as u32;
+            let count = (len as usize).min(SEQ_CHUNK);
+            // SAFETY: `out + frame_len + 1` is within the room reserved above.
+            let elems = unsafe { out.add(k.frame_len + 1) };
+            let (w, run, pushed) = seq_outcome(s, status, &ctx, elems, e_len + k.frame_len + 1, count);
+            (k.frame_len + 1 + w, KernelRun::Sequence { len, run }, pushed)
+        };
+        assert!(written <= room, "a kernel run into its sequence wrote past its room");
+        // SAFETY: the code wrote every entry from `e_len` to `e_len + written` whole (the
+        // kernel's up to where it stopped; or its whole frame, the sequence's entry and the
+        // elements as `seq_outcome` counts them), all within the room reserved (asserted
+        // above), and every string byte from `b_len` to `ctx.k.bytes_len`.
+        unsafe {
+            entries.set_len(e_len + written);
+            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + bytes_room));
+        }
+        *pos = ctx.k.pos;
+        str_commit(&ctx.k.strs, &k.strs, strs);
+        push_pmaps(&ctx, pushed, pmaps);
+        Some(result)
+    }
+}
+
+/// What an element loop's call did (`status` its return, `out` where its first element's
+/// entry went, the entry of index `e_len`; at most `count` elements): how many entries it
+/// wrote from `out`, how far it went, and how many presence maps it recorded.
+#[inline(always)]
+fn seq_outcome(
+    s: &CompiledSeq,
+    status: u64,
+    ctx: &SeqCtx,
+    out: *mut Entry,
+    e_len: usize,
+    count: usize,
+) -> (usize, SeqRun, usize) {
+    let at = (ctx.k.out as usize - out as usize) / nat::ENTRY_SIZE;
+    let done = (ctx.done as usize).min(count);
+    let (written, stop, pushed) = match status {
+        2 => {
+            let kj = &s.kernels[ctx.kernel as usize];
+            let from = ctx.ops as usize;
+            let frame = kj.ks.get(from).map_or(kj.frame_len, |&k| k.min(kj.frame_len));
+            let stop = SeqStop::Kernel { entry: e_len + at, kernel: kj.index, from, holes: ctx.k.holes != 0 };
+            (at + 1 + frame, stop, done + 1)
+        }
+        1 => (at, SeqStop::Element, done),
+        _ => (at, SeqStop::Done, done),
+    };
+    assert!(written <= count * (s.max_frame + 1) && pushed <= count, "a sequence loop wrote past its room");
+    (written, SeqRun { elements: done, stop }, pushed)
+}
+
+/// The presence maps of the first `n` elements of a call, pushed for the decoder.
+#[inline(always)]
+fn push_pmaps(ctx: &SeqCtx, n: usize, pmaps: &mut Vec<(Pmap, u8)>) {
+    for j in 0..n {
+        pmaps.push((Pmap::from(ctx.pm[j]) << 64, ctx.pmn[j]));
     }
 }
 
@@ -575,14 +760,13 @@ struct Gen<'b, 'f> {
     str_slots: Vec<u32>,
     buf: Value,
     len: Value,
-    /// Where the frame's entries go (the message's entries' spare room).
+    /// Where the frame's entries go (the message's entries' spare room): `frame_off`
+    /// bytes from `frame`.
     frame: Value,
+    frame_off: i32,
     ints: Value,
-    bytes: Value,
-    bytes_cap: Value,
     pos: Variable,
     bytes_len: Variable,
-    holes: Variable,
 }
 
 /// Loads and stores of the context, the frame and the dictionary: aligned, never trapping.
@@ -609,7 +793,9 @@ struct Read {
 
 impl<'b, 'f> Gen<'b, 'f> {
     /// The function's entry block: its context parameter, the context's fields loaded and
-    /// the cursor, string bytes' length and holes flag as variables.
+    /// the cursor and string bytes' length as variables. The holes flag stays in the
+    /// context (`Ctx::holes`, 0 when the call starts), stored only when a field is NULL:
+    /// as a variable it cost a move or two at every optional field where paths join.
     fn prologue(b: &'b mut FunctionBuilder<'f>, strs: &[u32]) -> Gen<'b, 'f> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -622,27 +808,40 @@ impl<'b, 'f> Gen<'b, 'f> {
         let pos0 = ld(b, C_POS);
         let out = ld(b, C_OUT);
         let ints = ld(b, C_INTS);
-        let bytes = ld(b, C_BYTES);
         let bytes_len0 = ld(b, C_BYTES_LEN);
-        let bytes_cap = ld(b, C_BYTES_CAP);
         let pos = b.declare_var(i64t);
         let bytes_len = b.declare_var(i64t);
-        let holes = b.declare_var(i64t);
         b.def_var(pos, pos0);
         b.def_var(bytes_len, bytes_len0);
-        let zero = b.ins().iconst(i64t, 0);
-        b.def_var(holes, zero);
-        Gen { b, ctx, str_slots: strs.to_vec(), buf, len, frame: out, ints, bytes, bytes_cap, pos, bytes_len, holes }
+        Gen { b, ctx, str_slots: strs.to_vec(), buf, len, frame: out, frame_off: 0, ints, pos, bytes_len }
     }
 
-    /// Store the cursor, the string bytes' length and the holes flag back in the context.
+    /// Store the cursor and the string bytes' length back in the context.
     fn epilogue(&mut self) {
         let p = self.b.use_var(self.pos);
         let bl = self.b.use_var(self.bytes_len);
-        let h = self.b.use_var(self.holes);
         self.b.ins().store(trusted(), p, self.ctx, C_POS);
         self.b.ins().store(trusted(), bl, self.ctx, C_BYTES_LEN);
-        self.b.ins().store(trusted(), h, self.ctx, C_HOLES);
+    }
+
+    /// Store `v` at `off` bytes into the frame.
+    fn fstore(&mut self, v: Value, off: i32) {
+        self.b.ins().store(trusted(), v, self.frame, self.frame_off + off);
+    }
+
+    /// Store the low 32 bits of `v` at `off` bytes into the frame.
+    fn fstore32(&mut self, v: Value, off: i32) {
+        self.b.ins().istore32(trusted(), v, self.frame, self.frame_off + off);
+    }
+
+    /// The holes flag (see [`Gen::prologue`]).
+    fn holes(&mut self) -> Value {
+        self.b.ins().load(types::I64, trusted(), self.ctx, C_HOLES)
+    }
+
+    fn set_holes(&mut self, v: i64) {
+        let v = self.b.ins().iconst(types::I64, v);
+        self.b.ins().store(trusted(), v, self.ctx, C_HOLES);
     }
 
     /// Emit kernel `ops` writing its frame at `self.frame` (a dictionary of `int_slots`
@@ -728,17 +927,108 @@ impl<'b, 'f> Gen<'b, 'f> {
         int_slots: usize,
         strs: &[u32],
     ) {
+        let mut g = Gen::prologue(b, strs);
+        g.elements(field, specials, int_slots);
+    }
+
+    /// Emit kernel `ops`, whose last operation is the sequence that ends it, on into that
+    /// sequence (see [`NativeKernels::run_into_seq`]) as a function `ctx -> status` over
+    /// a [`SeqCtx`]: the kernel's operations as [`Gen::kernel`] emits them, then the
+    /// sequence's length (a mandatory uInt32 with no operator) and its entry after the
+    /// frame, then up to [`SEQ_CHUNK`] elements as [`Gen::seq`] emits them (`specials`
+    /// its body's specialised segments, `field` its entries'). Statuses 0 to 2 as
+    /// [`Gen::seq`]'s, the length in `SeqCtx::len`; 3: stopped before the sequence was
+    /// entered, at the operation in `SeqCtx::ops`, as [`Gen::kernel`] stops (at the
+    /// sequence itself when the length is not one it reads or is more than the bytes
+    /// left, or when a field of the kernel was NULL: the decoder takes the holes out of
+    /// the frame before the sequence's entry goes after it). Returns how many of the
+    /// kernel's operations run natively.
+    #[allow(clippy::too_many_arguments)]
+    fn into_seq(
+        b: &'b mut FunctionBuilder<'f>,
+        ops: &[KOp],
+        frame: &[Entry],
+        field: u32,
+        specials: &[(Pmap, Option<KernelCode>)],
+        int_slots: usize,
+        strs: &[u32],
+    ) -> usize {
         let i64t = types::I64;
         let mut g = Gen::prologue(b, strs);
         let ctx = g.ctx;
-        let out0 = g.frame;
-        let count = g.b.ins().load(i64t, trusted(), ctx, S_COUNT);
-        let first = g.b.ins().load(i64t, trusted(), ctx, S_FIRST);
+        let stop = g.b.create_block();
+        g.b.set_cold_block(stop);
+        g.b.append_block_param(stop, i64t);
+        let (last, before) = ops.split_last().expect("a kernel that ends with a sequence");
+        let at_seq = before.len() as i64;
+        let native = g.ops(before, frame, int_slots, &mut |g, n| {
+            let n = g.b.ins().iconst(i64t, n as i64);
+            g.b.ins().jump(stop, &args(&[n]));
+        });
+        // The sequence: declined (the decoder's, from the start) unless the frame has no
+        // holes, its length reads and is no more than the bytes left.
+        let decline = g.b.create_block();
+        g.b.set_cold_block(decline);
+        let h = g.holes();
+        let go = g.b.create_block();
+        g.b.ins().brif(h, decline, &[], go, &[]);
+        g.b.switch_to_block(go);
+        let p = g.b.use_var(g.pos);
+        let r = g.read_int(p, false, false, true, decline);
+        g.b.switch_to_block(r.value);
+        let len = g.b.block_params(r.value)[0];
+        let np = g.b.block_params(r.value)[1];
+        let left = g.b.ins().isub(g.len, np);
+        let fits = g.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, len, left);
+        let enter = g.b.create_block();
+        g.b.ins().brif(fits, enter, &[], decline, &[]);
+        g.b.switch_to_block(enter);
+        // The sequence's entry (its end for the decoder to set) right after the frame.
+        let k = last.k as usize;
+        let entry = (k * nat::ENTRY_SIZE) as i32;
+        let f = g.b.ins().iconst(types::I32, i64::from(field));
+        g.fstore(f, entry + nat::ENTRY_FIELD as i32);
+        let t = g.b.ins().iconst(types::I32, i64::from(nat::TAG_SEQUENCE));
+        g.fstore(t, entry + (nat::ENTRY_VALUE + nat::VALUE_TAG) as i32);
+        // `len` fits 32 bits (read as a uInt32): the payload's end word is 0.
+        g.fstore(len, entry + (nat::ENTRY_VALUE + nat::VALUE_PAYLOAD) as i32);
+        g.b.ins().store(trusted(), len, ctx, S_LEN);
+        g.b.def_var(g.pos, np);
+        let chunk = g.b.ins().iconst(i64t, SEQ_CHUNK as i64);
+        let count = g.b.ins().umin(len, chunk);
+        g.b.ins().store(trusted(), count, ctx, S_COUNT);
+        let out0 = g.b.ins().iadd_imm_s(g.frame, ((k + 1) * nat::ENTRY_SIZE) as i64);
+        g.b.ins().store(trusted(), out0, ctx, C_OUT);
+        g.elements(field, specials, int_slots);
+
+        g.b.switch_to_block(decline);
+        let at = g.b.ins().iconst(i64t, at_seq);
+        g.b.ins().jump(stop, &args(&[at]));
+
+        g.b.switch_to_block(stop);
+        let n = g.b.block_params(stop)[0];
+        g.b.ins().store(trusted(), n, ctx, S_OPS);
+        g.epilogue();
+        let status3 = g.b.ins().iconst(i64t, 3);
+        g.b.ins().return_(&[status3]);
+        native
+    }
+
+    /// The element loop of [`Gen::seq`] from the current block: `SeqCtx::count` elements
+    /// at most, their entries from `Ctx::out` (the entry there has index
+    /// `SeqCtx::first`), `SeqCtx::done` of them done so far (0); returns from the function
+    /// with its status, `Ctx::out` where the next element's entry would go. What changes
+    /// only from one element to the next (how many are done, the count, where they
+    /// started) stays in the context and is loaded where it is used, so the registers go
+    /// to the elements' fields.
+    fn elements(&mut self, field: u32, specials: &[(Pmap, Option<KernelCode>)], int_slots: usize) {
+        let i64t = types::I64;
+        let g = self;
+        let ctx = g.ctx;
+        let out0 = g.b.ins().load(i64t, trusted(), ctx, C_OUT);
+        // The element's entry: the frame's base, the kernel's entries after it.
         let out = g.b.declare_var(i64t);
-        let i = g.b.declare_var(i64t);
         g.b.def_var(out, out0);
-        let zero = g.b.ins().iconst(i64t, 0);
-        g.b.def_var(i, zero);
         let head = g.b.create_block();
         let body = g.b.create_block();
         let exit = g.b.create_block();
@@ -754,7 +1044,8 @@ impl<'b, 'f> Gen<'b, 'f> {
         g.b.ins().jump(head, &[]);
 
         g.b.switch_to_block(head);
-        let iv = g.b.use_var(i);
+        let iv = g.b.ins().load(i64t, trusted(), ctx, S_DONE);
+        let count = g.b.ins().load(i64t, trusted(), ctx, S_COUNT);
         let all = g.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, iv, count);
         let status0 = g.b.ins().iconst(i64t, 0);
         g.b.ins().brif(all, exit, &args(&[status0]), body, &[]);
@@ -762,15 +1053,14 @@ impl<'b, 'f> Gen<'b, 'f> {
         // The presence map: up to nine bytes, left-aligned in 64 bits.
         g.b.switch_to_block(body);
         let p = g.b.use_var(g.pos);
-        let el = g.b.use_var(out);
-        let iv = g.b.use_var(i);
-        let (a, n) = g.stop_bit_groups(p, 3, boundary);
+        let (a, n) = g.stop_bit_groups(p, 3, boundary, None);
         let sevens = g.b.ins().imul_imm_s(n, 7);
         let sixty_four = g.b.ins().iconst(i64t, 64);
         let sh = g.b.ins().isub(sixty_four, sevens);
         let hi = g.b.ins().ishl(a, sh);
         let np = g.b.ins().iadd(p, n);
         // Recorded for the decoder to push (at most `count` <= SEQ_CHUNK of them).
+        let iv = g.b.ins().load(i64t, trusted(), ctx, S_DONE);
         let i8x = g.b.ins().ishl_imm_s(iv, 3);
         let at = g.b.ins().iadd(ctx, i8x);
         g.b.ins().store(trusted(), hi, at, S_PM);
@@ -802,6 +1092,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let codes = specials.iter().filter(|s| (s.0 as u64) == 0).filter_map(|s| s.1);
         for (kj, ((ops, frame), kb)) in codes.zip(kblocks).enumerate() {
             g.b.switch_to_block(kb);
+            let el = g.b.use_var(out);
             // The element's entry (its end set when it is done) and its frame after it.
             let f = g.b.ins().iconst(types::I32, i64::from(field));
             g.b.ins().store(trusted(), f, el, nat::ENTRY_FIELD as i32);
@@ -812,9 +1103,12 @@ impl<'b, 'f> Gen<'b, 'f> {
             let end0 = g.b.ins().iconst(types::I32, 0);
             g.b.ins().store(trusted(), end0, el, (nat::ENTRY_VALUE + nat::VALUE_PAYLOAD) as i32);
             g.b.def_var(g.pos, np);
-            let zero = g.b.ins().iconst(i64t, 0);
-            g.b.def_var(g.holes, zero);
-            g.frame = g.b.ins().iadd_imm_s(el, nat::ENTRY_SIZE as i64);
+            // The holes flag is 0 here: at the start (the decoder's, or the kernel's before
+            // its sequence, which declines when it is not), and set back after each
+            // element's holes are taken out.
+            // The frame right after the element's entry: one base register for both.
+            g.frame = el;
+            g.frame_off = nat::ENTRY_SIZE as i32;
             let kjv = kj as i64;
             g.ops(ops, frame, int_slots, &mut |g, n| {
                 let k = g.b.ins().iconst(i64t, kjv);
@@ -822,29 +1116,33 @@ impl<'b, 'f> Gen<'b, 'f> {
                 g.b.ins().jump(partial, &args(&[k, n]));
             });
             // Its holes taken out: the frame's entries that are not, moved down in order.
-            let start = g.frame;
-            let end = g.b.ins().iadd_imm_s(start, (frame.len() * nat::ENTRY_SIZE) as i64);
-            let h = g.b.use_var(g.holes);
+            let end = g.b.ins().iadd_imm_s(el, ((frame.len() + 1) * nat::ENTRY_SIZE) as i64);
+            let h = g.holes();
             let compact = g.b.create_block();
             g.b.set_cold_block(compact);
             g.b.ins().brif(h, compact, &[], elem_done, &args(&[end]));
             g.b.switch_to_block(compact);
+            let start = g.b.ins().iadd_imm_s(el, nat::ENTRY_SIZE as i64);
             let w_end = g.compact(start, end);
+            g.set_holes(0);
             g.b.ins().jump(elem_done, &args(&[w_end]));
         }
 
         // An element done: its end (the index of the entry after it), on to the next.
         g.b.switch_to_block(elem_done);
         let end = g.b.block_params(elem_done)[0];
+        let el = g.b.use_var(out);
+        let out0 = g.b.ins().load(i64t, trusted(), ctx, C_OUT);
+        let first = g.b.ins().load(i64t, trusted(), ctx, S_FIRST);
         let off = g.b.ins().isub(end, out0);
         let idx = g.b.ins().ushr_imm_u(off, 5);
         let idx = g.b.ins().iadd(idx, first);
         let idx32 = g.b.ins().ireduce(types::I32, idx);
         g.b.ins().store(trusted(), idx32, el, (nat::ENTRY_VALUE + nat::VALUE_PAYLOAD) as i32);
         g.b.def_var(out, end);
-        let iv = g.b.use_var(i);
+        let iv = g.b.ins().load(i64t, trusted(), ctx, S_DONE);
         let next = g.b.ins().iadd_imm_s(iv, 1);
-        g.b.def_var(i, next);
+        g.b.ins().store(trusted(), next, ctx, S_DONE);
         g.b.ins().jump(head, &[]);
 
         g.b.switch_to_block(boundary);
@@ -864,8 +1162,6 @@ impl<'b, 'f> Gen<'b, 'f> {
         g.epilogue();
         let o = g.b.use_var(out);
         g.b.ins().store(trusted(), o, ctx, C_OUT);
-        let iv = g.b.use_var(i);
-        g.b.ins().store(trusted(), iv, ctx, S_DONE);
         g.b.ins().return_(&[status]);
     }
 
@@ -918,15 +1214,15 @@ impl<'b, 'f> Gen<'b, 'f> {
         };
         let v = at + nat::ENTRY_VALUE as i32;
         let f = self.b.ins().iconst(types::I32, i64::from(e.field));
-        self.b.ins().store(trusted(), f, self.frame, at + nat::ENTRY_FIELD as i32);
+        self.fstore(f, at + nat::ENTRY_FIELD as i32);
         let t = self.b.ins().iconst(types::I32, i64::from(tag));
-        self.b.ins().store(trusted(), t, self.frame, v + nat::VALUE_TAG as i32);
+        self.fstore(t, v + nat::VALUE_TAG as i32);
         let a = self.b.ins().iconst(types::I64, w0);
-        self.b.ins().store(trusted(), a, self.frame, v + nat::VALUE_PAYLOAD as i32);
+        self.fstore(a, v + nat::VALUE_PAYLOAD as i32);
         if tag == nat::TAG_DECIMAL {
             // Only a decimal's payload has a second word (its mantissa).
             let b = self.b.ins().iconst(types::I64, w1);
-            self.b.ins().store(trusted(), b, self.frame, v + nat::VALUE_PAYLOAD as i32 + 8);
+            self.fstore(b, v + nat::VALUE_PAYLOAD as i32 + 8);
         }
     }
 
@@ -949,7 +1245,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let entry = (k * nat::ENTRY_SIZE) as i32;
         // The entry's field first: counted as written only once the operation is done.
         let f = self.b.ins().iconst(types::I32, i64::from(field));
-        self.b.ins().store(trusted(), f, self.frame, entry + nat::ENTRY_FIELD as i32);
+        self.fstore(f, entry + nat::ENTRY_FIELD as i32);
         match op.kind {
             0..=39 => {
                 let family = op.kind / 8;
@@ -1005,10 +1301,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                         let v = self.b.ins().load(types::I64, trusted(), self.ints, base + nat::SLOT_V as i32);
                         let v = if family == kop::INT_LOAD_INCR {
                             let one = self.b.ins().iconst(types::I64, 1);
-                            let (nv, ok) = self.add_in_type(signed, w32, v, one);
-                            let store = self.b.create_block();
-                            self.b.ins().brif(ok, store, &[], decline, &[]);
-                            self.b.switch_to_block(store);
+                            let nv = self.add_in_type(signed, w32, v, one, decline);
                             self.b.ins().store(trusted(), nv, self.ints, base + nat::SLOT_V as i32);
                             nv
                         } else {
@@ -1077,11 +1370,9 @@ impl<'b, 'f> Gen<'b, 'f> {
             kop::ASCII_LOAD => {
                 // The slot's value when it is one character; any other is the decoder's.
                 let m = self.mirror(op.slot);
-                let st = self.b.ins().uload8(types::I64, trusted(), self.ctx, m);
-                let one = self.b.ins().uload8(types::I64, trusted(), self.ctx, m + 1);
-                let assigned = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::ASSIGNED));
-                let is_one = self.b.ins().icmp_imm_s(IntCC::Equal, one, 1);
-                let ok = self.b.ins().band(assigned, is_one);
+                // Its state and one-character flag, as one little-endian 16-bit word.
+                let w = self.b.ins().uload16(types::I64, trusted(), self.ctx, m);
+                let ok = self.b.ins().icmp_imm_s(IntCC::Equal, w, i64::from(nat::ASSIGNED) | 0x100);
                 let load = self.b.create_block();
                 self.b.ins().brif(ok, load, &[], decline, &[]);
                 self.b.switch_to_block(load);
@@ -1141,13 +1432,14 @@ impl<'b, 'f> Gen<'b, 'f> {
     /// block whose parameters are the groups accumulated (i64, the first the highest) and
     /// their count. Past the end of the buffer, or no stop bit in nine bytes, goes to
     /// `decline`. Entities of more than `straight` bytes are read out of the straight line.
-    fn stop_bit_groups(&mut self, p: Value, straight: i64, decline: Block) -> (Value, Value) {
+    /// `first`: the entity's first byte, already read (and not its last).
+    fn stop_bit_groups(&mut self, p: Value, straight: i64, decline: Block, first: Option<Value>) -> (Value, Value) {
         let i64t = types::I64;
         let got = self.b.create_block();
         self.b.append_block_param(got, i64t); // the 7-bit groups
         self.b.append_block_param(got, i64t); // their count
-        let mut acc: Option<Value> = None;
-        for j in 0..9i64 {
+        let mut acc: Option<Value> = first.map(|b| self.b.ins().band_imm_s(b, 0x7f));
+        for j in i64::from(first.is_some())..9 {
             let idx = self.b.ins().iadd_imm_s(p, j);
             let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, idx, self.len);
             let load = self.b.create_block();
@@ -1184,12 +1476,10 @@ impl<'b, 'f> Gen<'b, 'f> {
     /// A stop-bit integer at `p` (up to nine bytes), shaped as the decoder's fast read
     /// shapes it: sign-extended when `signed`, NULL and the bias taken off when `nullable`,
     /// a 32-bit type's range checked for values of more than four bytes. Anything else
-    /// (past the end, ten bytes, out of range) goes to `decline`.
+    /// (past the end, ten bytes, out of range) goes to `decline`. A value of one byte, the
+    /// most common by far, is shaped on a path of its own, its length a constant there.
     fn read_int(&mut self, p: Value, signed: bool, nullable: bool, w32: bool, decline: Block) -> Read {
         let i64t = types::I64;
-        // Values of five bytes or more are rare: out of the straight line.
-        let (a, n) = self.stop_bit_groups(p, 4, decline);
-        let np = self.b.ins().iadd(p, n);
         let value = self.b.create_block();
         self.b.append_block_param(value, i64t);
         self.b.append_block_param(value, i64t);
@@ -1200,17 +1490,60 @@ impl<'b, 'f> Gen<'b, 'f> {
         } else {
             None
         };
-        // The value before the 32-bit range check.
+        let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
+        let load = self.b.create_block();
+        self.b.ins().brif(inb, load, &[], decline, &[]);
+        self.b.switch_to_block(load);
+        let addr = self.b.ins().iadd(self.buf, p);
+        let byte = self.b.ins().uload8(i64t, bytes_flags(), addr, 0);
+        let stop = self.b.ins().band_imm_s(byte, 0x80);
+        let one = self.b.create_block();
+        let multi = self.b.create_block();
+        self.b.ins().brif(stop, one, &[], multi, &[]);
+        self.b.switch_to_block(one);
+        let a = self.b.ins().band_imm_s(byte, 0x7f);
+        let np = self.b.ins().iadd_imm_s(p, 1);
+        let sh = self.b.ins().iconst(i64t, 64 - 7);
+        self.shape(a, sh, np, signed, null, value);
+        self.b.switch_to_block(multi);
+        // Values of five bytes or more are rare: out of the straight line.
+        let (a, n) = self.stop_bit_groups(p, 4, decline, Some(byte));
+        let np = self.b.ins().iadd(p, n);
+        let sevens = self.b.ins().imul_imm_s(n, 7);
+        let sixty_four = self.b.ins().iconst(types::I64, 64);
+        let sh = self.b.ins().isub(sixty_four, sevens);
+        if w32 {
+            // Four groups or fewer (28 bits) fit 32 bits, signed or not.
+            let long = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, n, 4);
+            let check = self.b.create_block();
+            self.b.set_cold_block(check);
+            let short = self.b.create_block();
+            self.b.ins().brif(long, check, &[], short, &[]);
+            self.b.switch_to_block(check);
+            let checked = self.b.create_block();
+            self.b.append_block_param(checked, i64t);
+            self.b.append_block_param(checked, i64t);
+            self.shape(a, sh, np, signed, null, checked);
+            self.b.switch_to_block(checked);
+            let v = self.b.block_params(checked)[0];
+            let ok = self.fits32(signed, v);
+            self.b.ins().brif(ok, value, &args(&[v, np]), decline, &[]);
+            self.b.switch_to_block(short);
+        }
+        self.shape(a, sh, np, signed, null, value);
+        Read { value, null }
+    }
+
+    /// The 7-bit groups `a` of an integer (`sh` = 64 less their bits; the cursor `np`
+    /// after them) shaped as a field's value: to `value` with it and `np`, or to `null`
+    /// with `np`.
+    fn shape(&mut self, a: Value, sh: Value, np: Value, signed: bool, null: Option<Block>, value: Block) {
         let v = if signed {
-            let sevens = self.b.ins().imul_imm_s(n, 7);
-            let sixty_four = self.b.ins().iconst(types::I64, 64);
-            let sh = self.b.ins().isub(sixty_four, sevens);
             let up = self.b.ins().ishl(a, sh);
             let v = self.b.ins().sshr(up, sh);
             if let Some(nb) = null {
-                let is_null = self.b.ins().icmp_imm_s(IntCC::Equal, v, 0);
                 let nn = self.b.create_block();
-                self.b.ins().brif(is_null, nb, &args(&[np]), nn, &[]);
+                self.b.ins().brif(v, nn, &[], nb, &args(&[np]));
                 self.b.switch_to_block(nn);
                 let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, v, 0);
                 let less = self.b.ins().iadd_imm_s(v, -1);
@@ -1219,27 +1552,14 @@ impl<'b, 'f> Gen<'b, 'f> {
                 v
             }
         } else if let Some(nb) = null {
-            let is_null = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
             let nn = self.b.create_block();
-            self.b.ins().brif(is_null, nb, &args(&[np]), nn, &[]);
+            self.b.ins().brif(a, nn, &[], nb, &args(&[np]));
             self.b.switch_to_block(nn);
             self.b.ins().iadd_imm_s(a, -1)
         } else {
             a
         };
-        if w32 {
-            // Four groups or fewer (28 bits) fit 32 bits, signed or not.
-            let long = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, n, 4);
-            let check = self.b.create_block();
-            self.b.set_cold_block(check);
-            self.b.ins().brif(long, check, &[], value, &args(&[v, np]));
-            self.b.switch_to_block(check);
-            let ok = self.fits32(signed, v);
-            self.b.ins().brif(ok, value, &args(&[v, np]), decline, &[]);
-        } else {
-            self.b.ins().jump(value, &args(&[v, np]));
-        }
-        Read { value, null }
+        self.b.ins().jump(value, &args(&[v, np]));
     }
 
     /// Whether `v` is in the range of int32 (`signed`) or uInt32.
@@ -1253,27 +1573,33 @@ impl<'b, 'f> Gen<'b, 'f> {
         }
     }
 
-    /// `v + d` in the field's type, and whether it stayed in it (the decoder's
-    /// `add_in_type`).
-    fn add_in_type(&mut self, signed: bool, w32: bool, v: Value, d: Value) -> (Value, Value) {
+    /// `v + d` in the field's type (the decoder's `add_in_type`): a sum out of it goes to
+    /// `decline`; the current block goes on with it. One branch per check: as booleans
+    /// combined, each cost a flag set and a test.
+    fn add_in_type(&mut self, signed: bool, w32: bool, v: Value, d: Value, decline: Block) -> Value {
         if w32 || signed {
             let (r, of) = self.b.ins().sadd_overflow(v, d);
-            let no_of = self.b.ins().icmp_imm_s(IntCC::Equal, of, 0);
+            let no_of = self.b.create_block();
+            self.b.ins().brif(of, decline, &[], no_of, &[]);
+            self.b.switch_to_block(no_of);
             if w32 {
                 let fits = self.fits32(signed, r);
-                let ok = self.b.ins().band(no_of, fits);
-                (r, ok)
-            } else {
-                (r, no_of)
+                let ok = self.b.create_block();
+                self.b.ins().brif(fits, ok, &[], decline, &[]);
+                self.b.switch_to_block(ok);
             }
+            r
         } else {
             // uInt64: v as u64 plus a signed d, neither past u64::MAX nor below 0.
             let r = self.b.ins().iadd(v, d);
             let up = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, r, v);
             let down = self.b.ins().icmp(IntCC::UnsignedLessThan, r, v);
             let non_neg = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
-            let ok = self.b.ins().select(non_neg, up, down);
-            (r, ok)
+            let in_range = self.b.ins().select(non_neg, up, down);
+            let ok = self.b.create_block();
+            self.b.ins().brif(in_range, ok, &[], decline, &[]);
+            self.b.switch_to_block(ok);
+            r
         }
     }
 
@@ -1293,10 +1619,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let old = self.b.ins().load(types::I64, trusted(), ints, base + nat::SLOT_V as i32);
         let init = self.b.ins().iconst(types::I64, if op.has_init { op.init } else { 0 });
         let prev = self.b.ins().select(assigned, old, init);
-        let (v, ok) = self.add_in_type(signed, w32, prev, d);
-        let store = self.b.create_block();
-        self.b.ins().brif(ok, store, &[], decline, &[]);
-        self.b.switch_to_block(store);
+        let v = self.add_in_type(signed, w32, prev, d, decline);
         let old_exp = self.b.ins().load(types::I32, trusted(), ints, base + nat::SLOT_EXP as i32);
         let zero = self.b.ins().iconst(types::I32, 0);
         let exp = self.b.ins().select(assigned, old_exp, zero);
@@ -1320,16 +1643,16 @@ impl<'b, 'f> Gen<'b, 'f> {
     fn put_int(&mut self, entry: i32, tag: u32, v: Value) {
         let off = entry + nat::ENTRY_VALUE as i32;
         let t = self.b.ins().iconst(types::I32, i64::from(tag));
-        self.b.ins().store(trusted(), t, self.frame, off + nat::VALUE_TAG as i32);
-        self.b.ins().store(trusted(), v, self.frame, off + nat::VALUE_PAYLOAD as i32);
+        self.fstore(t, off + nat::VALUE_TAG as i32);
+        self.fstore(v, off + nat::VALUE_PAYLOAD as i32);
     }
 
     fn put_decimal(&mut self, entry: i32, exponent: Value, mantissa: Value) {
         let off = entry + nat::ENTRY_VALUE as i32;
         let t = self.b.ins().iconst(types::I32, i64::from(nat::TAG_DECIMAL));
-        self.b.ins().store(trusted(), t, self.frame, off + nat::VALUE_TAG as i32);
-        self.b.ins().store(trusted(), exponent, self.frame, off + nat::VALUE_PAYLOAD as i32);
-        self.b.ins().store(trusted(), mantissa, self.frame, off + nat::VALUE_PAYLOAD as i32 + 8);
+        self.fstore(t, off + nat::VALUE_TAG as i32);
+        self.fstore(exponent, off + nat::VALUE_PAYLOAD as i32);
+        self.fstore(mantissa, off + nat::VALUE_PAYLOAD as i32 + 8);
     }
 
     /// Offset in the context of the packed word of string slot `slot` (one of
@@ -1357,20 +1680,24 @@ impl<'b, 'f> Gen<'b, 'f> {
     /// decoder made is used up) and write entry `entry` as those bytes.
     fn push_char(&mut self, entry: i32, ch: Value, decline: Block) {
         let bl = self.b.use_var(self.bytes_len);
-        let room = self.b.ins().icmp(IntCC::UnsignedLessThan, bl, self.bytes_cap);
+        // The string bytes' pointer and room, loaded here: kept in registers through the
+        // whole function, they cost spills in the code around.
+        let cap = self.b.ins().load(types::I64, trusted(), self.ctx, C_BYTES_CAP);
+        let room = self.b.ins().icmp(IntCC::UnsignedLessThan, bl, cap);
         let push = self.b.create_block();
         self.b.ins().brif(room, push, &[], decline, &[]);
         self.b.switch_to_block(push);
-        let at = self.b.ins().iadd(self.bytes, bl);
+        let bytes = self.b.ins().load(types::I64, trusted(), self.ctx, C_BYTES);
+        let at = self.b.ins().iadd(bytes, bl);
         self.b.ins().istore8(trusted(), ch, at, 0);
         let nbl = self.b.ins().iadd_imm_s(bl, 1);
         self.b.def_var(self.bytes_len, nbl);
         let v = nat::ENTRY_VALUE as i32;
         let tag = self.b.ins().iconst(types::I32, i64::from(nat::TAG_BYTES));
-        self.b.ins().store(trusted(), tag, self.frame, entry + v + nat::VALUE_TAG as i32);
-        self.b.ins().istore32(trusted(), bl, self.frame, entry + v + nat::VALUE_PAYLOAD as i32);
+        self.fstore(tag, entry + v + nat::VALUE_TAG as i32);
+        self.fstore32(bl, entry + v + nat::VALUE_PAYLOAD as i32);
         let len1 = self.b.ins().iconst(types::I32, 1);
-        self.b.ins().store(trusted(), len1, self.frame, entry + v + nat::VALUE_PAYLOAD as i32 + 4);
+        self.fstore(len1, entry + v + nat::VALUE_PAYLOAD as i32 + 4);
     }
 
     /// The end of an operation whose field turned out NULL (in block `nb`, whose parameter
@@ -1387,8 +1714,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let zero = self.b.ins().iconst(types::I64, 0);
         self.put_int(entry, nat::TAG_UINT, zero);
         let h = self.b.ins().iconst(types::I32, i64::from(nat::HOLE));
-        self.b.ins().store(trusted(), h, self.frame, entry + nat::ENTRY_FIELD as i32);
-        let one = self.b.ins().iconst(types::I64, 1);
-        self.b.def_var(self.holes, one);
+        self.fstore(h, entry + nat::ENTRY_FIELD as i32);
+        self.set_holes(1);
     }
 }

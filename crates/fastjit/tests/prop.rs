@@ -37,6 +37,24 @@ proptest! {
     }
 }
 
+proptest! {
+    // Fewer cases: each compiles its kernels in a debug build; 400 still stop at every
+    // place (before the sequence, at it, in an element, at an element) dozens of times.
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// A header of fields, then a sequence: the header's kernel runs on into the sequence
+    /// in one call (`run_into_seq`), stopping anywhere on the way, damaged streams too.
+    #[test]
+    fn native_kernels_run_into_their_sequences_as_the_decoder(
+        nodes in header_seq_nodes_strategy(),
+        seed in 1u64..u64::MAX,
+        damage in damage_strategy(),
+    ) {
+        let (xml, p, stream, frames, _) = random_stream_of(&nodes, seed, 12, 41)?;
+        same_both_ways(&xml, &p, &stream, &frames, &damage)?;
+    }
+}
+
 /// `stream` (its messages at `frames`), damaged by `damage`, decoded with `p` specialised
 /// for it, its kernels as native code and as the decoder's own: the same messages, errors
 /// and (so) dictionary state.

@@ -98,6 +98,22 @@ pub fn seq_nodes_strategy() -> impl Strategy<Value = Vec<Node>> {
         })
 }
 
+/// Templates that open with fields and then a mandatory sequence of two to six fields (the
+/// shape of most exchanges' market data: a header, then entries), a few nodes after it.
+pub fn header_seq_nodes_strategy() -> impl Strategy<Value = Vec<Node>> {
+    (
+        prop::collection::vec(field_strategy(), 1..5),
+        prop::collection::vec(field_strategy(), 2..7),
+        prop::collection::vec(node_strategy(), 0..2),
+    )
+        .prop_map(|(before, body, after)| {
+            let mut nodes: Vec<Node> = before.into_iter().map(Node::Field).collect();
+            nodes.push(Node::Seq { optional: false, body });
+            nodes.extend(after);
+            nodes
+        })
+}
+
 pub fn node_strategy() -> impl Strategy<Value = Node> {
     prop_oneof![
         6 => field_strategy().prop_map(Node::Field),
