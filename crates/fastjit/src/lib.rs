@@ -57,9 +57,12 @@
 //! This crate holds unsafe code, and only here: generated code writes through raw pointers.
 //! Each write's bound is checked when the code is made (an entry's index against its
 //! kernel's frame, room for which [`JitKernels`] reserves before each call; a dictionary
-//! slot against the dictionary, whose size it checks before each call) or by the code
-//! itself (a byte read against the message's length, a string byte against the room
-//! reserved for it).
+//! slot against the dictionary, whose size it checks before each call; a string byte
+//! against the room it reserves, one byte per string operation the call can run). Each
+//! read of the message is checked by the code itself: once per kernel, that the bytes
+//! left are at least as many as its reads (each takes one byte at least), then again
+//! after any read that took more than one byte; the bytes after a read's first each
+//! against the message's length.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Value};
@@ -77,8 +80,11 @@ use tickplant_fast::{Entry, Program, Value as Val};
 /// Most string dictionary entries one kernel's code reads or writes (its operations on
 /// others are left to the decoder).
 const MAX_STR_SLOTS: usize = 4;
-/// Room for one-character strings made before each call: at most this many per call.
-const BYTES_ROOM: usize = 8;
+/// The most string bytes one run of kernel `ops` pushes: its string operations each push
+/// one character at most. The room is made before each call, so the code needs no check.
+fn chars(ops: &[KOp]) -> usize {
+    ops.iter().filter(|o| matches!(o.kind, kop::ASCII | kop::ASCII_STORE | kop::ASCII_LOAD)).count()
+}
 
 /// What the generated code reads and writes, passed by pointer (`repr(C)`: the code loads
 /// its fields at fixed offsets).
@@ -92,7 +98,6 @@ struct Ctx {
     bytes_len: usize,
     bytes: *mut u8,
     holes: u64,
-    bytes_cap: usize,
     /// A string dictionary entry as the code sees it, little-endian bytes: its state,
     /// 1 when its value is one character, that character, 1 when the code changed it.
     strs: [u32; MAX_STR_SLOTS],
@@ -105,7 +110,6 @@ const C_OUT: i32 = offset_of!(Ctx, out) as i32;
 const C_INTS: i32 = offset_of!(Ctx, ints) as i32;
 const C_BYTES: i32 = offset_of!(Ctx, bytes) as i32;
 const C_BYTES_LEN: i32 = offset_of!(Ctx, bytes_len) as i32;
-const C_BYTES_CAP: i32 = offset_of!(Ctx, bytes_cap) as i32;
 const C_HOLES: i32 = offset_of!(Ctx, holes) as i32;
 const C_STRS: i32 = offset_of!(Ctx, strs) as i32;
 const STR_MIRROR_SIZE: i32 = 4;
@@ -113,8 +117,6 @@ const STR_MIRROR_SIZE: i32 = 4;
 /// Most elements one call of a sequence's element loop runs (room for their entries is
 /// made before each call).
 const SEQ_CHUNK: usize = 16;
-/// Room for one-character strings made before each call of an element loop.
-const SEQ_BYTES_ROOM: usize = 64;
 
 /// The context of a sequence's element loop: a kernel's context (the same offsets), then
 /// the loop's own.
@@ -166,6 +168,8 @@ fn string_slots(ops: &[KOp]) -> Vec<u32> {
 struct Compiled {
     f: KernelFn,
     frame_len: usize,
+    /// Room for the string bytes of one call (see [`chars`]).
+    chars: usize,
     /// Per operation: its entry's index (how many entries are written when it is left).
     ks: Vec<usize>,
     strs: Vec<u32>,
@@ -178,6 +182,7 @@ type KernelCode<'a> = (&'a [KOp], &'a [Entry]);
 struct SeqMade {
     id: cranelift_module::FuncId,
     field: u32,
+    chars: usize,
     max_frame: usize,
     strs: Vec<u32>,
     kernels: Vec<SeqKernel>,
@@ -194,6 +199,9 @@ struct SeqKernel {
 struct CompiledSeq {
     f: SeqFn,
     field: u32,
+    /// Room for the string bytes of one call: SEQ_CHUNK elements, each the most of its
+    /// kernels (see [`chars`]).
+    chars: usize,
     /// The largest frame of its kernels.
     max_frame: usize,
     strs: Vec<u32>,
@@ -203,6 +211,8 @@ struct CompiledSeq {
 /// A kernel run on into the sequence that ends it.
 struct CompiledInto {
     f: SeqFn,
+    /// Room for the string bytes of one call: the kernel's and its sequence's.
+    chars: usize,
     /// The sequence's element loop, in [`JitKernels::seqs`].
     seq: usize,
     frame_len: usize,
@@ -304,7 +314,7 @@ impl JitKernels {
                 .map_err(|e| e.to_string())?;
             module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki}: {e:?}"))?;
             module.clear_context(&mut ctx);
-            ids.push(Some((id, frame.len(), ops.iter().map(|o| o.k as usize).collect::<Vec<_>>(), strs)));
+            ids.push(Some((id, frame.len(), ops.iter().map(|o| o.k as usize).collect::<Vec<_>>(), strs, chars(ops))));
         }
         // The element loops of sequences whose body has specialised segments.
         let mut seq_ids: Vec<Option<SeqMade>> = (0..program.specials.len()).map(|_| None).collect();
@@ -324,6 +334,7 @@ impl JitKernels {
             let mut code = Vec::new();
             let mut sks = Vec::new();
             let mut all_ops = Vec::new();
+            let mut max_chars = 0;
             for sp in sps {
                 let ki = (sp.kernel as usize).wrapping_sub(1);
                 let c: Option<KernelCode> = ids.get(ki).and_then(|c| c.as_ref()).map(|_| {
@@ -334,6 +345,7 @@ impl JitKernels {
                 });
                 if let (Some((ops, frame)), true) = (c, (sp.pmap as u64) == 0) {
                     all_ops.extend_from_slice(ops);
+                    max_chars = max_chars.max(chars(ops));
                     sks.push(SeqKernel {
                         index: ki,
                         frame_len: frame.len(),
@@ -360,13 +372,14 @@ impl JitKernels {
                 .map_err(|e| e.to_string())?;
             module.define_function(id, &mut ctx).map_err(|e| format!("sequence loop {lo}: {e:?}"))?;
             module.clear_context(&mut ctx);
-            seq_ids[lo] = Some(SeqMade { id, field: ins.field, max_frame, strs, kernels: sks });
+            let chars = SEQ_CHUNK * max_chars;
+            seq_ids[lo] = Some(SeqMade { id, field: ins.field, chars, max_frame, strs, kernels: sks });
             seq_codes[lo] = Some((code, all_ops));
         }
         // Kernels that end with a sequence whose element loop has code, run on into it.
         let mut into_ids = Vec::new();
         for (ki, kn) in program.kernels.iter().enumerate() {
-            let Some(Some((_, frame_len, ks, _))) = ids.get(ki) else {
+            let Some(Some((_, frame_len, ks, _, kchars))) = ids.get(ki) else {
                 into_ids.push(None);
                 continue;
             };
@@ -403,43 +416,44 @@ impl JitKernels {
                 .map_err(|e| e.to_string())?;
             module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki} into its sequence: {e:?}"))?;
             module.clear_context(&mut ctx);
-            into_ids.push(Some((id, lo, *frame_len, ks.clone(), strs)));
+            let chars = kchars + seq_ids[lo].as_ref().map_or(0, |m| m.chars);
+            into_ids.push(Some((id, chars, lo, *frame_len, ks.clone(), strs)));
         }
         module.finalize_definitions().map_err(|e| e.to_string())?;
         let into = into_ids
             .into_iter()
             .map(|c| {
-                c.map(|(id, seq, frame_len, ks, strs)| {
+                c.map(|(id, chars, seq, frame_len, ks, strs)| {
                     let code = module.get_finalized_function(id);
                     // SAFETY: as for the element loops below: declared (i64) -> i64 in the
                     // system call convention, `SeqFn`'s; lives as long as `module`.
                     let f = unsafe { std::mem::transmute::<*const u8, SeqFn>(code) };
-                    CompiledInto { f, seq, frame_len, ks, strs }
+                    CompiledInto { f, chars, seq, frame_len, ks, strs }
                 })
             })
             .collect();
         let seqs = seq_ids
             .into_iter()
             .map(|c| {
-                c.map(|SeqMade { id, field, max_frame, strs, kernels }| {
+                c.map(|SeqMade { id, field, chars, max_frame, strs, kernels }| {
                     let code = module.get_finalized_function(id);
                     // SAFETY: as for the kernels below: declared (i64) -> i64 in the system
                     // call convention, `SeqFn`'s; lives as long as `module`.
                     let f = unsafe { std::mem::transmute::<*const u8, SeqFn>(code) };
-                    CompiledSeq { f, field, max_frame, strs, kernels }
+                    CompiledSeq { f, field, chars, max_frame, strs, kernels }
                 })
             })
             .collect();
         let fns = ids
             .into_iter()
             .map(|c| {
-                c.map(|(id, frame_len, ks, strs)| {
+                c.map(|(id, frame_len, ks, strs, chars)| {
                     let code = module.get_finalized_function(id);
                     // SAFETY: `code` is the finalized function declared with the signature
                     // (i64) -> i64 in the host's default (system) call convention, which is
                     // `KernelFn`'s. It lives as long as `module`, which `JitKernels` owns.
                     let f = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-                    Compiled { f, frame_len, ks, strs }
+                    Compiled { f, frame_len, chars, ks, strs }
                 })
             })
             .collect();
@@ -489,7 +503,7 @@ impl NativeKernels for JitKernels {
             return None;
         }
         entries.reserve(k.frame_len);
-        bytes.reserve(BYTES_ROOM);
+        bytes.reserve(k.chars);
         let mirror = str_mirror(strs, &k.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let mut ctx = Ctx {
@@ -501,13 +515,14 @@ impl NativeKernels for JitKernels {
             bytes_len: b_len,
             bytes: bytes.as_mut_ptr(),
             holes: 0,
-            bytes_cap: b_len + BYTES_ROOM,
             strs: mirror,
         };
         // SAFETY: the code was made for this kernel: it writes the frame's entries only
         // below `frame_len` from `out` (room reserved above), integer slots only below
-        // `int_slots` (checked above; slot indices checked when it was made), string bytes
-        // only below `bytes_cap` (reserved above), and reads the message only below `len`.
+        // `int_slots` (checked above; slot indices checked when it was made), at most
+        // `chars` string bytes (one per string operation, room reserved above), and reads
+        // the message only below `len` (each read's first byte covered by the kernel's
+        // check of the bytes left, every other byte by its own check).
         // Every pointer comes from a live exclusive borrow (`buf` shared) that outlasts the
         // call.
         let n = unsafe { (k.f)(&mut ctx) } as usize;
@@ -517,7 +532,7 @@ impl NativeKernels for JitKernels {
         // every string byte from `b_len` to `ctx.bytes_len`, all within the room reserved.
         unsafe {
             entries.set_len(e_len + written);
-            bytes.set_len(ctx.bytes_len.clamp(b_len, b_len + BYTES_ROOM));
+            bytes.set_len(ctx.bytes_len.clamp(b_len, b_len + k.chars));
         }
         *pos = ctx.pos;
         if ctx.holes != 0 {
@@ -547,7 +562,7 @@ impl NativeKernels for JitKernels {
         }
         let count = count.min(SEQ_CHUNK);
         entries.reserve(count * (s.max_frame + 1));
-        bytes.reserve(SEQ_BYTES_ROOM);
+        bytes.reserve(s.chars);
         let mirror = str_mirror(strs, &s.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
@@ -561,7 +576,6 @@ impl NativeKernels for JitKernels {
                 bytes_len: b_len,
                 bytes: bytes.as_mut_ptr(),
                 holes: 0,
-                bytes_cap: b_len + SEQ_BYTES_ROOM,
                 strs: mirror,
             },
             count: count as u64,
@@ -576,9 +590,10 @@ impl NativeKernels for JitKernels {
         // SAFETY: the code was made for this sequence's kernels: it writes at most `count`
         // elements, each its entry and its kernel's frame (at most `max_frame + 1` entries,
         // room reserved above) from `out`, taking holes out only within that frame; integer
-        // slots only below `int_slots` (checked above), string bytes only below
-        // `bytes_cap`, presence maps only below `count` <= SEQ_CHUNK in the context; reads
-        // the message only below `len`. Every pointer comes from a live borrow that outlasts
+        // slots only below `int_slots` (checked above), at most `chars` string bytes (one
+        // per string operation of at most `count` <= SEQ_CHUNK kernels, room reserved
+        // above), presence maps only below `count` in the context; reads the message only
+        // below `len`. Every pointer comes from a live borrow that outlasts
         // the call.
         let status = unsafe { (s.f)(&mut ctx) };
         let (written, run, pushed) = seq_outcome(s, status, &ctx, out, e_len, count);
@@ -588,7 +603,7 @@ impl NativeKernels for JitKernels {
         // it), and every string byte from `b_len` to `ctx.k.bytes_len`.
         unsafe {
             entries.set_len(e_len + written);
-            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + SEQ_BYTES_ROOM));
+            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + s.chars));
         }
         *pos = ctx.k.pos;
         str_commit(&ctx.k.strs, &s.strs, strs);
@@ -617,7 +632,7 @@ impl NativeKernels for JitKernels {
         // The frame, the sequence's entry, and at most SEQ_CHUNK elements.
         let room = k.frame_len + 1 + SEQ_CHUNK * (s.max_frame + 1);
         entries.reserve(room);
-        let bytes_room = BYTES_ROOM + SEQ_BYTES_ROOM;
+        let bytes_room = k.chars;
         bytes.reserve(bytes_room);
         let mirror = str_mirror(strs, &k.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
@@ -632,7 +647,6 @@ impl NativeKernels for JitKernels {
                 bytes_len: b_len,
                 bytes: bytes.as_mut_ptr(),
                 holes: 0,
-                bytes_cap: b_len + bytes_room,
                 strs: mirror,
             },
             count: 0,
@@ -648,9 +662,10 @@ impl NativeKernels for JitKernels {
         // the kernel's frame and the sequence's entry (`frame_len + 1` entries from `out`),
         // then at most SEQ_CHUNK elements after them, each its entry and its kernel's frame
         // (at most `max_frame + 1` entries): all within the room reserved above. Integer
-        // slots only below `int_slots` (checked above), string bytes only below
-        // `bytes_cap` (reserved above), presence maps only below SEQ_CHUNK in the context;
-        // it reads the message only below `len`. Every pointer comes from a live borrow
+        // slots only below `int_slots` (checked above), at most `chars` string bytes (the
+        // kernel's and SEQ_CHUNK elements' string operations, room reserved above),
+        // presence maps only below SEQ_CHUNK in the context; it reads the message only
+        // below `len`. Every pointer comes from a live borrow
         // that outlasts the call.
         let status = unsafe { (k.f)(&mut ctx) };
         let (written, result, pushed) = if status == 3 {
@@ -767,6 +782,9 @@ struct Gen<'b, 'f> {
     ints: Value,
     pos: Variable,
     bytes_len: Variable,
+    /// Inside a kernel's operations (see [`Gen::ops`]): the next read's first byte is
+    /// known to be in the buffer, and this many reads follow it; `None` elsewhere.
+    guard: Option<i64>,
 }
 
 /// Loads and stores of the context, the frame and the dictionary: aligned, never trapping.
@@ -813,7 +831,7 @@ impl<'b, 'f> Gen<'b, 'f> {
         let bytes_len = b.declare_var(i64t);
         b.def_var(pos, pos0);
         b.def_var(bytes_len, bytes_len0);
-        Gen { b, ctx, str_slots: strs.to_vec(), buf, len, frame: out, frame_off: 0, ints, pos, bytes_len }
+        Gen { b, ctx, str_slots: strs.to_vec(), buf, len, frame: out, frame_off: 0, ints, pos, bytes_len, guard: None }
     }
 
     /// Store the cursor and the string bytes' length back in the context.
@@ -857,6 +875,13 @@ impl<'b, 'f> Gen<'b, 'f> {
     ) -> usize {
         let mut native = 0;
         let mut written = 0;
+        // Every read takes at least one byte. So when the bytes left are at least as many
+        // as the operations' reads (up to the first without native code), each read's first
+        // byte is in the buffer with no check of its own as long as every read takes one
+        // byte; one that takes more checks again that the bytes left still cover the reads
+        // after it (see `read_int`), and declines when not. On a well-formed stream the
+        // checks hold but near a damaged or cut message's end, where the decoder takes over.
+        let mut left: i64 = ops.iter().map_while(|o| self.reads(o, int_slots)).sum();
         for (i, op) in ops.iter().enumerate() {
             let k = op.k as usize;
             // The frame's constants before this operation's entry, as immediate stores.
@@ -864,6 +889,22 @@ impl<'b, 'f> Gen<'b, 'f> {
                 self.put_const(written, &frame[written]);
                 written += 1;
             }
+            if i == 0 && left > 0 {
+                // Declined here, the first operation's: the entries before its own written.
+                let p = self.b.use_var(self.pos);
+                let have = self.b.ins().isub(self.len, p);
+                let enough = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, have, left);
+                let go = self.b.create_block();
+                let short = self.b.create_block();
+                self.b.set_cold_block(short);
+                self.b.ins().brif(enough, go, &[], short, &[]);
+                self.b.switch_to_block(short);
+                decline_to(self, 0);
+                self.b.switch_to_block(go);
+            }
+            let reads = self.reads(op, int_slots).unwrap_or(0);
+            left -= reads;
+            self.guard = (reads > 0).then_some(left);
             written = k + 1;
             let next = self.b.create_block();
             let decline = self.b.create_block();
@@ -879,6 +920,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                     self.b.ins().jump(decline, &[]);
                 }
             }
+            self.guard = None;
             self.b.switch_to_block(decline);
             decline_to(self, i);
             self.b.switch_to_block(next);
@@ -1226,19 +1268,28 @@ impl<'b, 'f> Gen<'b, 'f> {
         }
     }
 
+    /// How many stop-bit entities operation `op` reads, each of at least one byte (a
+    /// decimal's exponent and mantissa: two, one when the exponent is NULL); `None` when
+    /// it has no native code (it always declines).
+    fn reads(&self, op: &KOp, int_slots: usize) -> Option<i64> {
+        let slot_ok = (op.slot as usize) < int_slots;
+        match op.kind {
+            0..=7 => Some(1),
+            8..=15 | 32..=39 | kop::DEC_CONST_DELTA if slot_ok => Some(1),
+            16..=31 if slot_ok => Some(0),
+            kop::DEC_READ_DELTA if slot_ok => Some(2),
+            kop::ASCII => Some(1),
+            kop::ASCII_STORE if self.str_slots.contains(&op.slot) => Some(1),
+            kop::ASCII_LOAD if self.str_slots.contains(&op.slot) => Some(0),
+            _ => None,
+        }
+    }
+
     /// Emit one operation in the current block: on to `next` when done, to `decline`
     /// (nothing changed) when the decoder must run it. Returns whether it has native code.
     fn op(&mut self, op: &KOp, field: u32, int_slots: usize, next: Block, decline: Block) -> bool {
         let k = op.k as usize;
-        let slot_ok = (op.slot as usize) < int_slots;
-        let native = match op.kind {
-            0..=7 => true,
-            8..=39 | kop::DEC_CONST_DELTA | kop::DEC_READ_DELTA => slot_ok,
-            kop::ASCII => true,
-            kop::ASCII_LOAD | kop::ASCII_STORE => self.str_slots.contains(&op.slot),
-            _ => false,
-        };
-        if !native {
+        if self.reads(op, int_slots).is_none() {
             self.b.ins().jump(decline, &[]);
             return false;
         }
@@ -1342,7 +1393,11 @@ impl<'b, 'f> Gen<'b, 'f> {
             }
             kop::DEC_READ_DELTA => {
                 let p = self.b.use_var(self.pos);
+                // Two reads: the mantissa's after the exponent's.
+                let guard = self.guard;
+                self.guard = guard.map(|a| a + 1);
                 let r = self.read_int(p, true, op.arg != 0, true, decline);
+                self.guard = guard;
                 if let Some(nb) = r.null {
                     // A NULL exponent: the decimal is absent, no mantissa follows.
                     self.b.switch_to_block(nb);
@@ -1377,7 +1432,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                 self.b.ins().brif(ok, load, &[], decline, &[]);
                 self.b.switch_to_block(load);
                 let ch = self.b.ins().uload8(types::I64, trusted(), self.ctx, m + 2);
-                self.push_char(entry, ch, decline);
+                self.push_char(entry, ch);
                 self.b.ins().jump(next, &[]);
             }
             _ => {
@@ -1385,10 +1440,12 @@ impl<'b, 'f> Gen<'b, 'f> {
                 // NULL (0x80) when the field is nullable; any other string is the decoder's.
                 let store = op.kind == kop::ASCII_STORE;
                 let p = self.b.use_var(self.pos);
-                let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
-                let have = self.b.create_block();
-                self.b.ins().brif(inb, have, &[], decline, &[]);
-                self.b.switch_to_block(have);
+                if self.guard.is_none() {
+                    let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
+                    let have = self.b.create_block();
+                    self.b.ins().brif(inb, have, &[], decline, &[]);
+                    self.b.switch_to_block(have);
+                }
                 let addr = self.b.ins().iadd(self.buf, p);
                 let c = self.b.ins().uload8(types::I64, bytes_flags(), addr, 0);
                 let one = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, c, 0x80);
@@ -1415,7 +1472,7 @@ impl<'b, 'f> Gen<'b, 'f> {
                 }
                 self.b.switch_to_block(one_b);
                 let ch = self.b.ins().band_imm_s(c, 0x7f);
-                self.push_char(entry, ch, decline);
+                self.push_char(entry, ch);
                 if store {
                     let m = self.mirror(op.slot);
                     self.set_mirror(m, nat::ASSIGNED, Some(ch));
@@ -1480,6 +1537,9 @@ impl<'b, 'f> Gen<'b, 'f> {
     /// most common by far, is shaped on a path of its own, its length a constant there.
     fn read_int(&mut self, p: Value, signed: bool, nullable: bool, w32: bool, decline: Block) -> Read {
         let i64t = types::I64;
+        // Within a kernel's guard (see `Gen::ops`): the first byte is in the buffer; `after`
+        // reads follow this one.
+        let guard = self.guard;
         let value = self.b.create_block();
         self.b.append_block_param(value, i64t);
         self.b.append_block_param(value, i64t);
@@ -1490,10 +1550,12 @@ impl<'b, 'f> Gen<'b, 'f> {
         } else {
             None
         };
-        let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
-        let load = self.b.create_block();
-        self.b.ins().brif(inb, load, &[], decline, &[]);
-        self.b.switch_to_block(load);
+        if guard.is_none() {
+            let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, p, self.len);
+            let load = self.b.create_block();
+            self.b.ins().brif(inb, load, &[], decline, &[]);
+            self.b.switch_to_block(load);
+        }
         let addr = self.b.ins().iadd(self.buf, p);
         let byte = self.b.ins().uload8(i64t, bytes_flags(), addr, 0);
         let stop = self.b.ins().band_imm_s(byte, 0x80);
@@ -1509,6 +1571,14 @@ impl<'b, 'f> Gen<'b, 'f> {
         // Values of five bytes or more are rare: out of the straight line.
         let (a, n) = self.stop_bit_groups(p, 4, decline, Some(byte));
         let np = self.b.ins().iadd(p, n);
+        if let Some(after) = guard.filter(|&a| a > 0) {
+            // More than one byte: the bytes left must still cover the reads after it.
+            let have = self.b.ins().isub(self.len, np);
+            let enough = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, have, after);
+            let go = self.b.create_block();
+            self.b.ins().brif(enough, go, &[], decline, &[]);
+            self.b.switch_to_block(go);
+        }
         let sevens = self.b.ins().imul_imm_s(n, 7);
         let sixty_four = self.b.ins().iconst(types::I64, 64);
         let sh = self.b.ins().isub(sixty_four, sevens);
@@ -1611,20 +1681,31 @@ impl<'b, 'f> Gen<'b, 'f> {
         let base = (op.slot as usize * nat::SLOT_SIZE) as i32;
         let ints = self.ints;
         let st = self.b.ins().uload8(types::I64, trusted(), ints, base + nat::SLOT_STATE as i32);
-        let empty = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::EMPTY));
-        let go = self.b.create_block();
-        self.b.ins().brif(empty, decline, &[], go, &[]);
-        self.b.switch_to_block(go);
+        // Two paths, so that the common one (assigned) writes the value alone: its
+        // exponent and state stay as they are.
         let assigned = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::ASSIGNED));
+        let yes = self.b.create_block();
+        let no = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(assigned, yes, &[], no, &[]);
+        self.b.switch_to_block(yes);
         let old = self.b.ins().load(types::I64, trusted(), ints, base + nat::SLOT_V as i32);
+        let v = self.add_in_type(signed, w32, old, d, decline);
+        self.b.ins().store(trusted(), v, ints, base + nat::SLOT_V as i32);
+        self.b.ins().jump(done, &args(&[v]));
+        // Undefined: the initial value (or 0), the entry assigned; empty: the decoder's.
+        self.b.switch_to_block(no);
+        let empty = self.b.ins().icmp_imm_s(IntCC::Equal, st, i64::from(nat::EMPTY));
+        let undefined = self.b.create_block();
+        self.b.ins().brif(empty, decline, &[], undefined, &[]);
+        self.b.switch_to_block(undefined);
         let init = self.b.ins().iconst(types::I64, if op.has_init { op.init } else { 0 });
-        let prev = self.b.ins().select(assigned, old, init);
-        let v = self.add_in_type(signed, w32, prev, d, decline);
-        let old_exp = self.b.ins().load(types::I32, trusted(), ints, base + nat::SLOT_EXP as i32);
-        let zero = self.b.ins().iconst(types::I32, 0);
-        let exp = self.b.ins().select(assigned, old_exp, zero);
-        self.slot_store(op.slot, v, Some(exp), nat::ASSIGNED);
-        v
+        let v = self.add_in_type(signed, w32, init, d, decline);
+        self.slot_store(op.slot, v, None, nat::ASSIGNED);
+        self.b.ins().jump(done, &args(&[v]));
+        self.b.switch_to_block(done);
+        self.b.block_params(done)[0]
     }
 
     /// Write a whole integer slot: value, exponent (0 when `None`), state.
@@ -1676,17 +1757,13 @@ impl<'b, 'f> Gen<'b, 'f> {
         self.b.ins().store(trusted(), dirty, self.ctx, m + 3);
     }
 
-    /// Push the character `ch` onto the message's string bytes (`decline` when the room the
-    /// decoder made is used up) and write entry `entry` as those bytes.
-    fn push_char(&mut self, entry: i32, ch: Value, decline: Block) {
+    /// Push the character `ch` onto the message's string bytes and write entry `entry` as
+    /// those bytes.
+    fn push_char(&mut self, entry: i32, ch: Value) {
         let bl = self.b.use_var(self.bytes_len);
-        // The string bytes' pointer and room, loaded here: kept in registers through the
-        // whole function, they cost spills in the code around.
-        let cap = self.b.ins().load(types::I64, trusted(), self.ctx, C_BYTES_CAP);
-        let room = self.b.ins().icmp(IntCC::UnsignedLessThan, bl, cap);
-        let push = self.b.create_block();
-        self.b.ins().brif(room, push, &[], decline, &[]);
-        self.b.switch_to_block(push);
+        // No check of the room: the caller made room for every string operation of the
+        // call (see [`chars`]). The pointer is loaded here: kept in a register through the
+        // whole function, it cost spills in the code around.
         let bytes = self.b.ins().load(types::I64, trusted(), self.ctx, C_BYTES);
         let at = self.b.ins().iadd(bytes, bl);
         self.b.ins().istore8(trusted(), ch, at, 0);

@@ -75,3 +75,51 @@ fn openfast_cme_and_fpl_same_natively() {
     same_both_ways("openfast/CME/templates.xml", "openfast/CME/messages.fast", Framing::Raw, 1);
     same_both_ways("openfast/FPL/FASTTestTemplate.xml", "openfast/FPL/messages.fast", Framing::Raw, 3);
 }
+
+/// `msg` emptied, the room for 512 entries behind its end holding a poison entry.
+fn poison(msg: &mut Message) {
+    msg.entries.clear();
+    let bad = tickplant_fast::Entry { field: 0xdead, value: tickplant_fast::Value::UInt(0xa5a5) };
+    msg.entries.resize(512, bad);
+    msg.entries.clear();
+}
+
+/// Every message of the mFAST corpus's first 600 cut short at every length, decoded from
+/// the dictionary state the whole messages before it left: natively and not, the same
+/// error at the same offset, or the same entries. The code's checks of the bytes left (one
+/// per kernel, instead of one per read) decline where the decoder must say what is wrong.
+#[test]
+fn mfast_complex30000_cut_short_same_natively() {
+    let (Some(t), Some(d)) = (data("mfast/example.xml"), data("mfast/complex30000.dat")) else { return };
+    let mut p = Program::from_xml(&std::fs::read_to_string(t).unwrap()).unwrap();
+    let bytes = std::fs::read(d).unwrap();
+    p.specialise_for(&bytes, Framing::U32Le).unwrap();
+    let jit = tickplant_fast_jit::JitKernels::compile(&p).unwrap();
+    let (mut dn, mut dk) = (Decoder::new(&p), Decoder::new(&p));
+    dn.set_native(Some(&jit)).unwrap();
+    let (mut mn, mut mk) = (Message::new(), Message::new());
+    let mut at = 0;
+    let mut cuts = 0;
+    for i in 0..600 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let whole = &bytes[at + 4..at + 4 + len];
+        for cut in 0..len {
+            let (mut cn, mut ck) = (dn.clone(), dk.clone());
+            // The entries' spare room filled with an entry no decode writes, so one the
+            // code counted as written but did not write shows (as the 0xa5 of emit tests).
+            poison(&mut mn);
+            let rn = cn.decode(&whole[..cut], &mut mn);
+            let rk = ck.decode(&whole[..cut], &mut mk);
+            assert_eq!(rn, rk, "message {i} cut to {cut} bytes");
+            // Failed or not, the entries so far are the same: the code hands over at the
+            // operation it cannot finish, and the decoder fails there as it would have.
+            assert_eq!((&mn.entries, &mn.pmaps), (&mk.entries, &mk.pmaps), "message {i} cut to {cut}");
+            cuts += 1;
+        }
+        assert_eq!(dn.decode(whole, &mut mn).unwrap(), len);
+        assert_eq!(dk.decode(whole, &mut mk).unwrap(), len);
+        assert_eq!((&mn.entries, &mn.bytes, &mn.pmaps), (&mk.entries, &mk.bytes, &mk.pmaps), "message {i}");
+        at += 4 + len;
+    }
+    assert!(cuts > 30_000);
+}
