@@ -532,7 +532,7 @@ impl NativeKernels for JitKernels {
         // every string byte from `b_len` to `ctx.bytes_len`, all within the room reserved.
         unsafe {
             entries.set_len(e_len + written);
-            bytes.set_len(ctx.bytes_len.clamp(b_len, b_len + k.chars));
+            bytes.set_len(room_len(ctx.bytes_len, b_len, k.chars));
         }
         *pos = ctx.pos;
         if ctx.holes != 0 {
@@ -603,7 +603,7 @@ impl NativeKernels for JitKernels {
         // it), and every string byte from `b_len` to `ctx.k.bytes_len`.
         unsafe {
             entries.set_len(e_len + written);
-            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + s.chars));
+            bytes.set_len(room_len(ctx.k.bytes_len, b_len, s.chars));
         }
         *pos = ctx.k.pos;
         str_commit(&ctx.k.strs, &s.strs, strs);
@@ -690,7 +690,7 @@ impl NativeKernels for JitKernels {
         // above), and every string byte from `b_len` to `ctx.k.bytes_len`.
         unsafe {
             entries.set_len(e_len + written);
-            bytes.set_len(ctx.k.bytes_len.clamp(b_len, b_len + bytes_room));
+            bytes.set_len(room_len(ctx.k.bytes_len, b_len, bytes_room));
         }
         *pos = ctx.k.pos;
         str_commit(&ctx.k.strs, &k.strs, strs);
@@ -726,6 +726,13 @@ fn seq_outcome(
     };
     assert!(written <= count * (s.max_frame + 1) && pushed <= count, "a sequence loop wrote past its room");
     (written, SeqRun { elements: done, stop }, pushed)
+}
+
+/// The string bytes' length the code left (`len`), within the room it had: from `b_len`,
+/// `room` bytes (`usize::clamp`, which the compiler left as a call).
+#[inline(always)]
+fn room_len(len: usize, b_len: usize, room: usize) -> usize {
+    len.max(b_len).min(b_len + room)
 }
 
 /// The presence maps of the first `n` elements of a call, pushed for the decoder.
