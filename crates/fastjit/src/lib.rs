@@ -103,6 +103,32 @@ struct Ctx {
     strs: [u32; MAX_STR_SLOTS],
 }
 
+impl Ctx {
+    /// A call's context: the message, the cursor, where the entries go, the dictionary,
+    /// the string bytes (their length now the message's), the string slots' mirror.
+    #[inline(always)]
+    fn new(
+        buf: &[u8],
+        pos: usize,
+        out: *mut Entry,
+        ints: &mut [IntSlot],
+        bytes: &mut Vec<u8>,
+        strs: [u32; MAX_STR_SLOTS],
+    ) -> Ctx {
+        Ctx {
+            buf: buf.as_ptr(),
+            pos,
+            out,
+            len: buf.len(),
+            ints: ints.as_mut_ptr(),
+            bytes_len: bytes.len(),
+            bytes: bytes.as_mut_ptr(),
+            holes: 0,
+            strs,
+        }
+    }
+}
+
 const C_BUF: i32 = offset_of!(Ctx, buf) as i32;
 const C_LEN: i32 = offset_of!(Ctx, len) as i32;
 const C_POS: i32 = offset_of!(Ctx, pos) as i32;
@@ -135,6 +161,15 @@ struct SeqCtx {
     /// Out: each element's presence map (left-aligned) and its byte count.
     pm: [u64; SEQ_CHUNK],
     pmn: [u8; SEQ_CHUNK],
+}
+
+impl SeqCtx {
+    /// An element loop's context: up to `count` elements, the first entry's index `first`.
+    #[inline(always)]
+    fn new(k: Ctx, count: usize, first: usize) -> SeqCtx {
+        let (count, first) = (count as u64, first as u64);
+        SeqCtx { k, count, first, done: 0, kernel: 0, ops: 0, len: 0, pm: [0; SEQ_CHUNK], pmn: [0; SEQ_CHUNK] }
+    }
 }
 
 const S_COUNT: i32 = offset_of!(SeqCtx, count) as i32;
@@ -282,7 +317,6 @@ impl JitKernels {
         if module.target_config().pointer_type() != types::I64 {
             return Err("native kernels need a 64-bit target".into());
         }
-        let frontend = module.target_config();
         let mut ctx = module.make_context();
         let mut fbc = FunctionBuilderContext::new();
         let mut ids = Vec::new();
@@ -300,20 +334,10 @@ impl JitKernels {
                 ids.push(None);
                 continue;
             }
-            ctx.func.signature.params.push(AbiParam::new(types::I64));
-            ctx.func.signature.returns.push(AbiParam::new(types::I64));
             let strs = string_slots(ops);
-            {
-                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-                native_ops += Gen::kernel(&mut b, ops, frame, int_slots, &strs);
-                b.seal_all_blocks();
-                b.finalize(frontend);
-            }
-            let id = module
-                .declare_function(&format!("fast_kernel_{ki}"), Linkage::Local, &ctx.func.signature)
-                .map_err(|e| e.to_string())?;
-            module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki}: {e:?}"))?;
-            module.clear_context(&mut ctx);
+            let id = define(&mut module, &mut ctx, &mut fbc, &format!("fast_kernel_{ki}"), |b| {
+                native_ops += Gen::kernel(b, ops, frame, int_slots, &strs);
+            })?;
             ids.push(Some((id, frame.len(), ops.iter().map(|o| o.k as usize).collect::<Vec<_>>(), strs, chars(ops))));
         }
         // The element loops of sequences whose body has specialised segments.
@@ -359,19 +383,9 @@ impl JitKernels {
             }
             let strs = string_slots(&all_ops);
             let max_frame = sks.iter().map(|k| k.frame_len).max().unwrap_or(0);
-            ctx.func.signature.params.push(AbiParam::new(types::I64));
-            ctx.func.signature.returns.push(AbiParam::new(types::I64));
-            {
-                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-                Gen::seq(&mut b, ins.field, &code, int_slots, &strs);
-                b.seal_all_blocks();
-                b.finalize(frontend);
-            }
-            let id = module
-                .declare_function(&format!("fast_seq_{lo}"), Linkage::Local, &ctx.func.signature)
-                .map_err(|e| e.to_string())?;
-            module.define_function(id, &mut ctx).map_err(|e| format!("sequence loop {lo}: {e:?}"))?;
-            module.clear_context(&mut ctx);
+            let id = define(&mut module, &mut ctx, &mut fbc, &format!("fast_seq_{lo}"), |b| {
+                Gen::seq(b, ins.field, &code, int_slots, &strs);
+            })?;
             let chars = SEQ_CHUNK * max_chars;
             seq_ids[lo] = Some(SeqMade { id, field: ins.field, chars, max_frame, strs, kernels: sks });
             seq_codes[lo] = Some((code, all_ops));
@@ -403,19 +417,9 @@ impl JitKernels {
             let mut all_ops = ops.to_vec();
             all_ops.extend_from_slice(seq_ops);
             let strs = string_slots(&all_ops);
-            ctx.func.signature.params.push(AbiParam::new(types::I64));
-            ctx.func.signature.returns.push(AbiParam::new(types::I64));
-            {
-                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-                Gen::into_seq(&mut b, ops, frame, field, code, int_slots, &strs);
-                b.seal_all_blocks();
-                b.finalize(frontend);
-            }
-            let id = module
-                .declare_function(&format!("fast_kernel_{ki}_into_seq"), Linkage::Local, &ctx.func.signature)
-                .map_err(|e| e.to_string())?;
-            module.define_function(id, &mut ctx).map_err(|e| format!("kernel {ki} into its sequence: {e:?}"))?;
-            module.clear_context(&mut ctx);
+            let id = define(&mut module, &mut ctx, &mut fbc, &format!("fast_kernel_{ki}_into_seq"), |b| {
+                Gen::into_seq(b, ops, frame, field, code, int_slots, &strs);
+            })?;
             let chars = kchars + seq_ids[lo].as_ref().map_or(0, |m| m.chars);
             into_ids.push(Some((id, chars, lo, *frame_len, ks.clone(), strs)));
         }
@@ -506,17 +510,8 @@ impl NativeKernels for JitKernels {
         bytes.reserve(k.chars);
         let mirror = str_mirror(strs, &k.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
-        let mut ctx = Ctx {
-            buf: buf.as_ptr(),
-            pos: *pos,
-            out: entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>(),
-            len: buf.len(),
-            ints: ints.as_mut_ptr(),
-            bytes_len: b_len,
-            bytes: bytes.as_mut_ptr(),
-            holes: 0,
-            strs: mirror,
-        };
+        let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
+        let mut ctx = Ctx::new(buf, *pos, out, ints, bytes, mirror);
         // SAFETY: the code was made for this kernel: it writes the frame's entries only
         // below `frame_len` from `out` (room reserved above), integer slots only below
         // `int_slots` (checked above; slot indices checked when it was made), at most
@@ -566,27 +561,7 @@ impl NativeKernels for JitKernels {
         let mirror = str_mirror(strs, &s.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
-        let mut ctx = SeqCtx {
-            k: Ctx {
-                buf: buf.as_ptr(),
-                pos: *pos,
-                out,
-                len: buf.len(),
-                ints: ints.as_mut_ptr(),
-                bytes_len: b_len,
-                bytes: bytes.as_mut_ptr(),
-                holes: 0,
-                strs: mirror,
-            },
-            count: count as u64,
-            first: e_len as u64,
-            done: 0,
-            kernel: 0,
-            ops: 0,
-            len: 0,
-            pm: [0; SEQ_CHUNK],
-            pmn: [0; SEQ_CHUNK],
-        };
+        let mut ctx = SeqCtx::new(Ctx::new(buf, *pos, out, ints, bytes, mirror), count, e_len);
         // SAFETY: the code was made for this sequence's kernels: it writes at most `count`
         // elements, each its entry and its kernel's frame (at most `max_frame + 1` entries,
         // room reserved above) from `out`, taking holes out only within that frame; integer
@@ -637,27 +612,9 @@ impl NativeKernels for JitKernels {
         let mirror = str_mirror(strs, &k.strs);
         let (e_len, b_len) = (entries.len(), bytes.len());
         let out = entries.spare_capacity_mut().as_mut_ptr().cast::<Entry>();
-        let mut ctx = SeqCtx {
-            k: Ctx {
-                buf: buf.as_ptr(),
-                pos: *pos,
-                out,
-                len: buf.len(),
-                ints: ints.as_mut_ptr(),
-                bytes_len: b_len,
-                bytes: bytes.as_mut_ptr(),
-                holes: 0,
-                strs: mirror,
-            },
-            count: 0,
-            first: (e_len + k.frame_len + 1) as u64,
-            done: 0,
-            kernel: 0,
-            ops: 0,
-            len: 0,
-            pm: [0; SEQ_CHUNK],
-            pmn: [0; SEQ_CHUNK],
-        };
+        // The count is the code's to set, from the sequence's length.
+        let first = e_len + k.frame_len + 1;
+        let mut ctx = SeqCtx::new(Ctx::new(buf, *pos, out, ints, bytes, mirror), 0, first);
         // SAFETY: the code was made for this kernel and this sequence's kernels: it writes
         // the kernel's frame and the sequence's entry (`frame_len + 1` entries from `out`),
         // then at most SEQ_CHUNK elements after them, each its entry and its kernel's frame
@@ -741,6 +698,28 @@ fn push_pmaps(ctx: &SeqCtx, n: usize, pmaps: &mut Vec<(Pmap, u8)>) {
     for j in 0..n {
         pmaps.push((Pmap::from(ctx.pm[j]) << 64, ctx.pmn[j]));
     }
+}
+
+/// A function `(i64) -> i64` (a context's address to a status or count), its body built
+/// by `body`, declared and defined in `module` as `name`.
+fn define(
+    module: &mut JITModule,
+    ctx: &mut cranelift_codegen::Context,
+    fbc: &mut FunctionBuilderContext,
+    name: &str,
+    body: impl FnOnce(&mut FunctionBuilder),
+) -> Result<cranelift_module::FuncId, String> {
+    ctx.func.signature.params.push(AbiParam::new(types::I64));
+    ctx.func.signature.returns.push(AbiParam::new(types::I64));
+    let frontend = module.target_config();
+    let mut b = FunctionBuilder::new(&mut ctx.func, fbc);
+    body(&mut b);
+    b.seal_all_blocks();
+    b.finalize(frontend);
+    let id = module.declare_function(name, Linkage::Local, &ctx.func.signature).map_err(|e| e.to_string())?;
+    module.define_function(id, ctx).map_err(|e| format!("{name}: {e:?}"))?;
+    module.clear_context(ctx);
+    Ok(id)
 }
 
 /// The string slots `slots` as the code sees them, one packed word each: the state, one
