@@ -11,7 +11,10 @@
 //! for their hottest (template, presence map) pairs. A sequence whose body has specialised
 //! segments gets its element loop as one function too: each element's entry, its presence
 //! map, the kernel of the segment specialised for it in line, its holes taken out, its end
-//! (see [`tickplant_fast::native::NativeKernels::run_seq`]).
+//! (see [`tickplant_fast::native::NativeKernels::run_seq`]). A kernel that ends with such a
+//! sequence is made a second time, going on into it: the sequence's length and entry, then
+//! its first elements, one call for a message's header and entries (see
+//! [`tickplant_fast::native::NativeKernels::run_into_seq`]).
 //!
 //! What the code does, it does exactly as the decoder's kernel does it; at the first
 //! operation it does not, it stops (see [`tickplant_fast::native`]): the sequence that ends
