@@ -482,6 +482,10 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         if let Some(e) = sink.error.take() {
             return Err(e);
         }
+        if let Some(c) = arb.destination_conflict() {
+            let input = usize::from(c.input);
+            bail!("{}: frame {}: {c}", sink.names[input], sink.frame_no[input]);
+        }
     }
     if next_change < changes.len() && !args.quiet {
         eprintln!(

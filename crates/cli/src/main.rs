@@ -1,4 +1,5 @@
 //! The `tickplant` command line: thin subcommands over the library crates.
+#![forbid(unsafe_code)]
 
 mod arbcmd;
 mod bench;

@@ -18,6 +18,9 @@ use crate::arbcmd::ArbArgs;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunConfig {
+    /// The file it was read from (errors name it).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
     pub source: Source,
     /// Any option of `tickplant arb` (protocol, mode, timeout-us, max-msgs, start-seq,
     /// capacity-packets...), except the files.
@@ -189,6 +192,7 @@ impl RunConfig {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read config", path.display()))?;
         let mut c = RunConfig::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         c.relative_to(path.parent().unwrap_or(Path::new(".")));
+        c.path = Some(path.to_path_buf());
         Ok(c)
     }
     pub fn parse(text: &str) -> Result<RunConfig> {
@@ -208,21 +212,48 @@ impl RunConfig {
         fix(&mut self.source.templates);
         fix(&mut self.book.final_books);
         fix(&mut self.run.report);
+        fix(&mut self.arbitration.gaps);
         for c in &mut self.consumers {
             fix(&mut c.path);
             fix(&mut c.strategies);
         }
     }
 
+    /// The pipeline this config describes; an error names the config file.
     pub fn spec(&self, progress: bool) -> Result<PipelineSpec> {
+        self.spec_here(progress).map_err(|e| match &self.path {
+            Some(p) => anyhow!("{}: {e:#}", p.display()),
+            None => e,
+        })
+    }
+
+    fn spec_here(&self, progress: bool) -> Result<PipelineSpec> {
         let decoder = self.decoder()?;
         let opra = matches!(decoder, FeedDecoder::OpraFast(_));
         let a = self.source.a.clone().ok_or_else(|| anyhow!("[source] needs `a` (the capture, or feed A)"))?;
         let mut inputs = vec![a];
         inputs.extend(self.source.b.clone());
         let arb = &self.arbitration;
-        if arb.a.is_some() || arb.b.is_some() || arb.hr_out.is_some() || arb.ll_out.is_some() {
-            bail!("[arbitration] takes the arbitrator's options; captures go in [source] a and b");
+        if arb.a.is_some() || arb.b.is_some() {
+            bail!("[arbitration] a and b: captures go in [source] a and b");
+        }
+        // The keys of `tickplant arb` that have no meaning in a run: refused by name.
+        for (set, key, why) in [
+            (arb.hr_out.is_some(), "hr-out", "the run decodes the HR stream; it writes no capture of it"),
+            (arb.ll_out.is_some(), "ll-out", "the run writes no capture of the LL stream"),
+            (
+                arb.other_out.is_some(),
+                "other-out",
+                "the run writes no capture of other traffic (see the report's counts)",
+            ),
+            (arb.stats.is_some(), "stats", "the run's report holds the arbitrator's statistics: use [run] report"),
+            (arb.no_hr, "no-hr", "the run decodes the HR stream"),
+            (arb.no_ll, "no-ll", "the run has no LL stream to switch off"),
+            (arb.quiet, "quiet", "use `tickplant run --quiet`"),
+        ] {
+            if set {
+                bail!("[arbitration] {key}: not a key of a run config ({why})");
+            }
         }
         let midnight_ns =
             tickplant_core::itch::midnight_eastern_ns(&self.source.date).map_err(|e| anyhow!("[source] date: {e}"))?;
@@ -292,6 +323,7 @@ impl RunConfig {
             inputs,
             sequencer: arb.sequencer_config()?,
             arb: arb.arb_config()?,
+            policy_changes: arb.changes()?,
             midnight_ns,
             book,
             consumers,
@@ -399,6 +431,15 @@ pub fn run(cfg: &RunConfig, quiet: bool) -> Result<Outcome> {
         } else {
             std::fs::write(p, json + "\n").with_context(|| format!("{}: cannot write", p.display()))?;
         }
+    }
+    if let Some(p) = &cfg.arbitration.gaps {
+        // As `tickplant arb --gaps` writes them (the run has the HR output only).
+        let mut s = String::from("output,first_seq,last_seq,messages,reason\n");
+        for g in &out.report.gaps {
+            s +=
+                &format!("{},{},{},{},{}\n", g.output.as_str(), g.first_seq, g.last_seq, g.messages, g.reason.as_str());
+        }
+        std::fs::write(p, s).with_context(|| format!("{}: cannot write", p.display()))?;
     }
     if let Some(p) = &cfg.book.final_books {
         let mut s = String::new();

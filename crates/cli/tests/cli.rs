@@ -260,3 +260,99 @@ fn help_explains_every_command() {
         assert!(h.contains(flag), "sim impair --help lacks {flag}");
     }
 }
+
+/// `a.pcap` with `junk` frames put between its frames (one after every `every`th), at the
+/// time of the frame before them.
+fn with_junk(src: &Path, dst: &Path, every: usize, junk: impl Fn(usize) -> Vec<u8>) -> usize {
+    let frames = read_frames(src);
+    let mut w =
+        tickplant_io::FrameWriter::create(dst, tickplant_core::LinkType::Ethernet, tickplant_io::Format::for_path(dst))
+            .unwrap();
+    let mut n = 0;
+    for (i, (ts, f)) in frames.iter().enumerate() {
+        w.write(*ts, f).unwrap();
+        if i % every == every / 2 {
+            w.write(*ts, &junk(n)).unwrap();
+            n += 1;
+        }
+    }
+    w.finish().unwrap();
+    n
+}
+
+/// The stray-traffic cases: a capture that holds, besides the feed, datagrams to another
+/// group and port that begin like MoldUDP64 (a block count larger than the bytes held, a
+/// session of their own). Malformed ones go to `other`, named; well-formed ones to another
+/// destination make a run without `--accept` an error that names both destinations, and
+/// with `--accept` they are filtered. Either way HR equals the clean run's, byte for byte.
+#[test]
+fn arb_holds_its_ground_against_stray_traffic() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "moldudp64", "--seed", "5", "--packets", "3000", "--out", "feed.pcap"]);
+    ok(
+        p,
+        &[
+            "sim",
+            "impair",
+            "--in",
+            "feed.pcap",
+            "--seed",
+            "5",
+            "--loss-a",
+            "0.03",
+            "--loss-b",
+            "0.03",
+            "--out-a",
+            "a.pcap",
+            "--out-b",
+            "b.pcap",
+        ],
+    );
+    let arb = |a: &str, extra: &[&str]| {
+        let mut args = vec!["arb", "--a", a, "--b", "b.pcap", "--start-seq", "1", "--hr-out", "hr.pcap"];
+        args.extend_from_slice(&["--stats", "stats.json"]);
+        args.extend_from_slice(extra);
+        tp(p, &args)
+    };
+    let o = arb("a.pcap", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let clean = read_frames(&p.join("hr.pcap"));
+    assert!(clean.len() > 2900);
+    let feed_dst = {
+        let f = &read_frames(&p.join("feed.pcap"))[0].1;
+        format!("{}.{}.{}.{}:{}", f[30], f[31], f[32], f[33], u16::from_be_bytes([f[36], f[37]]))
+    };
+    let elsewhere = tickplant_wire::build::Flow { dst_ip: [239, 9, 9, 9], dst_port: 7000, ..Default::default() };
+
+    // Junk whose header announces more blocks than it holds (and a low sequence number).
+    let n = with_junk(&p.join("a.pcap"), &p.join("a_junk.pcap"), 97, |k| {
+        let mut pl = tickplant_wire::build::moldudp64_payload(b"NOTMOLD001", 3 + k as u64, &[b"xyz"]);
+        pl[18..20].copy_from_slice(&500u16.to_be_bytes());
+        tickplant_wire::build::udp_frame(&elsewhere, 0, &pl)
+    });
+    let o = arb("a_junk.pcap", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_frames(&p.join("hr.pcap")), clean, "malformed junk changes nothing");
+    let st: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(st["other_by_reason"]["malformed"].as_u64(), Some(n as u64));
+    assert_eq!(st["sequence_resets"].as_u64(), Some(0));
+
+    // Well-formed packets of another session to another destination.
+    let n = with_junk(&p.join("a.pcap"), &p.join("a_mixed.pcap"), 89, |k| {
+        let pl = tickplant_wire::build::moldudp64_payload(b"OTHERFEED1", 1 + k as u64, &[b"abc", b"defg"]);
+        tickplant_wire::build::udp_frame(&elsewhere, 0, &pl)
+    });
+    let o = arb("a_mixed.pcap", &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("a_mixed.pcap"), "{err}");
+    assert!(err.contains(&feed_dst) && err.contains("239.9.9.9:7000"), "{err}");
+    assert!(err.contains(&format!("--accept {feed_dst}")), "{err}");
+    let o = arb("a_mixed.pcap", &["--accept", &feed_dst]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_frames(&p.join("hr.pcap")), clean, "filtered junk changes nothing");
+    let st: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(st["other_by_reason"]["filtered"].as_u64(), Some(n as u64));
+    assert_eq!(st["sequence_resets"].as_u64(), Some(0));
+}

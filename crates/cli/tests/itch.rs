@@ -389,3 +389,101 @@ fn opra_fast_doc_example_runs_and_matches_the_truth() {
     assert!(bbo.lines().count() > 300);
     assert!(bbo.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
 }
+
+/// `[arbitration]` of a run config means what the same keys mean to `tickplant arb`:
+/// `change-at` switches the policy at the same replay time and `gaps` writes the same HR
+/// gaps; the keys that have no meaning in a run are refused by name, with the file.
+#[test]
+fn run_config_arbitration_keys_mean_what_arb_means() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "itch", "--seed", "4", "--symbols", "10", "--messages", "30000", "--out", "feed.pcap"]);
+    ok(
+        p,
+        &[
+            "sim",
+            "impair",
+            "--in",
+            "feed.pcap",
+            "--seed",
+            "4",
+            "--loss-a",
+            "0.02",
+            "--loss-b",
+            "0.02",
+            "--reorder",
+            "0.02",
+            "--skew-us",
+            "0..10",
+            "--out-a",
+            "a.pcap",
+            "--out-b",
+            "b.pcap",
+        ],
+    );
+    let config = |extra: &str| {
+        format!(
+            "[source]\na = \"a.pcap\"\nb = \"b.pcap\"\n[arbitration]\nprotocol = \"moldudp64\"\nmode = \"time\"\n\
+             timeout-us = 1000\nstart-seq = 1\n{extra}\n[[consumer]]\nname = \"count\"\n"
+        )
+    };
+    // Without a change: the time window recovers every reordered packet.
+    std::fs::write(p.join("plain.toml"), config("gaps = \"plain_gaps.csv\"")).unwrap();
+    ok(p, &["run", "plain.toml", "--quiet"]);
+    let plain = std::fs::read_to_string(p.join("plain_gaps.csv")).unwrap();
+    assert!(plain.starts_with("output,first_seq,last_seq,messages,reason\n"));
+    assert!(!plain.contains(",skipped"), "{plain}");
+    // Switched to low latency after a microsecond: holes are skipped, as `arb` skips them.
+    std::fs::write(p.join("change.toml"), config("gaps = \"run_gaps.csv\"\nchange-at = [\"0.000001:low-latency\"]"))
+        .unwrap();
+    ok(p, &["run", "change.toml", "--quiet"]);
+    ok(
+        p,
+        &[
+            "arb",
+            "--a",
+            "a.pcap",
+            "--b",
+            "b.pcap",
+            "--start-seq",
+            "1",
+            "--timeout-us",
+            "1000",
+            "--change-at",
+            "0.000001:low-latency",
+            "--gaps",
+            "arb_gaps.csv",
+            "--quiet",
+        ],
+    );
+    let run_gaps = std::fs::read_to_string(p.join("run_gaps.csv")).unwrap();
+    let arb_hr: String = std::fs::read_to_string(p.join("arb_gaps.csv"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("ll,"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(run_gaps.contains(",skipped"), "{run_gaps}");
+    assert_eq!(run_gaps, arb_hr);
+
+    for (key, value) in [
+        ("hr-out", "\"hr.pcap\""),
+        ("ll-out", "\"ll.pcap\""),
+        ("other-out", "\"other.pcap\""),
+        ("stats", "\"stats.json\""),
+        ("no-hr", "true"),
+        ("no-ll", "true"),
+        ("quiet", "true"),
+        ("a", "\"a.pcap\""),
+    ] {
+        std::fs::write(p.join("bad.toml"), config(&format!("{key} = {value}"))).unwrap();
+        let o = tp(p, &["run", "bad.toml", "--quiet"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{key} was taken");
+        assert!(err.contains("bad.toml") && err.contains(&format!("[arbitration] {key}")), "{key}: {err}");
+    }
+    std::fs::write(p.join("bad.toml"), config("bogus = 1")).unwrap();
+    let o = tp(p, &["run", "bad.toml", "--quiet"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("bad.toml") && err.contains("bogus"), "{err}");
+}

@@ -40,12 +40,67 @@
 //!
 //! It does not promise anything about packets from two different sequence spaces beyond
 //! the reset handling described on [`ResetKind`].
+//!
+//! Stray traffic ([`Arbitrator::process`], the driven API):
+//!
+//! * A datagram that is not a well-formed packet of the protocol goes to *other* (the
+//!   sequencer's checks: MoldUDP64 blocks that tile the payload exactly, an XDP `PktSize`
+//!   and `NumberMsgs` that describe the datagram, an OPRA block that fits it).
+//! * One packet never starts a new MoldUDP64 session. A data packet of a session that is
+//!   neither the current one nor the one before it is *held* (one packet, copied) until the
+//!   feed confirms the session: a further packet of that session on any input (the copy on
+//!   the other line counts), or an end-of-session packet of the current session. Then the
+//!   held packet goes first, the new session starts with it, and nothing is lost. A packet
+//!   of the current session that brings new messages says the held one was stray: it goes
+//!   to *other* with reason `stray`, as it does when another unconfirmed session replaces
+//!   it or the input ends ([`Arbitrator::finish`]). The very first packet of a run starts
+//!   the first session as before; an `accept` list (or the destination check below) keeps
+//!   other traffic from being that packet.
+//! * With no `accept` list, each input's feed is the destination (group and port) of its
+//!   first well-formed packet. A well-formed packet to another destination goes to *other*
+//!   (`filtered`) and the conflict is kept ([`Arbitrator::destination_conflict`]): a capture
+//!   that holds two feeds is a configuration error the caller reports, naming both.
+//!
+//! [`Arbitrator::handle_frame`] and [`Arbitrator::handle_packet`] take every packet as it
+//! comes (no holding): the caller that uses them decides.
 
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::seq::{LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer};
+use crate::seq::{Endpoint, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer};
+
+/// Well-formed packets of the protocol to two destinations on one input, with no `accept`
+/// list to say which is the feed (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DestinationConflict {
+    pub input: u8,
+    /// The destination of the input's first packet.
+    pub first: Endpoint,
+    /// The other destination.
+    pub second: Endpoint,
+}
+
+impl std::fmt::Display for DestinationConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "well-formed packets of the protocol to two destinations, {} (the first) and {}; \
+             a capture that holds more than one feed needs the feed named: --accept {} \
+             (in a config: accept = [\"{}\"]), or --accept {} for the other",
+            self.first, self.second, self.first, self.first, self.second
+        )
+    }
+}
+
+/// A MoldUDP64 data packet of an unconfirmed session, held back (see the module doc).
+#[derive(Debug)]
+struct Held {
+    frame: Vec<u8>,
+    input: usize,
+    info: PacketInfo,
+    at_ns: u64,
+}
 
 /// Which output a report or counter belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -558,6 +613,16 @@ pub struct Arbitrator {
     prev_space: Option<(u64, u64)>,
     /// Fingerprint of the XDP reset packet that started the current space.
     reset_sig: Option<u64>,
+    /// An end-of-session packet of the current session was seen: the next session is
+    /// taken on at its first packet.
+    session_ended: bool,
+    /// A packet of an unconfirmed session, and the room for the next one.
+    held: Option<Held>,
+    held_spare: Vec<u8>,
+    /// Each input's destination (no `accept` list), and the first conflict found.
+    dests: Vec<Option<Endpoint>>,
+    check_dests: bool,
+    conflict: Option<DestinationConflict>,
     ll: OutputState,
     hr: OutputState,
     buf: HrBuffer,
@@ -577,6 +642,7 @@ impl Arbitrator {
     pub fn new(config: ArbConfig, seq: Sequencer) -> Result<Arbitrator, String> {
         config.validate()?;
         let n = config.inputs;
+        let check_dests = seq.config().accept.is_empty();
         Ok(Arbitrator {
             can_trim: seq.can_trim(),
             seq,
@@ -587,6 +653,12 @@ impl Arbitrator {
             prev_session: None,
             prev_space: None,
             reset_sig: None,
+            session_ended: false,
+            held: None,
+            held_spare: Vec::new(),
+            dests: vec![None; n],
+            check_dests,
+            conflict: None,
             ll: OutputState::new(OutputId::Ll, config.low_latency, config.gap_memory),
             hr: OutputState::new(OutputId::Hr, config.high_reliability, config.gap_memory),
             buf: HrBuffer::new(if config.high_reliability { config.capacity_packets } else { 0 }),
@@ -623,6 +695,11 @@ impl Arbitrator {
     #[inline]
     pub fn handle_frame(&mut self, now: u64, input: usize, frame: &[u8]) -> Verdict {
         match self.seq.classify(self.links[input], frame) {
+            Ok(info) if !self.destination_ok(input, frame, &info) => {
+                let other = Other { reason: OtherReason::Filtered, error: None };
+                self.count_other(input, &other);
+                Verdict::Other(other)
+            }
             Ok(info) => match self.handle_packet(now, input, &info, frame) {
                 Decision::Control => Verdict::Control(info),
                 Decision::Data { ll, hr } => Verdict::Data { info, ll, hr },
@@ -632,6 +709,34 @@ impl Arbitrator {
                 Verdict::Other(other)
             }
         }
+    }
+
+    /// Whether a well-formed packet goes to its input's feed: with an `accept` list always
+    /// (the sequencer filtered it); without one, when it goes where the input's first packet
+    /// went. A packet to another destination records the conflict.
+    #[inline(always)]
+    fn destination_ok(&mut self, input: usize, frame: &[u8], info: &PacketInfo) -> bool {
+        if !self.check_dests {
+            return true;
+        }
+        let d = Endpoint::of_frame(frame, info);
+        match self.dests[input] {
+            Some(first) if first == d => true,
+            None => {
+                self.dests[input] = Some(d);
+                true
+            }
+            Some(first) => {
+                self.conflict.get_or_insert(DestinationConflict { input: input as u8, first, second: d });
+                false
+            }
+        }
+    }
+
+    /// The first input found carrying well-formed packets to two destinations with no
+    /// `accept` list: the caller should stop and ask which is the feed.
+    pub fn destination_conflict(&self) -> Option<DestinationConflict> {
+        self.conflict
     }
 
     fn count_other(&mut self, input: usize, other: &Other) {
@@ -698,6 +803,9 @@ impl Arbitrator {
         st.control += 1;
         if info.kind == PacketKind::EndOfSession {
             self.events.push_back(ArbEvent::EndOfSession { at_ns: now, input: input as u8, seq: info.seq });
+            if info.session == self.session {
+                self.session_ended = true;
+            }
         }
         Decision::Control
     }
@@ -724,6 +832,7 @@ impl Arbitrator {
         self.ll.new_space(first);
         self.hr.new_space(first);
         self.session = info.session;
+        self.session_ended = false;
         self.reset_sig = info.reset.then(|| fingerprint(frame, info));
     }
 
@@ -765,6 +874,7 @@ impl Arbitrator {
         if kind == ResetKind::Session {
             self.prev_session = Some(self.session);
             self.session = info.session;
+            self.session_ended = false;
         }
         self.reset_sig = info.reset.then(|| fingerprint(frame, info));
         self.resets += 1;
@@ -1196,7 +1306,14 @@ impl Arbitrator {
             self.advance_to(now, sink);
         }
         let info = match self.seq.classify(self.links[input], frame) {
-            Ok(info) => info,
+            Ok(info) if self.destination_ok(input, frame, &info) => info,
+            Ok(_) => {
+                let o = Other { reason: OtherReason::Filtered, error: None };
+                self.count_other(input, &o);
+                sink.other(now, input, frame, &o);
+                self.drain(sink);
+                return;
+            }
             Err(o) => {
                 self.count_other(input, &o);
                 sink.other(now, input, frame, &o);
@@ -1204,14 +1321,85 @@ impl Arbitrator {
                 return;
             }
         };
-        match self.handle_packet(now, input, &info, frame) {
+        // A packet of another session, or one while a packet is held: see the module doc.
+        if self.held.is_some() || (self.started && info.session != self.session) {
+            return self.process_session_change(now, input, info, frame, sink);
+        }
+        self.emit(now, input, &info, frame, sink);
+        self.drain(sink);
+    }
+
+    /// [`Arbitrator::process`] for a packet of another MoldUDP64 session than the current
+    /// one, or any packet while one is held: hold it, take the session on, or find the held
+    /// packet stray (the rule in the module doc).
+    #[cold]
+    #[inline(never)]
+    fn process_session_change<S: ArbSink>(
+        &mut self,
+        now: u64,
+        input: usize,
+        info: PacketInfo,
+        frame: &[u8],
+        sink: &mut S,
+    ) {
+        let new_session = info.session != self.session && Some(info.session) != self.prev_session;
+        if new_session && info.kind == PacketKind::Data {
+            let confirms = self.session_ended || self.held.as_ref().is_some_and(|h| h.info.session == info.session);
+            if !confirms {
+                // A candidate of yet another session replaces the one held.
+                self.release_stray(sink);
+                let mut copy = std::mem::take(&mut self.held_spare);
+                copy.clear();
+                copy.extend_from_slice(frame);
+                self.held = Some(Held { frame: copy, input, info, at_ns: now });
+                self.drain(sink);
+                return;
+            }
+            // Confirmed: the held packet goes first and starts the session.
+            if let Some(h) = self.held.take() {
+                self.emit_held(h, now, sink);
+            }
+        } else if info.session == self.session && info.kind == PacketKind::Data && info.end() > self.high {
+            // The current session goes on with new messages: what is held was stray.
+            self.release_stray(sink);
+        }
+        self.emit(now, input, &info, frame, sink);
+        // An end of the current session confirms the session held.
+        if self.session_ended {
+            if let Some(h) = self.held.take() {
+                self.emit_held(h, now, sink);
+            }
+        }
+        self.drain(sink);
+    }
+
+    /// Handle the held packet now, as it arrived on its input.
+    fn emit_held<S: ArbSink>(&mut self, h: Held, now: u64, sink: &mut S) {
+        self.emit(now, h.input, &h.info, &h.frame, sink);
+        self.held_spare = h.frame;
+    }
+
+    /// The held packet, if any, to *other* as stray traffic.
+    fn release_stray<S: ArbSink>(&mut self, sink: &mut S) {
+        if let Some(h) = self.held.take() {
+            let o = Other { reason: OtherReason::Stray, error: None };
+            self.count_other(h.input, &o);
+            sink.other(h.at_ns, h.input, &h.frame, &o);
+            self.held_spare = h.frame;
+        }
+    }
+
+    /// One classified packet through both outputs into `sink`.
+    #[inline(always)]
+    fn emit<S: ArbSink>(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8], sink: &mut S) {
+        match self.handle_packet(now, input, info, frame) {
             Decision::Data { ll, hr } => {
                 if let Action::Forward { skip } = ll {
-                    let f = self.frame_for(frame, &info, skip);
+                    let f = self.frame_for(frame, info, skip);
                     sink.ll(now, f);
                 }
                 if let Action::Forward { skip } = hr {
-                    let trimmed = skip > 0 && self.seq.trim(frame, &info, skip, &mut self.scratch);
+                    let trimmed = skip > 0 && self.seq.trim(frame, info, skip, &mut self.scratch);
                     let (f, seq, count) = if trimmed {
                         (&self.scratch[..], info.seq + u64::from(skip), info.count - skip)
                     } else {
@@ -1231,7 +1419,6 @@ impl Arbitrator {
             }
             Decision::Control => {}
         }
-        self.drain(sink);
     }
 
     /// Change the policy at `now` (after running the deadlines before it).
@@ -1241,9 +1428,11 @@ impl Arbitrator {
         self.drain(sink);
     }
 
-    /// End of input at `now`: run deadlines, then flush every wait.
+    /// End of input at `now`: run deadlines, then flush every wait. A packet still held
+    /// for an unconfirmed session goes to *other* as stray.
     pub fn finish<S: ArbSink>(&mut self, now: u64, sink: &mut S) {
         self.advance_to(now, sink);
+        self.release_stray(sink);
         self.flush(now);
         self.drain(sink);
     }

@@ -23,8 +23,8 @@ pub mod trigger;
 pub mod ttt;
 
 pub use arb::{
-    Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, Decision, GapReason, GapReport, InputStats, OutputId,
-    OutputStats, Policy, Released, ResetKind, Verdict,
+    Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, Decision, DestinationConflict, GapReason, GapReport,
+    InputStats, OutputId, OutputStats, Policy, Released, ResetKind, Verdict,
 };
 pub use seq::{
     CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer,

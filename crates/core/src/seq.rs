@@ -147,6 +147,30 @@ impl std::str::FromStr for Endpoint {
     }
 }
 
+impl std::fmt::Display for Endpoint {
+    /// As [`Endpoint::from_str`](std::str::FromStr) reads it: `GROUP:PORT`, `GROUP` or `PORT`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.group, self.port) {
+            (Some(g), Some(p)) => write!(f, "{}:{p}", std::net::Ipv4Addr::from(g)),
+            (Some(g), None) => write!(f, "{}", std::net::Ipv4Addr::from(g)),
+            (None, Some(p)) => write!(f, "{p}"),
+            (None, None) => f.write_str("*"),
+        }
+    }
+}
+
+impl Endpoint {
+    /// The destination of a frame the sequencer classified as `info`: its IPv4 destination
+    /// address and UDP destination port.
+    pub fn of_frame(frame: &[u8], info: &PacketInfo) -> Endpoint {
+        let ip = usize::from(info.ip_offset);
+        let udp_dst = usize::from(info.payload_offset) - udp::HEADER_LEN + 2;
+        let group = frame.get(ip + 16..ip + 20).and_then(|b| <[u8; 4]>::try_from(b).ok());
+        let port = frame.get(udp_dst..udp_dst + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+        Endpoint { group, port }
+    }
+}
+
 /// Sequencer configuration: where the sequence number and count sit, and what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -227,16 +251,20 @@ pub enum OtherReason {
     Runt,
     /// A header that breaks its format (lengths that do not fit, wrong version).
     Malformed,
+    /// A well-formed packet of another MoldUDP64 session that the feed never confirmed (see
+    /// [`crate::arb`]): held back, then found to be stray traffic, not a new session.
+    Stray,
 }
 
 impl OtherReason {
-    pub const ALL: [OtherReason; 6] = [
+    pub const ALL: [OtherReason; 7] = [
         OtherReason::NotIpv4,
         OtherReason::NotUdp,
         OtherReason::Fragment,
         OtherReason::Filtered,
         OtherReason::Runt,
         OtherReason::Malformed,
+        OtherReason::Stray,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -246,6 +274,7 @@ impl OtherReason {
             OtherReason::Filtered => "filtered",
             OtherReason::Runt => "runt",
             OtherReason::Malformed => "malformed",
+            OtherReason::Stray => "stray",
         }
     }
     pub fn index(self) -> usize {
@@ -472,6 +501,10 @@ impl Sequencer {
         }
         match self.config.protocol {
             Protocol::Moldudp64 => {
+                // Blocks that do not tile the payload: not a packet of the feed, whatever
+                // its first bytes say (a stray datagram taken for one reset the sequence
+                // space and reached the HR output unreadable).
+                moldudp64::check_blocks(payload).map_err(|e| malformed(e.at(payload_offset)))?;
                 info.session.copy_from_slice(&payload[..10]);
                 if info.count == u32::from(moldudp64::END_OF_SESSION) {
                     info.kind = PacketKind::EndOfSession;
@@ -479,7 +512,9 @@ impl Sequencer {
                 }
             }
             Protocol::Xdp => {
-                let p = xdp::Packet::new_checked(payload).map_err(|e| malformed(e.at(payload_offset)))?;
+                // PktSize and NumberMsgs must describe the datagram exactly.
+                xdp::check_messages(payload).map_err(|e| malformed(e.at(payload_offset)))?;
+                let p = xdp::Packet::new_unchecked(payload);
                 info.reset = p.delivery_flag() == xdp::delivery_flag::SEQUENCE_NUMBER_RESET
                     || (info.count > 0 && p.is_sequence_reset());
             }

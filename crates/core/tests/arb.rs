@@ -258,6 +258,7 @@ fn moldudp64_session_change_starts_a_new_space() {
         &[
             (0, 0, mold(SESSION, 1, 1)),
             (1, 0, mold(SESSION, 3, 1)), // waits for 2
+            (2, 0, eos(SESSION, 4)),     // the session ends: the next one is taken on at once
             (2, 0, mold(s2, 1, 1)),      // new session: 2 is given up, 3 released, new space
             (3, 1, mold(SESSION, 3, 1)), // B's copy of the old session: late, not a reset
             (4, 1, mold(s2, 1, 1)),
@@ -278,6 +279,155 @@ fn moldudp64_session_change_starts_a_new_space() {
     let st = a.stats();
     assert_eq!(st.inputs[1].late, 1);
     assert_eq!(st.inputs[1].duplicates, 1);
+}
+
+fn session_resets(r: &Rec) -> Vec<(ResetKind, u64)> {
+    r.events
+        .iter()
+        .filter_map(|e| match e {
+            ArbEvent::SequenceReset { kind, new_seq, .. } => Some((*kind, *new_seq)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A well-formed packet of another session in mid-feed: held, then found stray when the
+/// current session goes on; it resets nothing and reaches no output.
+#[test]
+fn a_stray_session_packet_resets_nothing() {
+    let mut a = arb(Policy::Time { timeout_ns: 100 * US });
+    let mut r = Rec::default();
+    let stray = b"JUNKJUNK01";
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, mold(stray, 900, 3)), // held
+            (2, 1, mold(SESSION, 1, 1)), // B's copy: a duplicate, nothing new, still held
+            (3, 0, mold(SESSION, 2, 2)), // the session goes on: the held packet was stray
+            (4, 1, mold(SESSION, 2, 2)),
+            (5, 0, mold(stray, 901, 1)), // another, held again
+        ],
+    );
+    assert_eq!(r.other_reasons, vec![OtherReason::Stray]);
+    a.finish(10, &mut r);
+    assert_eq!(r.hr_seqs(), vec![1, 2]);
+    assert_eq!(r.ll_seqs(), vec![1, 2]);
+    assert!(session_resets(&r).is_empty());
+    assert!(r.gaps.is_empty());
+    assert_eq!(r.other_reasons, vec![OtherReason::Stray, OtherReason::Stray], "the one held at the end too");
+    let st = a.stats();
+    assert_eq!(st.other_by_reason["stray"], 2);
+    assert_eq!(st.inputs[0].other, 2);
+    a.check_accounting().unwrap();
+}
+
+/// A new session without an end of session: its first packet waits for the copy on the
+/// other line (or its next packet), then goes first; nothing is lost.
+#[test]
+fn a_new_session_is_taken_on_when_confirmed() {
+    let s2 = b"SESSION002";
+    for confirm in [(5, 1, mold(s2, 1, 1)), (5, 0, mold(s2, 2, 1))] {
+        let mut a = arb(Policy::Time { timeout_ns: 100 * US });
+        let mut r = Rec::default();
+        feed(
+            &mut a,
+            &mut r,
+            &[
+                (0, 0, mold(SESSION, 1, 1)),
+                (1, 1, mold(SESSION, 1, 1)),
+                (2, 0, mold(SESSION, 2, 1)),
+                (3, 0, mold(s2, 1, 1)),      // held
+                (4, 1, mold(SESSION, 2, 1)), // B's copy of the old session's last: a duplicate
+                confirm.clone(),
+            ],
+        );
+        let want: Vec<u64> = if confirm.1 == 1 { vec![1, 2, 1] } else { vec![1, 2, 1, 2] };
+        assert_eq!(r.hr_seqs(), want);
+        assert_eq!(r.ll_seqs(), want);
+        assert_eq!(session_resets(&r), vec![(ResetKind::Session, 1)]);
+        assert_eq!(r.other, 0);
+        let st = a.stats();
+        assert_eq!(st.inputs[1].duplicates, if confirm.1 == 1 { 3 } else { 2 });
+        assert!(r.gaps.is_empty());
+    }
+}
+
+/// An end of the current session takes the held session on at once.
+#[test]
+fn end_of_session_confirms_the_held_session() {
+    let s2 = b"SESSION002";
+    let mut a = arb(Policy::Time { timeout_ns: 100 * US });
+    let mut r = Rec::default();
+    feed(&mut a, &mut r, &[(0, 0, mold(SESSION, 1, 2)), (1, 0, mold(s2, 1, 1))]);
+    assert_eq!(r.hr_seqs(), vec![1]);
+    feed(&mut a, &mut r, &[(2, 1, eos(SESSION, 3))]);
+    assert_eq!(r.hr_seqs(), vec![1, 1]);
+    assert_eq!(session_resets(&r), vec![(ResetKind::Session, 1)]);
+    feed(&mut a, &mut r, &[(3, 0, mold(s2, 2, 1))]);
+    assert_eq!(r.hr_seqs(), vec![1, 1, 2]);
+}
+
+/// Datagrams that begin like MoldUDP64 but are not well-formed packets go to *other*,
+/// named, and change nothing.
+#[test]
+fn malformed_moldudp64_goes_to_other() {
+    let mut a = arb(Policy::Time { timeout_ns: 100 * US });
+    let mut r = Rec::default();
+    let junk = |count: u16, extra: &[u8]| {
+        let mut p = tickplant_wire::build::moldudp64_payload(b"JUNKJUNK01", 7, &[b"abc"]);
+        p[18..20].copy_from_slice(&count.to_be_bytes());
+        p.extend_from_slice(extra);
+        tickplant_wire::build::udp_frame(&Default::default(), 0, &p)
+    };
+    feed(
+        &mut a,
+        &mut r,
+        &[
+            (0, 0, mold(SESSION, 1, 1)),
+            (1, 0, junk(40, b"")),  // more blocks announced than held
+            (2, 0, junk(1, b"zz")), // bytes after the last block
+            (3, 0, junk(0, b"")),   // a "heartbeat" with a block after it
+            (4, 0, mold(SESSION, 2, 1)),
+        ],
+    );
+    assert_eq!(r.hr_seqs(), vec![1, 2]);
+    assert_eq!(r.other_reasons, vec![OtherReason::Malformed; 3]);
+    assert!(session_resets(&r).is_empty());
+}
+
+/// Without an accept list, each input's feed is its first destination; a well-formed
+/// packet elsewhere goes to *other* and the conflict is kept for the caller. With one,
+/// the sequencer filters and there is no conflict.
+#[test]
+fn two_destinations_on_one_input_are_a_conflict() {
+    let elsewhere = tickplant_wire::build::Flow { dst_ip: [239, 1, 1, 1], dst_port: 5000, ..Default::default() };
+    let steps = [
+        (0, 0, mold(SESSION, 1, 1)),
+        (1, 1, mold(SESSION, 1, 1)),
+        (2, 1, mold_to(&elsewhere, b"OTHERFEED1", 1, 1)),
+        (3, 0, mold(SESSION, 2, 1)),
+    ];
+    let mut a = arb(Policy::Time { timeout_ns: 100 * US });
+    let mut r = Rec::default();
+    feed(&mut a, &mut r, &steps);
+    assert_eq!(r.hr_seqs(), vec![1, 2]);
+    let c = a.destination_conflict().expect("a conflict");
+    assert_eq!(c.input, 1);
+    assert_eq!(c.first.to_string(), "233.54.12.111:26400");
+    assert_eq!(c.second.to_string(), "239.1.1.1:5000");
+    assert_eq!(r.other_reasons, vec![OtherReason::Filtered]);
+
+    let mut cfg = SequencerConfig::preset(Protocol::Moldudp64);
+    cfg.accept = vec!["233.54.12.111:26400".parse().unwrap()];
+    let mut a =
+        Arbitrator::new(ArbConfig { start_seq: Some(1), ..Default::default() }, Sequencer::new(cfg).unwrap()).unwrap();
+    let mut r = Rec::default();
+    feed(&mut a, &mut r, &steps);
+    assert_eq!(r.hr_seqs(), vec![1, 2]);
+    assert_eq!(a.destination_conflict(), None);
+    assert_eq!(r.other_reasons, vec![OtherReason::Filtered]);
 }
 
 #[test]

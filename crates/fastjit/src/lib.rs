@@ -57,7 +57,9 @@
 //! assert_eq!(msg.get(&program, "BidPx").unwrap().value, Value::Decimal(Decimal::new(12350, -2)));
 //! ```
 //!
-//! This crate holds unsafe code, and only here: generated code writes through raw pointers.
+//! This crate holds unsafe code, and only here (denied at the top, allowed where it stands:
+//! `Send`/`Sync`, `compile`, `Drop` and the `NativeKernels` calls): generated code writes
+//! through raw pointers.
 //! Each write's bound is checked when the code is made (an entry's index against its
 //! kernel's frame, room for which [`JitKernels`] reserves before each call; a dictionary
 //! slot against the dictionary, whose size it checks before each call; a string byte
@@ -66,6 +68,7 @@
 //! left are at least as many as its reads (each takes one byte at least), then again
 //! after any read that took more than one byte; the bytes after a read's first each
 //! against the message's length.
+#![deny(unsafe_code)]
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Value};
@@ -279,8 +282,10 @@ pub struct JitKernels {
 // dropped (it only keeps the code's memory mapped), and the code keeps no state of its own:
 // every call works on the context it is given. Sharing it between threads is then as safe
 // as sharing any other function pointer.
+#[allow(unsafe_code)]
 unsafe impl Send for JitKernels {}
 // SAFETY: see `Send`: nothing is mutated through a shared reference.
+#[allow(unsafe_code)]
 unsafe impl Sync for JitKernels {}
 
 impl std::fmt::Debug for JitKernels {
@@ -289,6 +294,7 @@ impl std::fmt::Debug for JitKernels {
     }
 }
 
+#[allow(unsafe_code)] // frees the generated code's memory
 impl Drop for JitKernels {
     fn drop(&mut self) {
         self.fns.clear();
@@ -306,6 +312,7 @@ impl JitKernels {
     /// Compile every kernel of `program` (none until it is specialised, see
     /// [`Program::specialise`]) for the machine this runs on, for
     /// [`Decoder::set_native`](tickplant_fast::Decoder::set_native).
+    #[allow(unsafe_code)] // the finalized code's addresses as function pointers
     pub fn compile(program: &Program) -> Result<JitKernels, String> {
         let mut flags = settings::builder();
         let set = |fl: &mut settings::Builder, k: &str, v: &str| fl.set(k, v).map_err(|e| format!("{k}={v}: {e}"));
@@ -484,6 +491,7 @@ impl JitKernels {
     }
 }
 
+#[allow(unsafe_code)] // calls into the generated code and the entries it wrote
 impl NativeKernels for JitKernels {
     fn made_for(&self, program: &Program) -> bool {
         program.kernels == self.kernels

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 /// Read the time-stamp counter (on other architectures: nanoseconds of a process clock).
 #[inline(always)]
+#[allow(unsafe_code)] // the RDTSC instruction
 pub fn rdtsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -59,6 +60,7 @@ pub fn thread_cpu_ns() -> u64 {
         let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: `t` is a valid, writable timespec for the duration of the call, and
         // CLOCK_THREAD_CPUTIME_ID is a clock every supported Unix has.
+        #[allow(unsafe_code)]
         let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
         if r != 0 {
             return 0;

@@ -28,7 +28,7 @@ use tickplant_core::ttt::{Fttc, FttcConfig, FttcOutput};
 use tickplant_wire::fix::{self, FieldIndex, Message};
 
 use crate::clock::{rdtsc, TscClock};
-use crate::pipeline::{hist, latency, Latency};
+use crate::hist::{hist, latency, Latency};
 
 /// UNIX ns now (SendingTime; the session's clock).
 pub fn unix_ns() -> u64 {

@@ -9,6 +9,40 @@
 //! have, and the report is made from that.
 
 use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::clock::TscClock;
+
+/// Latency of one stage, ns.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+/// The quantiles of `h` (time-stamp ticks) in nanoseconds.
+pub(crate) fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
+        count: h.len(),
+        p50: clock.to_ns(h.value_at_quantile(0.5)),
+        p90: clock.to_ns(h.value_at_quantile(0.9)),
+        p99: clock.to_ns(h.value_at_quantile(0.99)),
+        p999: clock.to_ns(h.value_at_quantile(0.999)),
+        max: clock.to_ns(h.max()),
+    }
+}
+
+/// An hdrhistogram for time-stamp ticks, two significant digits, up to [`MAX`].
+pub(crate) fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX, 2).expect("valid bounds")
+}
 
 /// The largest value kept apart; larger ones count as it (`2^40` time-stamp ticks is
 /// minutes).

@@ -1,5 +1,11 @@
 //! Everything of tickplant that touches the OS. So far: pcap and pcapng files, read and
 //! written, with time-ordered merging of several captures for replay.
+//!
+//! Unsafe code is denied here but for the calls into the OS that need it, each allowed
+//! where it stands with its `SAFETY` note: `madvise` ([`huge_pages`]), the time-stamp
+//! counter and the thread's CPU clock (`clock`), `setsockopt`/`recvmsg` for kernel receive
+//! time stamps (`tstamp`), and the capture's memory map (`pcap`).
+#![deny(unsafe_code)]
 
 pub mod clock;
 pub mod fix_store;

@@ -37,7 +37,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
 use tickplant_core::event::{flags, Event, EventAction};
@@ -53,7 +52,8 @@ use tickplant_wire::itch50;
 use tickplant_wire::moldudp64;
 
 use crate::clock::{rdtsc, TscClock};
-use crate::hist::Ticks;
+pub use crate::hist::Latency;
+use crate::hist::{latency, Ticks};
 use crate::pcap::{FrameReader, MergedReader, PcapError};
 
 pub use tickplant_core::event::Bbo;
@@ -284,6 +284,9 @@ pub struct PipelineSpec {
     pub inputs: Vec<PathBuf>,
     pub sequencer: SequencerConfig,
     pub arb: ArbConfig,
+    /// Policy changes at replay times: (ns after the first frame, the new policy), in time
+    /// order (`change-at` of `tickplant arb`).
+    pub policy_changes: Vec<(u64, tickplant_core::Policy)>,
     /// The session's midnight in UNIX ns (ITCH timestamps count from it).
     pub midnight_ns: u64,
     pub book: BookConfig,
@@ -332,17 +335,6 @@ impl Sampler {
             false
         }
     }
-}
-
-/// Latency of one stage, ns.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Latency {
-    pub count: u64,
-    pub p50: u64,
-    pub p90: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub max: u64,
 }
 
 /// What one consumer did.
@@ -483,27 +475,9 @@ impl Report {
     }
 }
 
-pub(crate) fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
-    if h.is_empty() {
-        return Latency::default();
-    }
-    Latency {
-        count: h.len(),
-        p50: clock.to_ns(h.value_at_quantile(0.5)),
-        p90: clock.to_ns(h.value_at_quantile(0.9)),
-        p99: clock.to_ns(h.value_at_quantile(0.99)),
-        p999: clock.to_ns(h.value_at_quantile(0.999)),
-        max: clock.to_ns(h.max()),
-    }
-}
-
 /// [`latency`] of the pipeline's own histograms.
 fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
     latency(&t.to_hdr(), clock)
-}
-
-pub(crate) fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid bounds")
 }
 
 struct Out {
@@ -993,6 +967,7 @@ impl Feed for HandoffSink {
 /// Every frame of the captures through the arbitrator into `feed`, the arbitrate stage
 /// timed into `h_arb` on one frame in `sample`, a progress line about once a second when
 /// `progress`; returns the frames read.
+#[allow(clippy::too_many_arguments)]
 fn replay(
     merged: &mut MergedReader,
     arb: &mut Arbitrator,
@@ -1000,24 +975,45 @@ fn replay(
     h_arb: &mut Ticks,
     sample: u32,
     progress: bool,
+    changes: &[(u64, tickplant_core::Policy)],
 ) -> Result<u64, PcapError> {
     let mut sampler = Sampler::new(sample);
     let started = Instant::now();
     let mut frames = 0u64;
     let mut last_ts = 0;
+    let mut first_ts = None;
+    let mut next_change = 0;
     let mut next_progress = started + Duration::from_secs(1);
     while let Some((input, f)) = merged.next_frame()? {
         frames += 1;
+        // Time never goes backwards for the arbitrator, even if a capture's clock does.
         last_ts = last_ts.max(f.ts_ns);
+        let base = *first_ts.get_or_insert(last_ts);
+        while let Some(&(at, policy)) = changes.get(next_change) {
+            if base + at > last_ts {
+                break;
+            }
+            arb.change_policy(base + at, policy, feed);
+            next_change += 1;
+        }
         if sampler.pick() {
             feed.timing(true);
             let (t0, elsewhere0) = (rdtsc(), feed.elsewhere());
-            arb.process(f.ts_ns, input, f.data, feed);
+            arb.process(last_ts, input, f.data, feed);
             // The arbitrate stage alone: what it released was timed by the later stages.
             h_arb.record((rdtsc() - t0).saturating_sub(feed.elsewhere() - elsewhere0));
             feed.timing(false);
         } else {
-            arb.process(f.ts_ns, input, f.data, feed);
+            arb.process(last_ts, input, f.data, feed);
+        }
+        if let Some(c) = arb.destination_conflict() {
+            let r = &merged.readers()[usize::from(c.input)];
+            return Err(PcapError {
+                path: r.path().to_path_buf(),
+                frame: Some(r.frames_read()),
+                offset: None,
+                reason: c.to_string(),
+            });
         }
         if progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);
@@ -1778,7 +1774,15 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 waited: 0,
             };
             pin_producer();
-            let read = replay(&mut merged, &mut arb, &mut sink, &mut h_arb, spec.latency_sample, spec.progress);
+            let read = replay(
+                &mut merged,
+                &mut arb,
+                &mut sink,
+                &mut h_arb,
+                spec.latency_sample,
+                spec.progress,
+                &spec.policy_changes,
+            );
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
@@ -1796,6 +1800,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             &mut h_arb,
             spec.latency_sample,
             spec.progress,
+            &spec.policy_changes,
         );
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read?

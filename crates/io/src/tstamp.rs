@@ -17,6 +17,7 @@
 use std::io;
 use std::os::fd::AsRawFd;
 
+#[allow(unsafe_code)] // setsockopt
 fn setsockopt_u32(fd: i32, opt: i32, v: u32) -> io::Result<()> {
     // SAFETY: `v` lives across the call and its size is passed; the kernel only reads it.
     let r = unsafe {
@@ -63,6 +64,7 @@ struct Found {
     key: Option<u32>,
 }
 
+#[allow(unsafe_code)] // recvmsg and the walk of its control messages
 fn recvmsg(fd: i32, buf: &mut [u8], flags: i32) -> io::Result<(usize, Found)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     // u64s keep the control buffer aligned for cmsghdr.

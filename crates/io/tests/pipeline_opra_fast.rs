@@ -43,6 +43,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         decode_thread: true,
         decode_core: None,
         latency_sample: 1,
+        policy_changes: Vec::new(),
         progress: false,
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Everything here is a pure function of its seed: the same seed gives the same bytes on
 //! every machine (xoshiro256++ from `rand_xoshiro`, never an OS source of randomness).
+#![forbid(unsafe_code)]
 
 pub mod fix_md;
 pub mod impair;

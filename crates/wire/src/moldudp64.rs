@@ -152,6 +152,28 @@ pub fn block_offset(packet: &[u8], n: u16) -> Result<usize> {
     Ok(off)
 }
 
+/// Check that a whole UDP payload is one well-formed MoldUDP64 packet: the header, then
+/// exactly `message count` blocks that end where the payload ends (a heartbeat or an
+/// end-of-session packet is the header alone). Bytes past the last block, or a block that
+/// runs past the payload, are errors with their offset: a datagram that only begins like a
+/// MoldUDP64 header (another feed's traffic on the same capture) is not taken for one.
+pub fn check_blocks(packet: &[u8]) -> Result<()> {
+    let p = Packet::new_checked(packet)?;
+    let mut at = field::HEADER_LEN;
+    for m in p.messages() {
+        let (off, msg) = m?;
+        at = off + 2 + msg.len();
+    }
+    if at != packet.len() {
+        return Err(Error::Malformed {
+            what: "moldudp64 packet length (bytes after the last message block)",
+            offset: at,
+            value: (packet.len() - at) as u64,
+        });
+    }
+    Ok(())
+}
+
 /// The owned meaning of a MoldUDP64 header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Repr {
@@ -237,6 +259,39 @@ mod tests {
             Error::Truncated { what: "moldudp64 message length", offset: 25, need: 2, have: 1 }
         );
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn test_check_blocks() {
+        let b = sample();
+        assert_eq!(check_blocks(&b), Ok(()));
+        // A block cut short, a byte too many, a count larger than the blocks held.
+        assert_eq!(check_blocks(&b[..b.len() - 1]).unwrap_err().offset(), 27);
+        let mut extra = b.clone();
+        extra.push(0);
+        assert_eq!(
+            check_blocks(&extra),
+            Err(Error::Malformed {
+                what: "moldudp64 packet length (bytes after the last message block)",
+                offset: b.len(),
+                value: 1
+            })
+        );
+        let mut more = b.clone();
+        more[18..20].copy_from_slice(&3u16.to_be_bytes());
+        assert!(check_blocks(&more).is_err());
+        let mut fewer = b.clone();
+        fewer[18..20].copy_from_slice(&1u16.to_be_bytes());
+        assert_eq!(check_blocks(&fewer).unwrap_err().offset(), 25);
+        // Control packets are the header alone.
+        let mut hb = b[..20].to_vec();
+        hb[18..20].copy_from_slice(&0u16.to_be_bytes());
+        assert_eq!(check_blocks(&hb), Ok(()));
+        hb[18..20].copy_from_slice(&END_OF_SESSION.to_be_bytes());
+        assert_eq!(check_blocks(&hb), Ok(()));
+        hb.push(7);
+        assert!(check_blocks(&hb).is_err());
+        assert!(check_blocks(&b[..19]).is_err());
     }
 
     #[test]

@@ -184,6 +184,34 @@ pub fn message_offset(packet: &[u8], n: u8) -> Result<usize> {
     Ok(off)
 }
 
+/// Check that a whole UDP payload is one well-formed XDP packet: `PktSize` is the payload's
+/// length, and exactly `NumberMsgs` messages fill it. Anything else is an error with its
+/// offset: a datagram that only begins like an XDP header is not taken for one.
+pub fn check_messages(packet: &[u8]) -> Result<()> {
+    let p = Packet::new_checked(packet)?;
+    let size = usize::from(p.pkt_size());
+    if size != packet.len() {
+        return Err(Error::Malformed {
+            what: "xdp PktSize (not the datagram's length)",
+            offset: 0,
+            value: size as u64,
+        });
+    }
+    let mut at = field::HEADER_LEN;
+    for m in p.messages() {
+        let (off, msg) = m?;
+        at = off + msg.bytes.len();
+    }
+    if at != size {
+        return Err(Error::Malformed {
+            what: "xdp NumberMsgs (bytes after the last message)",
+            offset: field::NUMBER_MSGS,
+            value: u64::from(p.number_msgs()),
+        });
+    }
+    Ok(())
+}
+
 /// The owned meaning of an XDP packet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Repr {
@@ -267,6 +295,23 @@ mod tests {
         let mut out = [0xa5u8; 16];
         r.emit(&mut out);
         assert_eq!(&out[..], &b[..16]);
+    }
+
+    #[test]
+    fn test_check_messages() {
+        let b = sample();
+        assert_eq!(check_messages(&b), Ok(()));
+        // PktSize short of the datagram; NumberMsgs too small and too large.
+        let mut padded = b.clone();
+        padded.push(0);
+        assert_eq!(check_messages(&padded).unwrap_err().offset(), 0);
+        let mut fewer = b.clone();
+        fewer[3] = 1;
+        assert_eq!(check_messages(&fewer).unwrap_err().offset(), 3);
+        let mut more = b.clone();
+        more[3] = 3;
+        assert!(check_messages(&more).is_err());
+        assert!(check_messages(&b[..b.len() - 1]).is_err());
     }
 
     #[test]

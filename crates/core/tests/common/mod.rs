@@ -11,9 +11,21 @@ pub const SESSION: &[u8; 10] = b"SESSION001";
 /// A MoldUDP64 frame of `count` messages from `seq`; message bodies encode their own
 /// sequence number so a trimmed packet can be checked message by message.
 pub fn mold(session: &[u8; 10], seq: u64, count: u16) -> Vec<u8> {
+    mold_to(&Flow::default(), session, seq, count)
+}
+
+/// A MoldUDP64 end-of-session frame (message count 0xFFFF) at `seq`.
+pub fn eos(session: &[u8; 10], seq: u64) -> Vec<u8> {
+    let mut p = moldudp64_payload(session, seq, &[]);
+    p[18..20].copy_from_slice(&tickplant_wire::moldudp64::END_OF_SESSION.to_be_bytes());
+    udp_frame(&Flow::default(), 0, &p)
+}
+
+/// [`mold`] to another destination.
+pub fn mold_to(flow: &Flow, session: &[u8; 10], seq: u64, count: u16) -> Vec<u8> {
     let bodies: Vec<Vec<u8>> = (0..u64::from(count)).map(|i| (seq + i).to_be_bytes().to_vec()).collect();
     let refs: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
-    udp_frame(&Flow::default(), 0, &moldudp64_payload(session, seq, &refs))
+    udp_frame(flow, 0, &moldudp64_payload(session, seq, &refs))
 }
 
 pub fn arb(policy: Policy) -> Arbitrator {
@@ -35,6 +47,8 @@ pub struct Out {
 
 #[derive(Debug, Default)]
 pub struct Rec {
+    /// Why each frame went to *other*, in order.
+    pub other_reasons: Vec<OtherReason>,
     pub ll: Vec<Out>,
     pub hr: Vec<Out>,
     pub gaps: Vec<GapReport>,
@@ -77,8 +91,9 @@ impl ArbSink for Rec {
             frame: r.frame.to_vec(),
         });
     }
-    fn other(&mut self, _: u64, _: usize, _: &[u8], _: &Other) {
+    fn other(&mut self, _: u64, _: usize, _: &[u8], o: &Other) {
         self.other += 1;
+        self.other_reasons.push(o.reason);
     }
     fn gap(&mut self, g: &GapReport) {
         self.gaps.push(*g);

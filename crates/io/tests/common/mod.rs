@@ -52,6 +52,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         decode_thread: true,
         decode_core: None,
         latency_sample: 1,
+        policy_changes: Vec::new(),
         progress: false,
     }
 }
