@@ -179,6 +179,23 @@ pub enum GapReason {
 }
 
 impl GapReason {
+    pub const ALL: [GapReason; 7] = [
+        GapReason::Timeout,
+        GapReason::Count,
+        GapReason::Overflow,
+        GapReason::Skipped,
+        GapReason::Idle,
+        GapReason::Reset,
+        GapReason::Flush,
+    ];
+    /// A small number for the reason (its place in [`GapReason::ALL`]), as gap records
+    /// carry it.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(code: u64) -> Option<GapReason> {
+        GapReason::ALL.get(usize::try_from(code).ok()?).copied()
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             GapReason::Timeout => "timeout",
@@ -620,7 +637,8 @@ pub struct Arbitrator {
     held: Option<Held>,
     held_spare: Vec<u8>,
     /// Each input's destination (no `accept` list), and the first conflict found.
-    dests: Vec<Option<Endpoint>>,
+    dests: Vec<Option<u64>>,
+    first_dest: Vec<Option<Endpoint>>,
     check_dests: bool,
     conflict: Option<DestinationConflict>,
     ll: OutputState,
@@ -657,6 +675,7 @@ impl Arbitrator {
             held: None,
             held_spare: Vec::new(),
             dests: vec![None; n],
+            first_dest: vec![None; n],
             check_dests,
             conflict: None,
             ll: OutputState::new(OutputId::Ll, config.low_latency, config.gap_memory),
@@ -719,18 +738,38 @@ impl Arbitrator {
         if !self.check_dests {
             return true;
         }
-        let d = Endpoint::of_frame(frame, info);
+        // The destination address and port as one number: a compare a frame.
+        let ip = usize::from(info.ip_offset);
+        let port_at = usize::from(info.payload_offset) - 6;
+        let key = match (frame.get(ip + 16..ip + 20), frame.get(port_at..port_at + 2)) {
+            (Some(a), Some(p)) => {
+                u64::from(u32::from_be_bytes([a[0], a[1], a[2], a[3]])) << 16
+                    | u64::from(u16::from_be_bytes([p[0], p[1]]))
+            }
+            _ => u64::MAX,
+        };
         match self.dests[input] {
-            Some(first) if first == d => true,
+            Some(first) if first == key => true,
             None => {
-                self.dests[input] = Some(d);
+                self.dests[input] = Some(key);
+                self.first_dest[input] = Some(Endpoint::of_frame(frame, info));
                 true
             }
-            Some(first) => {
-                self.conflict.get_or_insert(DestinationConflict { input: input as u8, first, second: d });
-                false
-            }
+            Some(_) => self.conflict_at(input, frame, info),
         }
+    }
+
+    /// Record a packet to another destination than its input's first (see
+    /// [`Arbitrator::destination_conflict`]).
+    #[cold]
+    #[inline(never)]
+    fn conflict_at(&mut self, input: usize, frame: &[u8], info: &PacketInfo) -> bool {
+        if self.conflict.is_none() {
+            let first = self.first_dest[input].unwrap_or(Endpoint { group: None, port: None });
+            let second = Endpoint::of_frame(frame, info);
+            self.conflict = Some(DestinationConflict { input: input as u8, first, second });
+        }
+        false
     }
 
     /// The first input found carrying well-formed packets to two destinations with no

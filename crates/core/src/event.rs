@@ -37,10 +37,15 @@ pub enum EventAction {
     Imbalance = 9,
     /// One side of a quote that is not an order (OPRA): `price` and `size` of that side.
     Quote = 10,
+    /// Messages the stream lost (a gap record, not a market event): `sequence` is the first
+    /// missing sequence number, `order_id` the last, `size` the message count (at most
+    /// `u32::MAX`), `aux` the reason ([`crate::arb::GapReason::code`]), `ts_recv` and
+    /// `ts_event` when it was given up. See [`crate::feed::gap_event`].
+    Gap = 11,
 }
 
 impl EventAction {
-    pub const ALL: [EventAction; 10] = [
+    pub const ALL: [EventAction; 11] = [
         EventAction::Add,
         EventAction::Cancel,
         EventAction::Delete,
@@ -51,6 +56,7 @@ impl EventAction {
         EventAction::Status,
         EventAction::Imbalance,
         EventAction::Quote,
+        EventAction::Gap,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -64,6 +70,7 @@ impl EventAction {
             EventAction::Status => "status",
             EventAction::Imbalance => "imbalance",
             EventAction::Quote => "quote",
+            EventAction::Gap => "gap",
         }
     }
     pub fn index(self) -> usize {
@@ -77,7 +84,7 @@ impl std::str::FromStr for EventAction {
         EventAction::ALL
             .into_iter()
             .find(|a| a.as_str() == s)
-            .ok_or_else(|| format!("unknown action {s:?} (expected one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote)"))
+            .ok_or_else(|| format!("unknown action {s:?} (expected one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote, gap)"))
     }
 }
 
@@ -114,6 +121,9 @@ pub mod flags {
     pub const REJECTED: u8 = 0x10;
     /// An execution that is not to be printed (ITCH `printable = N`).
     pub const NON_PRINTABLE: u8 = 0x08;
+    /// The event's stream does not feed the books (the books follow the other arbitrated
+    /// stream): fields only a book knows (an execute's price and side) are absent.
+    pub const NO_BOOK: u8 = 0x04;
 }
 
 /// One normalized market event (64 bytes).

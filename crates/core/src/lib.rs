@@ -10,6 +10,7 @@
 pub mod arb;
 pub mod book;
 pub mod event;
+pub mod feed;
 pub mod fix_session;
 mod fxhash;
 pub mod itch;

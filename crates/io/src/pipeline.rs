@@ -39,17 +39,20 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
-use tickplant_core::event::{flags, Event, EventAction};
-use tickplant_core::itch::{self, SymbolDirectory};
+use tickplant_core::event::{Event, EventAction};
+use tickplant_core::feed::{
+    itch_order_hints, AnyFeed, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
+    Packet as FeedPacket,
+};
+use tickplant_core::itch::SymbolDirectory;
 use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
-use tickplant_core::opra_fast::{OpraFast, OpraFastStats};
+use tickplant_core::opra_fast::OpraFastStats;
 use tickplant_core::route::Filter;
 use tickplant_core::{
     ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
 };
 use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, Program as FastProgram};
 use tickplant_wire::itch50;
-use tickplant_wire::moldudp64;
 
 use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
@@ -570,38 +573,17 @@ fn publish_into<T: Slot, const ALL: bool>(
     done
 }
 
-/// The OPRA FAST decoder and mapper.
-struct OpraStage<'p> {
-    program: &'p FastProgram,
-    decoder: FastDecoder<'p>,
-    msg: FastMessage,
-    mapper: OpraFast,
-    skip: usize,
-    reset_per_block: bool,
-    /// Series named so far (new ones may join symbol subscriptions).
-    named: u32,
-}
-
-/// The HR side of the pipeline, fed by the arbitrator.
+/// The HR side of the pipeline, fed by the arbitrator: the feed handler (decode and books,
+/// `tickplant_core::feed`), then filtering and delivery to the consumers' rings.
 struct Downstream<'p> {
-    opra: Option<OpraStage<'p>>,
-    packets_in: u64,
-    midnight_ns: u64,
-    books: Books,
-    dir: SymbolDirectory,
+    feed: FeedHandler<AnyFeed<'p>>,
     outs: Vec<Out>,
-    batch: EventBatch,
     /// Per event of the batch, its instrument's BBO and symbol (for the events some
     /// consumer takes).
     market: Vec<(Bbo, [u8; 8])>,
     /// Some consumer reads the BBO and symbol: without one, `market` is not filled at all
     /// (it took about 25 instructions a message on the decode thread, the run's limit).
     any_market: bool,
-    messages_in: u64,
-    decoded: u64,
-    undecodable: u64,
-    by_type: [u64; 256],
-    gaps: Vec<GapReport>,
     /// Decode and book are one stage: each message is decoded and applied in one dispatch.
     h_decode_book: Ticks,
     h_deliver: Ticks,
@@ -618,30 +600,21 @@ struct Downstream<'p> {
 }
 
 impl Downstream<'_> {
-    /// A gap in the HR output: every book is stale from here on.
+    /// A gap in the HR output: the feed's state from before it no longer holds (every
+    /// book stale, the FAST dictionary reset).
     fn gap(&mut self, g: &GapReport) {
         if g.output == OutputId::Hr {
-            self.books.mark_all_stale();
-            // Copy and increment state from before the gap no longer holds.
-            if let Some(o) = self.opra.as_mut() {
-                o.decoder.reset();
-            }
-            self.gaps.push(*g);
+            self.feed.handle_gap(g);
         }
     }
 
-    /// Learn symbols from directory messages and adds (`b` is one whole message).
+    /// Instruments the feed named in the last packet join the subscriptions that name their
+    /// symbol.
     #[inline]
-    fn learn(&mut self, b: &[u8]) {
-        if self.dir.learn_bytes(b) {
-            self.named(u32::from(u16::from_be_bytes([b[1], b[2]])));
+    fn join_named(&mut self) {
+        while let Some((id, key)) = self.feed.decoder_mut().take_named() {
+            self.join_subscriptions(id, key);
         }
-    }
-    /// A new instrument was named: subscriptions by symbol may now take it.
-    #[cold]
-    fn named(&mut self, id: u32) {
-        let Some(sym) = self.dir.symbol(id) else { return };
-        self.join_subscriptions(id, itch50::stock(sym));
     }
 
     /// Add instrument `id`, whose symbol is `key` (space padded), to the subscriptions that
@@ -658,55 +631,19 @@ impl Downstream<'_> {
     /// Decode, book and deliver one packet the arbitrator released: its sequencer already
     /// found where the payload starts and which messages the packet holds.
     /// `prefetched`: the caller has already asked for the orders the packet's messages name
-    /// ([`Downstream::prefetch_orders`], some messages ahead); otherwise the packet asks
-    /// for all of them before it applies the first.
+    /// (some messages ahead); otherwise the packet asks for all of them before it applies
+    /// the first.
     fn packet(&mut self, r: &Released<'_>, prefetched: bool) {
-        self.packets_in += 1;
-        if self.opra.is_some() {
-            return self.opra_packet(r);
-        }
         let t0 = self.clock_in();
-        let (first_seq, announced, ts_recv) = (r.seq, u64::from(r.count), r.arrival_ns);
-        self.messages_in += announced;
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
-        let Ok(p) = moldudp64::Packet::new_checked(payload) else {
-            self.undecodable += announced;
-            return;
-        };
-        self.batch.clear();
-        // Ask for every order (table slot) the packet's messages name, so that the cache
-        // misses overlap, then decode and apply each message in one dispatch on its type.
-        if !prefetched {
-            for_each_order_hint(payload, |id| self.books.prefetch_order(id));
-        }
-        let mut seen = 0u64;
-        for (k, m) in p.messages().enumerate() {
-            seen += 1;
-            let Ok((_, b)) = m else {
-                self.undecodable += 1;
-                continue;
-            };
-            let books = &mut self.books;
-            let e = self.batch.slot();
-            if !itch::decode_into(b, ts_recv, first_seq + k as u64, self.midnight_ns, e, |e| {
-                books.apply(e);
-            }) {
-                self.undecodable += 1;
-                continue;
-            }
-            let t = e.msg_type;
-            self.batch.commit();
-            if matches!(t, b'R' | b'A' | b'F' | b'P') {
-                self.learn(b);
-            }
-            self.by_type[usize::from(t)] += 1;
-        }
-        // Blocks the packet announced but did not hold count as undecodable.
-        self.undecodable += announced.saturating_sub(seen);
-        self.decoded += self.batch.len() as u64;
-        if let Some(last) = self.batch.last_mut() {
-            last.flags |= flags::LAST_IN_PACKET;
-        }
+        self.feed.handle_packet(&FeedPacket {
+            payload,
+            seq: r.seq,
+            count: r.count,
+            arrival_ns: r.arrival_ns,
+            prefetched,
+        });
+        self.join_named();
         self.timed_deliver(t0);
     }
 
@@ -734,8 +671,8 @@ impl Downstream<'_> {
     /// others carry [`NOT_TIMED`]: a time-stamp counter read on every packet was a third of
     /// the delivery's samples, on the decode thread, the run's limit).
     fn deliver(&mut self, stamp: bool) {
-        let Downstream { outs, batch, market, opra, books, dir, any_market, .. } = self;
-        let events = batch.events();
+        let Downstream { outs, feed, market, any_market, .. } = self;
+        let events = feed.events();
         if !*any_market {
             // One time stamp for the packet's records in every ring (a retry takes its own).
             let now = if stamp { rdtsc() } else { NOT_TIMED };
@@ -767,23 +704,7 @@ impl Downstream<'_> {
             }
             // The BBO and symbol are looked up only for an event a consumer takes and reads
             // them in.
-            let m = if !wanted {
-                Default::default()
-            } else if let Some(x) = opra {
-                let id = e.instrument_id;
-                (x.mapper.bbo(id), x.mapper.root(id))
-            } else {
-                let bbo = books.book(e.instrument_id).map_or(Bbo::default(), |b| {
-                    let (bid, ask) = (b.best_bid(), b.best_ask());
-                    Bbo {
-                        bid_price: bid.map_or(0, |l| l.price),
-                        ask_price: ask.map_or(0, |l| l.price),
-                        bid_size: bid.map_or(0, |l| l.shares),
-                        ask_size: ask.map_or(0, |l| l.shares),
-                    }
-                });
-                (bbo, dir.get(e.instrument_id).copied().unwrap_or_default())
-            };
+            let m = if wanted { feed.decoder().market(e.instrument_id) } else { Default::default() };
             market.push(m);
         }
         // One time stamp for the packet's records in every ring (a retry takes its own).
@@ -791,121 +712,6 @@ impl Downstream<'_> {
         for o in outs.iter_mut() {
             o.publish::<false>(now, events, Some(market));
         }
-    }
-
-    /// Decode and map one OPRA FAST block the arbitrator released. Every message the block
-    /// holds is counted: decoded, or undecodable (a message that fails, and every message
-    /// after it in its block, whose dictionary state is then unknown; a block that breaks
-    /// the framing counts one undecodable message for its unreadable rest).
-    fn opra_packet(&mut self, r: &Released<'_>) {
-        let t0 = self.clock_in();
-        let Some(o) = self.opra.as_mut() else { return };
-        if o.reset_per_block {
-            o.decoder.reset();
-        }
-        self.batch.clear();
-        let block = r.frame.get(usize::from(r.payload_offset) + o.skip..).unwrap_or_default();
-        let mut broken = false;
-        for m in opra_block(block) {
-            self.messages_in += 1;
-            let body = match m {
-                Ok((_, b)) if !broken => b,
-                _ => {
-                    self.undecodable += 1;
-                    broken = true;
-                    continue;
-                }
-            };
-            match o.decoder.decode(body, &mut o.msg) {
-                Ok(n) if n == body.len() => {}
-                _ => {
-                    self.undecodable += 1;
-                    broken = true;
-                    o.decoder.reset();
-                    continue;
-                }
-            }
-            self.decoded += 1;
-            let batch = &mut self.batch;
-            o.mapper.map(o.program, &o.msg, r.arrival_ns, |e| batch.push(e));
-        }
-        let series = o.mapper.series_count();
-        if series > o.named {
-            let first = o.named + 1;
-            o.named = series;
-            for id in first..=series {
-                let key = self.opra.as_ref().map_or([0; 8], |o| o.mapper.root(id));
-                self.join_subscriptions(id, key);
-            }
-        }
-        if let Some(last) = self.batch.last_mut() {
-            last.flags |= flags::LAST_IN_PACKET;
-        }
-        self.timed_deliver(t0);
-    }
-}
-
-/// Each order a MoldUDP64 payload's message blocks probably name ([`itch::order_hint`]; as
-/// many blocks as its header counts and it holds), to `f`; returns how many. The producer
-/// keeps them for the decode thread ([`Handoff::hints`]); on one thread a packet asks for
-/// its own. A walk of the blocks with no more checks than it needs to stay in the payload
-/// (the decoder checks every message when it reads it): through the wire crate's message
-/// iterator it cost the producer about 12 instructions a message more.
-#[inline]
-fn for_each_order_hint(payload: &[u8], mut f: impl FnMut(u64)) -> u32 {
-    let Some(&[hi, lo]) = payload.get(moldudp64::HEADER_LEN - 2..moldudp64::HEADER_LEN) else { return 0 };
-    let count = u32::from(u16::from_be_bytes([hi, lo]));
-    let mut at = moldudp64::HEADER_LEN;
-    let mut n = 0;
-    while n < count {
-        let Some(&[hi, lo]) = payload.get(at..at + 2) else { break };
-        let len = usize::from(u16::from_be_bytes([hi, lo]));
-        let Some(b) = payload.get(at + 2..at + 2 + len) else { break };
-        f(itch::order_hint(b));
-        n += 1;
-        at += 2 + len;
-    }
-    n
-}
-
-/// A packet's events, decoded in place: the slots stay allocated and written from one
-/// packet to the next, so that a message is decoded straight into its slot (see
-/// [`itch::decode_into`]) with no copy and no clearing.
-#[derive(Default)]
-struct EventBatch {
-    slots: Vec<Event>,
-    len: usize,
-}
-
-impl EventBatch {
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-    /// The next slot, to be written whole and then kept by [`EventBatch::commit`] (or left
-    /// for the next event).
-    #[inline(always)]
-    fn slot(&mut self) -> &mut Event {
-        if self.len == self.slots.len() {
-            self.slots.push(Event::default());
-        }
-        &mut self.slots[self.len]
-    }
-    #[inline(always)]
-    fn commit(&mut self) {
-        self.len += 1;
-    }
-    fn push(&mut self, e: Event) {
-        *self.slot() = e;
-        self.commit();
-    }
-    fn events(&self) -> &[Event] {
-        &self.slots[..self.len]
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn last_mut(&mut self) -> Option<&mut Event> {
-        self.slots[..self.len].last_mut()
     }
 }
 
@@ -948,7 +754,7 @@ impl Feed for Sink<'_, '_> {
         self.down.time_all = on;
     }
     fn done(&self, _arb: &Arbitrator) -> (u64, &'static str) {
-        (self.down.decoded, "decoded")
+        (self.down.feed.stats().decoded, "decoded")
     }
 }
 
@@ -981,20 +787,26 @@ fn replay(
     let started = Instant::now();
     let mut frames = 0u64;
     let mut last_ts = 0;
-    let mut first_ts = None;
+    // The next policy change, at a replay time once the first frame has set the base: one
+    // compare a frame.
     let mut next_change = 0;
+    let mut change_at = if changes.is_empty() { u64::MAX } else { 0 };
+    let mut base = None;
     let mut next_progress = started + Duration::from_secs(1);
     while let Some((input, f)) = merged.next_frame()? {
         frames += 1;
         // Time never goes backwards for the arbitrator, even if a capture's clock does.
         last_ts = last_ts.max(f.ts_ns);
-        let base = *first_ts.get_or_insert(last_ts);
-        while let Some(&(at, policy)) = changes.get(next_change) {
-            if base + at > last_ts {
-                break;
+        if change_at <= last_ts {
+            let b = *base.get_or_insert(last_ts);
+            while let Some(&(at, policy)) = changes.get(next_change) {
+                if b + at > last_ts {
+                    break;
+                }
+                arb.change_policy(b + at, policy, feed);
+                next_change += 1;
             }
-            arb.change_policy(base + at, policy, feed);
-            next_change += 1;
+            change_at = changes.get(next_change).map_or(u64::MAX, |&(at, _)| b + at);
         }
         if sampler.pick() {
             feed.timing(true);
@@ -1035,7 +847,7 @@ fn replay(
 struct Handoff {
     bytes: Vec<u8>,
     items: Vec<Item>,
-    /// The order id each ITCH message of the batch probably names ([`itch::order_hint`]),
+    /// The order id each ITCH message of the batch probably names ([`tickplant_core::itch::order_hint`]),
     /// in order, found by the producer as it copies the payload: the decode thread asks for
     /// them some messages ahead with no second walk through the packets (that walk took
     /// about 65 instructions a message on the decode thread, the run's limit).
@@ -1134,7 +946,7 @@ impl ArbSink for HandoffSink {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let start = self.cur.bytes.len();
         self.cur.bytes.extend_from_slice(payload);
-        let hints = if self.itch { for_each_order_hint(payload, |id| self.cur.hints.push(id)) } else { 0 };
+        let hints = if self.itch { itch_order_hints(payload, |id| self.cur.hints.push(id)) } else { 0 };
         self.push(Item::Packet {
             start,
             end: self.cur.bytes.len(),
@@ -1255,7 +1067,7 @@ fn decode_loop(
                     let n = hints as usize;
                     let upto = (applied + n.max(PREFETCH_AHEAD)).min(b.hints.len());
                     for &id in b.hints.get(asked..upto).unwrap_or_default() {
-                        down.books.prefetch_order(id);
+                        down.feed.decoder().prefetch(id);
                     }
                     asked = asked.max(upto);
                     applied += n;
@@ -1688,40 +1500,21 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         },
         _ => None,
     };
-    let opra = match (&spec.decoder, &opra_program) {
-        (FeedDecoder::OpraFast(o), Some(program)) => Some(OpraStage {
-            program,
-            decoder: {
-                let mut d = FastDecoder::new(program);
-                if let Some(n) = &opra_native {
-                    d.set_native(Some(n)).map_err(|e| cfg_err(e.to_string()))?;
-                }
-                d
-            },
-            msg: FastMessage::new(),
-            mapper: OpraFast::new(program, o.max_series).map_err(cfg_err)?,
-            skip: o.skip,
-            reset_per_block: o.reset_per_block,
-            named: 0,
-        }),
-        _ => None,
+    let feed = match (&spec.decoder, &opra_program) {
+        (FeedDecoder::OpraFast(o), Some(program)) => {
+            let native = opra_native.as_ref().map(|n| n as &dyn tickplant_fast::NativeKernels);
+            let options =
+                OpraFastOptions { skip: o.skip, reset_per_block: o.reset_per_block, max_series: o.max_series };
+            AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
+        }
+        _ => AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns)),
     };
     let any_market = outs.iter().any(|o| o.market);
     let mut down = Downstream {
-        opra,
-        packets_in: 0,
-        midnight_ns: spec.midnight_ns,
-        books: Books::with_table_advice(spec.book, crate::huge_pages),
-        dir: SymbolDirectory::new(),
+        feed: FeedHandler::new(feed),
         outs,
-        batch: EventBatch::default(),
         market: Vec::with_capacity(64),
         any_market,
-        messages_in: 0,
-        decoded: 0,
-        undecodable: 0,
-        by_type: [0; 256],
-        gaps: Vec::new(),
         h_decode_book: Ticks::new(),
         h_deliver: Ticks::new(),
         spent: 0,
@@ -1741,6 +1534,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             pin(c);
         }
     };
+    let wants_hints = down.feed.decoder().wants_order_hints();
     let frames = if spec.decode_thread {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
@@ -1770,7 +1564,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 back,
                 spare,
                 alone: alone_on(spec, spec.producer_core),
-                itch: matches!(spec.decoder, FeedDecoder::Itch50),
+                itch: wants_hints,
                 waited: 0,
             };
             pin_producer();
@@ -1805,8 +1599,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read?
     };
-    if let Ok(mut d) = dir_shared.lock() {
-        *d = down.dir.clone();
+    if let (Ok(mut d), AnyFeed::Itch50(f)) = (dir_shared.lock(), down.feed.decoder()) {
+        *d = f.dir.clone();
     }
     // Close the rings: consumers drain and finish.
     let outs = std::mem::take(&mut down.outs);
@@ -1840,34 +1634,44 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
-    let stage2 = if down.opra.is_some() { "2 decode + map (per packet)" } else { "2 decode + book (per packet)" };
-    latency_ns.insert(stage2.to_string(), latency_of(&down.h_decode_book, &clock));
-    latency_ns.insert("3 deliver (per packet)".to_string(), latency_of(&down.h_deliver, &clock));
+    let Downstream { feed, h_decode_book, h_deliver, cpu_ns, .. } = down;
+    let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_)) {
+        "2 decode + map (per packet)"
+    } else {
+        "2 decode + book (per packet)"
+    };
+    latency_ns.insert(stage2.to_string(), latency_of(&h_decode_book, &clock));
+    latency_ns.insert("3 deliver (per packet)".to_string(), latency_of(&h_deliver, &clock));
     let stats = arb.stats();
-    let opra_fast =
-        down.opra.as_ref().map(|o| OpraFastStats { specialised_segments: specialised as u64, ..o.mapper.stats() });
-    let (feed, by_type, instruments) = match &opra_fast {
-        Some(o) => ("opra-fast", o.by_category.clone(), o.series),
-        None => {
-            let by_type = (0..256)
-                .filter(|&t| down.by_type[t] > 0)
-                .map(|t| (((t as u8) as char).to_string(), down.by_type[t]))
-                .collect();
-            ("itch50", by_type, down.dir.len() as u64)
+    let (decoder, fed, gaps) = feed.into_parts();
+    let feed_name = decoder.feed();
+    let (books, symbols, by_type, instruments, opra_fast) = match decoder {
+        AnyFeed::OpraFast(o) => {
+            let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
+            // No order books in this feed: the outcome's are empty.
+            (Books::new(spec.book), SymbolDirectory::new(), st.by_category.clone(), st.series, Some(st))
+        }
+        AnyFeed::Itch50(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            let (books, dir) = f.into_books();
+            (books.unwrap_or_else(|| Books::new(spec.book)), dir, by_type, n, None)
+        }
+        AnyFeed::Itch50Events(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            (Books::new(spec.book), f.dir, by_type, n, None)
         }
     };
-    let books = down.books;
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
-        feed: feed.to_string(),
+        feed: feed_name.to_string(),
         frames,
         arbitration: Some(stats),
-        packets_in: down.packets_in,
+        packets_in: fed.packets_in,
         opra_fast,
-        gaps: down.gaps,
-        messages_in: down.messages_in,
-        decoded: down.decoded,
-        undecodable: down.undecodable,
+        gaps,
+        messages_in: fed.messages_in,
+        decoded: fed.decoded,
+        undecodable: fed.undecodable,
         by_type,
         book: *books.stats(),
         instruments,
@@ -1875,13 +1679,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         live_orders: books.live_orders() as u64,
         consumers,
         wall_s: wall,
-        messages_per_s: down.decoded as f64 / wall.max(1e-9),
+        messages_per_s: fed.decoded as f64 / wall.max(1e-9),
         producer_cpu_s: producer_cpu as f64 / 1e9,
-        decode_cpu_s: down.cpu_ns as f64 / 1e9,
+        decode_cpu_s: cpu_ns as f64 / 1e9,
         latency_sample: spec.latency_sample.max(1),
         latency_ns,
     };
-    Ok(Outcome { report, books, symbols: down.dir })
+    Ok(Outcome { report, books, symbols })
 }
 
 /// The report as people read it.
@@ -2023,42 +1827,5 @@ mod tests {
         // An unpinned thread shares every core.
         assert!(!alone_among(pins.into_iter(), None));
         assert!(alone_among([Some(3)].into_iter(), Some(3)));
-    }
-
-    /// The producer's walk of a payload's blocks against the wire crate's message iterator
-    /// and `itch::order_hint` on each message it yields, for whole payloads, payloads cut
-    /// anywhere (a block past the end ends the walk), short messages and empty blocks.
-    #[test]
-    fn order_hints_match_the_message_iterator() {
-        let mut payload = vec![0u8; moldudp64::HEADER_LEN];
-        let mut k = 0u8;
-        let lens = [36usize, 0, 5, 19, 20, 40, 11, 1, 35];
-        for len in lens {
-            let msg: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(37).wrapping_add(k)).collect();
-            moldudp64::push_message(&mut payload, &msg);
-            k = k.wrapping_add(1);
-        }
-        // Blocks past the header's count are not messages: the count says 7 of the 9.
-        payload[18..20].copy_from_slice(&7u16.to_be_bytes());
-        for cut in moldudp64::HEADER_LEN..=payload.len() {
-            let p = &payload[..cut];
-            let mut got = Vec::new();
-            let n = for_each_order_hint(p, |id| got.push(id));
-            let want: Vec<u64> = moldudp64::Packet::new_checked(p)
-                .expect("a whole header")
-                .messages()
-                .map_while(|m| m.ok())
-                .map(|(_, b)| itch::order_hint(b))
-                .collect();
-            assert_eq!(got, want, "payload cut at {cut}");
-            assert_eq!(n as usize, got.len());
-            if cut == payload.len() {
-                assert_eq!(got.len(), 7);
-            }
-        }
-        // A header alone, or less: no hints.
-        let mut none = Vec::new();
-        assert_eq!(for_each_order_hint(&payload[..10], |id| none.push(id)), 0);
-        assert!(none.is_empty());
     }
 }
