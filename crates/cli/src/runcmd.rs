@@ -10,7 +10,7 @@ use tickplant_core::book::BookConfig;
 use tickplant_core::event::EventAction;
 use tickplant_core::matcher::{MarketEvents, Schema};
 use tickplant_io::pipeline::{
-    self, ConsumerAction, ConsumerSpec, FeedDecoder, MatchSpec, OpraFastSpec, Outcome, PipelineSpec, SlowPolicy,
+    self, ConsumerAction, ConsumerSpec, FeedDecoder, MatchSpec, OpraFastSpec, Outcome, PipelineSpec, SlowPolicy, Stream,
 };
 
 use crate::arbcmd::ArbArgs;
@@ -92,6 +92,8 @@ pub struct BookSection {
     /// Write the final books here (one JSON line per instrument), `depth` levels a side.
     pub final_books: Option<PathBuf>,
     pub depth: usize,
+    /// The arbitrated stream the books follow: "hr" (default) or "ll".
+    pub stream: Stream,
 }
 
 impl Default for BookSection {
@@ -103,6 +105,7 @@ impl Default for BookSection {
             tick: d.tick,
             final_books: None,
             depth: 10,
+            stream: Stream::Hr,
         }
     }
 }
@@ -163,6 +166,9 @@ pub struct ConsumerSection {
     #[serde(default = "default_ring")]
     pub ring: usize,
     pub core: Option<usize>,
+    /// The arbitrated stream it reads: "hr" (default) or "ll".
+    #[serde(default)]
+    pub stream: Stream,
 }
 
 impl Default for RunSection {
@@ -307,6 +313,7 @@ impl RunConfig {
                 policy: c.policy,
                 ring: c.ring,
                 core: c.core,
+                stream: c.stream,
             });
         }
         let book = BookConfig {
@@ -324,6 +331,7 @@ impl RunConfig {
             sequencer: arb.sequencer_config()?,
             arb: arb.arb_config()?,
             policy_changes: arb.changes()?,
+            book_stream: self.book.stream,
             midnight_ns,
             book,
             consumers,

@@ -203,15 +203,42 @@ name = "count"
         .count();
     let want_trades =
         all.iter().enumerate().filter(|(i, m)| kept(*i) && (m["type"] == "P" || m["type"] == "Q")).count();
+    // Every consumer also gets a gap record for each HR gap, in place among its records.
+    let want_gaps: Vec<(u64, u64, u64, String)> = r["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let n = |k: &str| g[k].as_u64().unwrap();
+            (n("first_seq"), n("last_seq"), n("messages"), g["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert!(!want_gaps.is_empty());
     let adds = std::fs::read_to_string(p.join("adds.jsonl")).unwrap();
-    assert_eq!(adds.lines().count(), want_adds);
-    for l in adds.lines() {
+    let (gap_lines, adds): (Vec<&str>, Vec<&str>) = adds.lines().partition(|l| l.contains("\"action\":\"gap\""));
+    assert_eq!(adds.len(), want_adds);
+    for l in adds {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         assert_eq!(v["action"], "add");
         assert_eq!(v["instrument_id"], locate_aaab);
     }
+    let got_gaps: Vec<(u64, u64, u64, String)> = gap_lines
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let n = |k: &str| v[k].as_u64().unwrap();
+            (n("first_seq"), n("last_seq"), n("messages"), v["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(got_gaps, want_gaps);
     let trades = std::fs::read_to_string(p.join("trades.csv")).unwrap();
-    assert_eq!(trades.lines().count(), want_trades + 1);
+    let (gap_rows, trades): (Vec<&str>, Vec<&str>) = trades.lines().partition(|l| l.split(',').nth(4) == Some("gap"));
+    assert_eq!(trades.len(), want_trades + 1);
+    assert_eq!(gap_rows.len(), want_gaps.len());
+    for (row, g) in gap_rows.iter().zip(&want_gaps) {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!((f[2], f[7], f[8], f[11]), (&*g.0.to_string(), &*g.2.to_string(), &*g.1.to_string(), &*g.3));
+    }
     let c = &r["consumers"];
     assert_eq!(c[2]["received"], r["decoded"]);
     assert_eq!(r["decoded"].as_u64().unwrap() as usize, all.iter().enumerate().filter(|(i, _)| kept(*i)).count());
@@ -375,6 +402,11 @@ fn opra_fast_doc_example_runs_and_matches_the_truth() {
         .collect();
     let got = std::fs::read_to_string(d.path().join("opra-events.jsonl")).unwrap();
     let got: Vec<serde_json::Value> = got.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // A gap record for each of the report's gaps, in place; then the events.
+    let (gaps, got): (Vec<serde_json::Value>, Vec<serde_json::Value>) =
+        got.into_iter().partition(|v| v["action"] == "gap");
+    let firsts = |v: &[serde_json::Value]| v.iter().map(|g| g["first_seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(firsts(&gaps), firsts(report["gaps"].as_array().unwrap()));
     assert!(want.len() > 500, "{}", want.len());
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
@@ -427,12 +459,45 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
              timeout-us = 1000\nstart-seq = 1\n{extra}\n[[consumer]]\nname = \"count\"\n"
         )
     };
-    // Without a change: the time window recovers every reordered packet.
-    std::fs::write(p.join("plain.toml"), config("gaps = \"plain_gaps.csv\"")).unwrap();
+    // Without a change: the time window recovers every reordered packet. A consumer of the
+    // LL stream gets a gap record for each LL gap `arb` reports, in order.
+    let ll_consumer = "\n[[consumer]]\nname = \"ll\"\naction = \"jsonl\"\npath = \"ll.jsonl\"\nstream = \"ll\"\n";
+    std::fs::write(p.join("plain.toml"), config("gaps = \"plain_gaps.csv\"") + ll_consumer).unwrap();
     ok(p, &["run", "plain.toml", "--quiet"]);
     let plain = std::fs::read_to_string(p.join("plain_gaps.csv")).unwrap();
     assert!(plain.starts_with("output,first_seq,last_seq,messages,reason\n"));
     assert!(!plain.contains(",skipped"), "{plain}");
+    ok(
+        p,
+        &[
+            "arb",
+            "--a",
+            "a.pcap",
+            "--b",
+            "b.pcap",
+            "--start-seq",
+            "1",
+            "--timeout-us",
+            "1000",
+            "--gaps",
+            "arb_plain.csv",
+        ],
+    );
+    let arb_ll: Vec<String> = std::fs::read_to_string(p.join("arb_plain.csv"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("ll,"))
+        .map(|l| l.split(',').skip(1).take(3).collect::<Vec<_>>().join(","))
+        .collect();
+    let run_ll: Vec<String> = std::fs::read_to_string(p.join("ll.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["action"] == "gap")
+        .map(|v| format!("{},{},{}", v["first_seq"], v["last_seq"], v["messages"]))
+        .collect();
+    assert!(!arb_ll.is_empty());
+    assert_eq!(run_ll, arb_ll);
     // Switched to low latency after a microsecond: holes are skipped, as `arb` skips them.
     std::fs::write(p.join("change.toml"), config("gaps = \"run_gaps.csv\"\nchange-at = [\"0.000001:low-latency\"]"))
         .unwrap();

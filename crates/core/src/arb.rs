@@ -1434,10 +1434,12 @@ impl Arbitrator {
         match self.handle_packet(now, input, info, frame) {
             Decision::Data { ll, hr } => {
                 if let Action::Forward { skip } = ll {
+                    self.gaps_before(OutputId::Ll, info.seq + u64::from(skip), sink);
                     let f = self.frame_for(frame, info, skip);
                     sink.ll(now, f);
                 }
                 if let Action::Forward { skip } = hr {
+                    self.gaps_before(OutputId::Hr, info.seq + u64::from(skip), sink);
                     let trimmed = skip > 0 && self.seq.trim(frame, info, skip, &mut self.scratch);
                     let (f, seq, count) = if trimmed {
                         (&self.scratch[..], info.seq + u64::from(skip), info.count - skip)
@@ -1476,6 +1478,31 @@ impl Arbitrator {
         self.drain(sink);
     }
 
+    /// Send the gaps of `output` that begin at or before `seq` to `sink`: each gap reaches
+    /// the sink in its place, before the packets after it (a consumer of the stream reads
+    /// it between the right records, and the books go stale before the packets after it).
+    #[inline(always)]
+    fn gaps_before<S: ArbSink>(&mut self, output: OutputId, seq: u64, sink: &mut S) {
+        if !self.gaps.is_empty() {
+            self.gaps_before_slow(output, seq, sink);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn gaps_before_slow<S: ArbSink>(&mut self, output: OutputId, seq: u64, sink: &mut S) {
+        let mut i = 0;
+        while i < self.gaps.len() {
+            let g = self.gaps[i];
+            if g.output == output && g.first_seq <= seq {
+                self.gaps.remove(i);
+                sink.gap(&g);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Send released packets, gaps and events to `sink`.
     #[inline]
     pub fn drain<S: ArbSink>(&mut self, sink: &mut S) {
@@ -1488,8 +1515,11 @@ impl Arbitrator {
 
     #[inline(never)]
     fn drain_all<S: ArbSink>(&mut self, sink: &mut S) {
-        while let Some(r) = self.poll_hr() {
-            sink.hr(&r);
+        while let Some(seq) = self.buf.ready.front().map(|e| e.seq) {
+            self.gaps_before(OutputId::Hr, seq, sink);
+            if let Some(r) = self.poll_hr() {
+                sink.hr(&r);
+            }
         }
         while let Some(g) = self.gaps.pop_front() {
             sink.gap(&g);

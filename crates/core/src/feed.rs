@@ -70,6 +70,11 @@ pub trait FeedDecoder {
     fn wants_order_hints(&self) -> bool {
         false
     }
+    /// Whether [`FeedDecoder::market`] answers from this feed's own state (false: an ITCH
+    /// stream without books, whose market is the other stream's books).
+    fn keeps_market(&self) -> bool {
+        true
+    }
 }
 
 /// A packet's events, decoded in place: the slots stay allocated and written from one
@@ -400,6 +405,9 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
     fn wants_order_hints(&self) -> bool {
         BOOKS
     }
+    fn keeps_market(&self) -> bool {
+        BOOKS
+    }
 }
 
 /// Why an OPRA FAST feed could not be set up.
@@ -588,6 +596,9 @@ impl FeedDecoder for AnyFeed<'_> {
     }
     fn wants_order_hints(&self) -> bool {
         any_feed!(self, d => d.wants_order_hints())
+    }
+    fn keeps_market(&self) -> bool {
+        any_feed!(self, d => d.keeps_market())
     }
 }
 

@@ -41,7 +41,7 @@ use serde::Serialize;
 use tickplant_core::book::{BookConfig, BookStats, Books};
 use tickplant_core::event::{Event, EventAction};
 use tickplant_core::feed::{
-    itch_order_hints, AnyFeed, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
+    gap_event, itch_order_hints, AnyFeed, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
     Packet as FeedPacket,
 };
 use tickplant_core::itch::SymbolDirectory;
@@ -49,7 +49,8 @@ use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey
 use tickplant_core::opra_fast::OpraFastStats;
 use tickplant_core::route::Filter;
 use tickplant_core::{
-    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReport, LinkType, OutputId, Released, Sequencer, SequencerConfig,
+    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReason, GapReport, LinkType, OutputId, Released, Sequencer,
+    SequencerConfig,
 };
 use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, Program as FastProgram};
 use tickplant_wire::itch50;
@@ -159,6 +160,39 @@ pub enum SlowPolicy {
     Backpressure,
 }
 
+/// One of the arbitrator's two outputs: the high-reliability stream (packets in order,
+/// holes waited for) or the low-latency one (packets as they first arrive, holes skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stream {
+    #[default]
+    Hr,
+    Ll,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Hr => "hr",
+            Stream::Ll => "ll",
+        }
+    }
+    /// For serde's `skip_serializing_if`: the default stream is not written out.
+    pub fn is_hr(&self) -> bool {
+        *self == Stream::Hr
+    }
+    fn of(o: OutputId) -> Stream {
+        match o {
+            OutputId::Hr => Stream::Hr,
+            OutputId::Ll => Stream::Ll,
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Your own code, called on the consumer's thread for every record it receives.
 #[derive(Clone)]
 pub struct Handler(Arc<std::sync::Mutex<HandlerFn>>);
@@ -247,6 +281,8 @@ pub struct ConsumerSpec {
     pub ring: usize,
     /// Pin the consumer thread to this CPU.
     pub core: Option<usize>,
+    /// The arbitrated stream it reads.
+    pub stream: Stream,
 }
 
 /// What decodes the packets the arbitrator releases.
@@ -287,6 +323,9 @@ pub struct PipelineSpec {
     pub inputs: Vec<PathBuf>,
     pub sequencer: SequencerConfig,
     pub arb: ArbConfig,
+    /// The stream the books follow (ITCH); the other stream's events carry no book-derived
+    /// fields and are flagged [`flags::NO_BOOK`](tickplant_core::event::flags::NO_BOOK).
+    pub book_stream: Stream,
     /// Policy changes at replay times: (ns after the first frame, the new policy), in time
     /// order (`change-at` of `tickplant arb`).
     pub policy_changes: Vec<(u64, tickplant_core::Policy)>,
@@ -344,6 +383,16 @@ impl Sampler {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ConsumerReport {
     pub name: String,
+    /// The stream it reads (written when it is `ll`).
+    #[serde(skip_serializing_if = "Stream::is_hr")]
+    pub stream: Stream,
+    /// Gap records of its stream pushed into its ring (they wait for room, whatever the
+    /// policy: a gap is never dropped).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gaps: u64,
+    /// Gap records it popped.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gaps_received: u64,
     /// Records that matched the subscription.
     pub matched: u64,
     /// Pushed into the ring.
@@ -382,6 +431,16 @@ pub struct MatchReport {
     pub latency_ns: Latency,
 }
 
+/// What the feed handler of one stream did (the HR stream's are the report's own fields).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StreamReport {
+    pub packets_in: u64,
+    pub messages_in: u64,
+    pub decoded: u64,
+    pub undecodable: u64,
+    pub gaps: Vec<GapReport>,
+}
+
 /// The end-of-run report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -402,6 +461,12 @@ pub struct Report {
     pub instruments: u64,
     pub stale_books: u64,
     pub live_orders: u64,
+    /// The stream the books follow (written when it is `ll`).
+    #[serde(skip_serializing_if = "Stream::is_hr")]
+    pub books_follow: Stream,
+    /// The low-latency stream, when some consumer reads it or the books follow it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ll: Option<StreamReport>,
     /// What the OPRA FAST stage made of the messages it decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opra_fast: Option<OpraFastStats>,
@@ -421,36 +486,36 @@ pub struct Report {
 impl Report {
     /// The accounting: every message ends in exactly one counted outcome.
     pub fn check(&self) -> Result<(), String> {
-        if self.messages_in != self.decoded + self.undecodable {
-            return Err(format!(
-                "HR messages {} != decoded {} + undecodable {}",
-                self.messages_in, self.decoded, self.undecodable
-            ));
-        }
         if let Some(o) = &self.opra_fast {
             if self.decoded != o.messages {
                 return Err(format!("decoded {} != OPRA FAST outcomes {}", self.decoded, o.messages));
             }
-        } else if self.decoded != self.book.total() {
-            return Err(format!("decoded {} != book outcomes {}", self.decoded, self.book.total()));
+        } else {
+            let (stream, decoded) = match (&self.ll, self.books_follow) {
+                (Some(ll), Stream::Ll) => ("LL", ll.decoded),
+                _ => ("HR", self.decoded),
+            };
+            if decoded != self.book.total() {
+                return Err(format!("{stream} decoded {decoded} != book outcomes {}", self.book.total()));
+            }
         }
-        if let Some(a) = &self.arbitration {
-            if a.hr.packets != self.packets_in {
-                return Err(format!(
-                    "arbitrator released {} HR packets, decoder saw {}",
-                    a.hr.packets, self.packets_in
-                ));
-            }
-            // OPRA FAST blocks are counted message by message as they are read: the
-            // header's count (if there is one) only drives arbitration.
-            if self.opra_fast.is_none() && a.hr.messages != self.messages_in {
-                return Err(format!(
-                    "arbitrator released {} HR messages, decoder saw {}",
-                    a.hr.messages, self.messages_in
-                ));
-            }
+        // OPRA FAST blocks are counted message by message as they are read: the header's
+        // count (if there is one) only drives arbitration.
+        let messages = self.opra_fast.is_none();
+        let arb = |o: fn(&ArbStats) -> &tickplant_core::OutputStats| self.arbitration.as_ref().map(o);
+        let hr = (self.packets_in, self.messages_in, self.decoded, self.undecodable);
+        check_stream("HR", arb(|a| &a.hr), hr, messages)?;
+        if let Some(ll) = &self.ll {
+            let counts = (ll.packets_in, ll.messages_in, ll.decoded, ll.undecodable);
+            check_stream("LL", arb(|a| &a.ll), counts, messages)?;
         }
         for c in &self.consumers {
+            if c.gaps != c.gaps_received {
+                return Err(format!(
+                    "consumer {}: {} gap records pushed, {} received",
+                    c.name, c.gaps, c.gaps_received
+                ));
+            }
             if c.matched != c.delivered + c.dropped || c.received != c.delivered {
                 return Err(format!(
                     "consumer {}: matched {} delivered {} dropped {} received {}",
@@ -478,6 +543,29 @@ impl Report {
     }
 }
 
+/// One stream's balance: messages = decoded + undecodable, and the arbitrator's packets
+/// (and messages, where `messages`) = the decoder's. `counts`: packets, messages, decoded,
+/// undecodable.
+fn check_stream(
+    name: &str,
+    arb: Option<&tickplant_core::OutputStats>,
+    counts: (u64, u64, u64, u64),
+    messages: bool,
+) -> Result<(), String> {
+    let (packets_in, messages_in, decoded, undecodable) = counts;
+    if messages_in != decoded + undecodable {
+        return Err(format!("{name} messages {messages_in} != decoded {decoded} + undecodable {undecodable}"));
+    }
+    let Some(a) = arb else { return Ok(()) };
+    if a.packets != packets_in {
+        return Err(format!("the arbitrator gave {} {name} packets, the decoder saw {packets_in}", a.packets));
+    }
+    if messages && a.messages != messages_in {
+        return Err(format!("the arbitrator gave {} {name} messages, the decoder saw {messages_in}", a.messages));
+    }
+    Ok(())
+}
+
 /// [`latency`] of the pipeline's own histograms.
 fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
     latency(&t.to_hdr(), clock)
@@ -500,10 +588,14 @@ struct Out {
     /// consumer takes has no BBO looked up.
     market: bool,
     policy: SlowPolicy,
+    /// The stream it reads.
+    stream: Stream,
     matched: u64,
     delivered: u64,
     dropped: u64,
     waits: u64,
+    /// Gap records pushed.
+    gaps: u64,
 }
 
 impl Out {
@@ -523,6 +615,21 @@ impl Out {
         *dropped += (total - done) as u64;
         *delivered += done as u64;
         picks.clear();
+    }
+}
+
+impl Out {
+    /// A gap record into the ring: it waits for room whatever the policy (a consumer that
+    /// drops records still learns of every gap), unless the consumer is gone.
+    #[cold]
+    fn publish_gap(&mut self, e: &Event) {
+        let Out { ring, gaps, waits, .. } = self;
+        let (one, p) = (std::slice::from_ref(e), SlowPolicy::Backpressure);
+        let pushed = match ring {
+            RingTx::Full(r) => publish_into::<Record, true>(r, &[], 1, p, waits, NOT_TIMED, one, None),
+            RingTx::Lean(r) => publish_into::<Lean, true>(r, &[], 1, p, waits, NOT_TIMED, one, None),
+        };
+        *gaps += pushed as u64;
     }
 }
 
@@ -576,7 +683,12 @@ fn publish_into<T: Slot, const ALL: bool>(
 /// The HR side of the pipeline, fed by the arbitrator: the feed handler (decode and books,
 /// `tickplant_core::feed`), then filtering and delivery to the consumers' rings.
 struct Downstream<'p> {
+    /// The HR stream's feed handler.
     feed: FeedHandler<AnyFeed<'p>>,
+    /// The LL stream's, when some consumer reads it or the books follow it.
+    ll: Option<FeedHandler<AnyFeed<'p>>>,
+    /// The books follow the LL stream.
+    books_on_ll: bool,
     outs: Vec<Out>,
     /// Per event of the batch, its instrument's BBO and symbol (for the events some
     /// consumer takes).
@@ -599,20 +711,43 @@ struct Downstream<'p> {
     cpu_ns: u64,
 }
 
-impl Downstream<'_> {
-    /// A gap in the HR output: the feed's state from before it no longer holds (every
-    /// book stale, the FAST dictionary reset).
+impl<'p> Downstream<'p> {
+    /// The feed handler of a stream, where the run decodes it.
+    #[inline(always)]
+    fn handler(&mut self, stream: Stream) -> Option<&mut FeedHandler<AnyFeed<'p>>> {
+        match stream {
+            Stream::Hr => Some(&mut self.feed),
+            Stream::Ll => self.ll.as_mut(),
+        }
+    }
+
+    /// The feed that keeps the books (for the orders to ask for ahead).
+    #[inline(always)]
+    fn book_feed(&self) -> &AnyFeed<'p> {
+        match (&self.ll, self.books_on_ll) {
+            (Some(ll), true) => ll.decoder(),
+            _ => self.feed.decoder(),
+        }
+    }
+
+    /// A gap in a stream the run decodes: the feed's state from before it no longer holds
+    /// (every book stale, the FAST dictionary reset), and every consumer of the stream gets
+    /// a gap record, in order with its other records.
     fn gap(&mut self, g: &GapReport) {
-        if g.output == OutputId::Hr {
-            self.feed.handle_gap(g);
+        let stream = Stream::of(g.output);
+        let Some(h) = self.handler(stream) else { return };
+        h.handle_gap(g);
+        let e = gap_event(g);
+        for o in self.outs.iter_mut().filter(|o| o.stream == stream) {
+            o.publish_gap(&e);
         }
     }
 
     /// Instruments the feed named in the last packet join the subscriptions that name their
     /// symbol.
     #[inline]
-    fn join_named(&mut self) {
-        while let Some((id, key)) = self.feed.decoder_mut().take_named() {
+    fn join_named(&mut self, stream: Stream) {
+        while let Some((id, key)) = self.handler(stream).and_then(|h| h.decoder_mut().take_named()) {
             self.join_subscriptions(id, key);
         }
     }
@@ -633,18 +768,19 @@ impl Downstream<'_> {
     /// `prefetched`: the caller has already asked for the orders the packet's messages name
     /// (some messages ahead); otherwise the packet asks for all of them before it applies
     /// the first.
-    fn packet(&mut self, r: &Released<'_>, prefetched: bool) {
+    fn packet(&mut self, stream: Stream, r: &Released<'_>, prefetched: bool) {
         let t0 = self.clock_in();
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
-        self.feed.handle_packet(&FeedPacket {
-            payload,
-            seq: r.seq,
-            count: r.count,
-            arrival_ns: r.arrival_ns,
-            prefetched,
-        });
-        self.join_named();
-        self.timed_deliver(t0);
+        let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched };
+        match stream {
+            Stream::Hr => self.feed.handle_packet(&p),
+            Stream::Ll => match self.ll.as_mut() {
+                Some(h) => h.handle_packet(&p),
+                None => return,
+            },
+        }
+        self.join_named(stream);
+        self.timed_deliver(stream, t0);
     }
 
     /// The time a packet's stages start at, where this packet is one to time.
@@ -656,10 +792,10 @@ impl Downstream<'_> {
     /// Deliver the batch; a timed packet (`t0` from [`Downstream::clock_in`]) records the
     /// decode stage and the delivery.
     #[inline(always)]
-    fn timed_deliver(&mut self, t0: Option<u64>) {
-        let Some(t0) = t0 else { return self.deliver(false) };
+    fn timed_deliver(&mut self, stream: Stream, t0: Option<u64>) {
+        let Some(t0) = t0 else { return self.deliver(stream, false) };
         let t2 = rdtsc();
-        self.deliver(true);
+        self.deliver(stream, true);
         let t3 = rdtsc();
         self.spent += t3 - t0;
         self.h_decode_book.record(t2 - t0);
@@ -670,13 +806,21 @@ impl Downstream<'_> {
     /// packet, whose records carry their publication time for the ring's latency (the
     /// others carry [`NOT_TIMED`]: a time-stamp counter read on every packet was a third of
     /// the delivery's samples, on the decode thread, the run's limit).
-    fn deliver(&mut self, stamp: bool) {
-        let Downstream { outs, feed, market, any_market, .. } = self;
-        let events = feed.events();
+    fn deliver(&mut self, stream: Stream, stamp: bool) {
+        let Downstream { outs, feed, ll, market, any_market, .. } = self;
+        let (h, other) = match (stream, ll.as_ref()) {
+            (Stream::Hr, ll) => (&*feed, ll),
+            (Stream::Ll, Some(ll)) => (ll, Some(&*feed)),
+            (Stream::Ll, None) => return,
+        };
+        let events = h.events();
         if !*any_market {
             // One time stamp for the packet's records in every ring (a retry takes its own).
             let now = if stamp { rdtsc() } else { NOT_TIMED };
             for o in outs.iter_mut() {
+                if o.stream != stream {
+                    continue;
+                }
                 if o.filter.takes_all() {
                     o.matched += events.len() as u64;
                     o.publish::<true>(now, events, None);
@@ -692,11 +836,17 @@ impl Downstream<'_> {
             }
             return;
         }
+        // The market state from the stream's own feed where it keeps one (the books, OPRA's
+        // quotes), else from the books the other stream feeds.
+        let mk = match other {
+            Some(o) if !h.decoder().keeps_market() => o,
+            _ => h,
+        };
         market.clear();
         for (i, e) in events.iter().enumerate() {
             let mut wanted = false;
             for o in outs.iter_mut() {
-                if o.filter.matches(e) {
+                if o.stream == stream && o.filter.matches(e) {
                     o.matched += 1;
                     o.picks.push(i as u32);
                     wanted |= o.market;
@@ -704,12 +854,12 @@ impl Downstream<'_> {
             }
             // The BBO and symbol are looked up only for an event a consumer takes and reads
             // them in.
-            let m = if wanted { feed.decoder().market(e.instrument_id) } else { Default::default() };
+            let m = if wanted { mk.decoder().market(e.instrument_id) } else { Default::default() };
             market.push(m);
         }
         // One time stamp for the packet's records in every ring (a retry takes its own).
         let now = if stamp { rdtsc() } else { NOT_TIMED };
-        for o in outs.iter_mut() {
+        for o in outs.iter_mut().filter(|o| o.stream == stream) {
             o.publish::<false>(now, events, Some(market));
         }
     }
@@ -717,13 +867,38 @@ impl Downstream<'_> {
 
 struct Sink<'a, 'p> {
     down: &'a mut Downstream<'p>,
+    /// Reads LL frames again, when the run decodes that stream.
+    ll: Option<(Sequencer, LinkType)>,
+}
+
+/// An LL frame as the feed handler reads it: the arbitrator's sequencer finds its payload,
+/// sequence number and count again (the LL output gives the frame alone). A frame it
+/// cannot read (none: the arbitrator forwarded it) is left out, and the report's accounting
+/// says so.
+fn released_ll<'a>(ll: &Option<(Sequencer, LinkType)>, now: u64, frame: &'a [u8]) -> Option<Released<'a>> {
+    let (seq, link) = ll.as_ref()?;
+    let info = seq.classify(*link, frame).ok()?;
+    Some(Released {
+        frame,
+        seq: info.seq,
+        count: info.count,
+        input: 0,
+        arrival_ns: now,
+        release_ns: now,
+        trimmed: false,
+        payload_offset: info.payload_offset,
+    })
 }
 
 impl ArbSink for Sink<'_, '_> {
-    fn ll(&mut self, _now: u64, _frame: &[u8]) {}
+    fn ll(&mut self, now: u64, frame: &[u8]) {
+        if let Some(r) = released_ll(&self.ll, now, frame) {
+            self.down.packet(Stream::Ll, &r, false);
+        }
+    }
     fn hr(&mut self, r: &Released<'_>) {
         // Released one at a time: nothing ahead of it to ask for.
-        self.down.packet(r, false);
+        self.down.packet(Stream::Hr, r, false);
     }
     fn gap(&mut self, g: &GapReport) {
         self.down.gap(g);
@@ -858,6 +1033,7 @@ enum Item {
     /// A packet: its payload is `bytes[start..end]`, its messages' order hints the next
     /// `hints` of the batch's.
     Packet {
+        stream: Stream,
         start: usize,
         end: usize,
         hints: u32,
@@ -892,8 +1068,10 @@ struct HandoffSink {
     spare: Vec<Handoff>,
     /// The producer has a core of its own, no other thread pinned there (waits spin first).
     alone: bool,
-    /// The packets are ITCH in MoldUDP64: find their order hints.
-    itch: bool,
+    /// Find the order hints of the packets of the stream the ITCH books follow.
+    hints: Option<Stream>,
+    /// Reads LL frames again, when the run decodes that stream.
+    ll: Option<(Sequencer, LinkType)>,
     /// Ticks spent waiting for an empty batch (so that the arbitrate stage can leave them
     /// out: they are the decode thread's time, not the arbitrator's).
     waited: u64,
@@ -940,14 +1118,17 @@ impl HandoffSink {
     }
 }
 
-impl ArbSink for HandoffSink {
-    fn ll(&mut self, _now: u64, _frame: &[u8]) {}
-    fn hr(&mut self, r: &Released<'_>) {
+impl HandoffSink {
+    /// A packet of `stream` into the batch: its payload copied, its order hints found.
+    #[inline]
+    fn packet(&mut self, stream: Stream, r: &Released<'_>) {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let start = self.cur.bytes.len();
         self.cur.bytes.extend_from_slice(payload);
-        let hints = if self.itch { itch_order_hints(payload, |id| self.cur.hints.push(id)) } else { 0 };
+        let hints =
+            if self.hints == Some(stream) { itch_order_hints(payload, |id| self.cur.hints.push(id)) } else { 0 };
         self.push(Item::Packet {
+            stream,
             start,
             end: self.cur.bytes.len(),
             hints,
@@ -959,8 +1140,19 @@ impl ArbSink for HandoffSink {
             trimmed: r.trimmed,
         });
     }
+}
+
+impl ArbSink for HandoffSink {
+    fn ll(&mut self, now: u64, frame: &[u8]) {
+        if let Some(r) = released_ll(&self.ll, now, frame) {
+            self.packet(Stream::Ll, &r);
+        }
+    }
+    fn hr(&mut self, r: &Released<'_>) {
+        self.packet(Stream::Hr, r);
+    }
     fn gap(&mut self, g: &GapReport) {
-        if g.output == OutputId::Hr {
+        if g.output == OutputId::Hr || self.ll.is_some() {
             self.push(Item::Gap(*g));
         }
     }
@@ -1063,15 +1255,16 @@ fn decode_loop(
         let (mut asked, mut applied) = (0usize, 0usize);
         for item in &b.items {
             match *item {
-                Item::Packet { start, end, hints, seq, count, input, arrival_ns, release_ns, trimmed } => {
+                Item::Packet { stream, start, end, hints, seq, count, input, arrival_ns, release_ns, trimmed } => {
                     let n = hints as usize;
                     let upto = (applied + n.max(PREFETCH_AHEAD)).min(b.hints.len());
                     for &id in b.hints.get(asked..upto).unwrap_or_default() {
-                        down.feed.decoder().prefetch(id);
+                        down.book_feed().prefetch(id);
                     }
                     asked = asked.max(upto);
                     applied += n;
                     down.packet(
+                        stream,
                         &Released {
                             frame: &b.bytes[start..end],
                             seq,
@@ -1114,8 +1307,30 @@ fn write_event(w: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()>
     }
 }
 
+/// A gap record as a CSV line (the event columns: `sequence` the first missing number,
+/// `size` the messages, `order_id` the last, `aux` the reason's code, `msg_type` its name)
+/// or a JSON line.
+fn write_gap(w: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
+    let reason = GapReason::from_code(e.aux).map_or("unknown", GapReason::as_str);
+    if json {
+        writeln!(
+            w,
+            "{{\"ts_recv\":{},\"action\":\"gap\",\"first_seq\":{},\"last_seq\":{},\"messages\":{},\"reason\":\"{reason}\"}}",
+            e.ts_recv, e.sequence, e.order_id, e.size
+        )
+    } else {
+        writeln!(
+            w,
+            "{},{},{},0,gap,none,0,{},{},{},0,{reason}",
+            e.ts_recv, e.ts_event, e.sequence, e.size, e.order_id, e.aux
+        )
+    }
+}
+
 struct ConsumerResult {
     received: u64,
+    /// Gap records popped.
+    gaps: u64,
     by_action: [u64; 16],
     bbo_instruments: u64,
     ring: Ticks,
@@ -1218,6 +1433,7 @@ fn consumer_thread<T: Slot>(
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
         received: 0,
+        gaps: 0,
         by_action: [0; 16],
         bbo_instruments: 0,
         ring: Ticks::new(),
@@ -1263,6 +1479,22 @@ fn consumer_thread<T: Slot>(
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
                 let (e, published_tsc) = slot.stamped();
+                if e.action == EventAction::Gap {
+                    // A gap of the stream: written where the consumer writes records, handed
+                    // to your handler; no market event for the others.
+                    res.gaps += 1;
+                    match &action {
+                        ConsumerAction::Csv(_) => write_gap(w.as_mut().expect("opened"), e, false)?,
+                        ConsumerAction::Jsonl(_) => write_gap(w.as_mut().expect("opened"), e, true)?,
+                        ConsumerAction::Handler(_) => {
+                            if let Some(h) = handler.as_mut() {
+                                (h)(&slot.record());
+                            }
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
                 if published_tsc != NOT_TIMED {
                     res.ring.record(now.saturating_sub(published_tsc));
                 }
@@ -1363,6 +1595,37 @@ fn consumer_thread<T: Slot>(
     Ok(res)
 }
 
+/// What a stream's feed leaves at the end: its books (where it kept them), its symbol
+/// directory, messages by type, instruments, and the OPRA FAST counts.
+type Finished = (Option<Books>, SymbolDirectory, BTreeMap<String, u64>, u64, Option<OpraFastStats>);
+
+fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
+    match d {
+        AnyFeed::OpraFast(o) => {
+            let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
+            (None, SymbolDirectory::new(), st.by_category.clone(), st.series, Some(st))
+        }
+        AnyFeed::Itch50(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            let (books, dir) = f.into_books();
+            (books, dir, by_type, n, None)
+        }
+        AnyFeed::Itch50Events(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            (None, f.dir, by_type, n, None)
+        }
+    }
+}
+
+/// The symbol directory of an ITCH feed.
+fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
+    match d {
+        AnyFeed::Itch50(f) => Some(&f.dir),
+        AnyFeed::Itch50Events(f) => Some(&f.dir),
+        AnyFeed::OpraFast(_) => None,
+    }
+}
+
 /// The pipeline's final state, for callers that look further than the report.
 #[derive(Debug)]
 pub struct Outcome {
@@ -1420,9 +1683,21 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
     let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(cfg_err)?;
+    // The LL stream is decoded when a consumer reads it or the books follow it.
+    let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
+    if spec.book_stream == Stream::Ll && matches!(spec.decoder, FeedDecoder::OpraFast(_)) {
+        return Err(cfg_err("book.stream = \"ll\": opra-fast keeps no books to follow a stream".into()));
+    }
+    if ll_on && links.iter().any(|l| *l != links[0]) {
+        return Err(cfg_err(format!(
+            "the LL stream is read from frames of one link type, and the captures have {links:?}: \
+             convert one, or read the HR stream only"
+        )));
+    }
+    let ll_seq = ll_on.then(|| (seq.clone(), links[0]));
     let mut arb_cfg = spec.arb.clone();
     arb_cfg.inputs = readers.len();
-    arb_cfg.low_latency = false;
+    arb_cfg.low_latency = ll_on;
     arb_cfg.high_reliability = true;
     let mut arb = Arbitrator::new(arb_cfg, seq).map_err(cfg_err)?;
     for (i, l) in links.iter().enumerate() {
@@ -1454,10 +1729,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             picks: Vec::with_capacity(256),
             market: reads_market(&c.action),
             policy: c.policy,
+            stream: c.stream,
             matched: 0,
             delivered: 0,
             dropped: 0,
             waits: 0,
+            gaps: 0,
         });
         let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
         let alone = alone_on(spec, core);
@@ -1500,18 +1777,28 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         },
         _ => None,
     };
-    let feed = match (&spec.decoder, &opra_program) {
-        (FeedDecoder::OpraFast(o), Some(program)) => {
-            let native = opra_native.as_ref().map(|n| n as &dyn tickplant_fast::NativeKernels);
-            let options =
-                OpraFastOptions { skip: o.skip, reset_per_block: o.reset_per_block, max_series: o.max_series };
-            AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
-        }
-        _ => AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns)),
+    // A stream's feed: with the books where they follow it (ITCH).
+    let feed_for = |stream: Stream| -> Result<AnyFeed<'_>, PcapError> {
+        Ok(match (&spec.decoder, &opra_program) {
+            (FeedDecoder::OpraFast(o), Some(program)) => {
+                let native = opra_native.as_ref().map(|n| n as &dyn tickplant_fast::NativeKernels);
+                let options =
+                    OpraFastOptions { skip: o.skip, reset_per_block: o.reset_per_block, max_series: o.max_series };
+                AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
+            }
+            _ if stream == spec.book_stream => {
+                AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
+            }
+            _ => AnyFeed::Itch50Events(ItchFeed::without_books(spec.midnight_ns)),
+        })
     };
+    let feed = feed_for(Stream::Hr)?;
+    let ll_feed = if ll_on { Some(FeedHandler::new(feed_for(Stream::Ll)?)) } else { None };
     let any_market = outs.iter().any(|o| o.market);
     let mut down = Downstream {
         feed: FeedHandler::new(feed),
+        ll: ll_feed,
+        books_on_ll: spec.book_stream == Stream::Ll,
         outs,
         market: Vec::with_capacity(64),
         any_market,
@@ -1534,7 +1821,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             pin(c);
         }
     };
-    let wants_hints = down.feed.decoder().wants_order_hints();
+    let hints = down.book_feed().wants_order_hints().then_some(spec.book_stream);
     let frames = if spec.decode_thread {
         let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
@@ -1564,7 +1851,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 back,
                 spare,
                 alone: alone_on(spec, spec.producer_core),
-                itch: wants_hints,
+                hints,
+                ll: ll_seq.clone(),
                 waited: 0,
             };
             pin_producer();
@@ -1590,7 +1878,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         let read = replay(
             &mut merged,
             &mut arb,
-            &mut Sink { down: &mut down },
+            &mut Sink { down: &mut down, ll: ll_seq.clone() },
             &mut h_arb,
             spec.latency_sample,
             spec.progress,
@@ -1599,27 +1887,28 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read?
     };
-    if let (Ok(mut d), AnyFeed::Itch50(f)) = (dir_shared.lock(), down.feed.decoder()) {
-        *d = f.dir.clone();
+    if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
+        *d = dir.clone();
     }
     // Close the rings: consumers drain and finish.
     let outs = std::mem::take(&mut down.outs);
     let mut consumers = Vec::new();
     let mut results = Vec::new();
     for (o, h) in outs.into_iter().zip(handles) {
-        let Out { name, matched, delivered, dropped, waits, ring, .. } = o;
+        let Out { name, matched, delivered, dropped, waits, ring, stream, gaps, .. } = o;
         drop(ring);
         let r = h
             .join()
             .map_err(|_| cfg_err(format!("consumer {name} panicked")))?
             .map_err(|e| cfg_err(format!("consumer {name}: {e}")))?;
-        consumers.push(ConsumerReport { name, matched, delivered, dropped, waits, ..Default::default() });
+        consumers.push(ConsumerReport { name, stream, gaps, matched, delivered, dropped, waits, ..Default::default() });
         results.push(r);
     }
     let wall = started.elapsed().as_secs_f64();
     clock.finish();
     for (c, r) in consumers.iter_mut().zip(&results) {
         c.received = r.received;
+        c.gaps_received = r.gaps;
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency_of(&r.ring, &clock);
         c.cpu_s = r.cpu_ns as f64 / 1e9;
@@ -1634,7 +1923,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
-    let Downstream { feed, h_decode_book, h_deliver, cpu_ns, .. } = down;
+    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, .. } = down;
     let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_)) {
         "2 decode + map (per packet)"
     } else {
@@ -1645,27 +1934,30 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let (books, symbols, by_type, instruments, opra_fast) = match decoder {
-        AnyFeed::OpraFast(o) => {
-            let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
-            // No order books in this feed: the outcome's are empty.
-            (Books::new(spec.book), SymbolDirectory::new(), st.by_category.clone(), st.series, Some(st))
+    let (hr_books, symbols, by_type, instruments, opra_fast) = finish_feed(decoder, specialised);
+    let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
+        Some((d, st, gaps)) => {
+            let books = finish_feed(d, specialised).0;
+            let r = StreamReport {
+                packets_in: st.packets_in,
+                messages_in: st.messages_in,
+                decoded: st.decoded,
+                undecodable: st.undecodable,
+                gaps,
+            };
+            (Some(r), books)
         }
-        AnyFeed::Itch50(f) => {
-            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
-            let (books, dir) = f.into_books();
-            (books.unwrap_or_else(|| Books::new(spec.book)), dir, by_type, n, None)
-        }
-        AnyFeed::Itch50Events(f) => {
-            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
-            (Books::new(spec.book), f.dir, by_type, n, None)
-        }
+        None => (None, None),
     };
+    // No order books in an OPRA feed: the outcome's are empty.
+    let books = hr_books.or(ll_books).unwrap_or_else(|| Books::new(spec.book));
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
         feed: feed_name.to_string(),
         frames,
         arbitration: Some(stats),
+        books_follow: spec.book_stream,
+        ll,
         packets_in: fed.packets_in,
         opra_fast,
         gaps,
@@ -1725,6 +2017,18 @@ pub fn summary(r: &Report) -> String {
         "  decoded: {} messages ({} undecodable) of {} in HR packets",
         r.decoded, r.undecodable, r.messages_in
     );
+    if let Some(ll) = &r.ll {
+        let _ = writeln!(
+            s,
+            "  LL stream: {} packets, {} messages decoded ({} undecodable) of {}, {} gaps{}",
+            ll.packets_in,
+            ll.decoded,
+            ll.undecodable,
+            ll.messages_in,
+            ll.gaps.len(),
+            if r.books_follow == Stream::Ll { "; the books follow it" } else { "" }
+        );
+    }
     if let Some(o) = &r.opra_fast {
         let _ = writeln!(
             s,
@@ -1747,8 +2051,14 @@ pub fn summary(r: &Report) -> String {
             if l.count == 0 { "ring not timed".to_string() } else { format!("ring p50 {} ns p99 {} ns", l.p50, l.p99) };
         let _ = writeln!(
             s,
-            "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  {ring}",
-            c.name, c.matched, c.delivered, c.dropped, c.received
+            "  consumer {:<10} matched {:>9}  delivered {:>9}  dropped {:>6}  received {:>9}  {ring}{}{}",
+            c.name,
+            c.matched,
+            c.delivered,
+            c.dropped,
+            c.received,
+            if c.stream == Stream::Ll { "  (LL stream)" } else { "" },
+            if c.gaps > 0 { format!("  {} gap records", c.gaps) } else { String::new() }
         );
         if let Some(m) = &c.matching {
             let _ = writeln!(

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use tickplant_core::event::{EventAction, Side};
 use tickplant_core::{CountSpec, Endian, FieldSpec, LinkType, Protocol, SequencerConfig};
 use tickplant_io::pipeline::{
-    self, ConsumerAction, ConsumerSpec, FeedDecoder, Handler, OpraFastSpec, PipelineSpec, Record, SlowPolicy,
+    self, ConsumerAction, ConsumerSpec, FeedDecoder, Handler, OpraFastSpec, PipelineSpec, Record, SlowPolicy, Stream,
 };
 use tickplant_io::{Format, FrameWriter};
 use tickplant_sim::{generate_opra_fast, impair, ImpairConfig, OpraFastGenConfig};
@@ -44,6 +44,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         decode_core: None,
         latency_sample: 1,
         policy_changes: Vec::new(),
+        book_stream: Stream::Hr,
         progress: false,
     }
 }
@@ -58,6 +59,7 @@ fn collector(name: &str, symbols: Vec<String>, sink: Arc<Mutex<Vec<Record>>>) ->
         policy: SlowPolicy::Backpressure,
         ring: 4096,
         core: None,
+        stream: Stream::Hr,
     }
 }
 
@@ -103,6 +105,24 @@ fn impaired_ab_feed_delivers_the_truth_less_the_reported_gaps() {
     assert_eq!(r.messages_in + lost.len() as u64, truth.messages);
     let want: Vec<_> = truth.events.iter().filter(|e| !lost.contains(&e.sequence)).collect();
     let got = all.lock().unwrap();
+    // Each gap reached the consumer as a gap record, in order: after the records before it
+    // and before those after it.
+    let gaps: Vec<(usize, &Record)> =
+        got.iter().enumerate().filter(|(_, g)| g.event.action == EventAction::Gap).collect();
+    let as_reported: Vec<(u64, u64, u64)> = r.gaps.iter().map(|g| (g.first_seq, g.last_seq, g.messages)).collect();
+    let as_received: Vec<(u64, u64, u64)> =
+        gaps.iter().map(|(_, g)| (g.event.sequence, g.event.order_id, u64::from(g.event.size))).collect();
+    assert_eq!(as_received, as_reported);
+    for &(i, g) in &gaps {
+        let market = |r: &&Record| r.event.action != EventAction::Gap;
+        if let Some(before) = got[..i].iter().rev().find(market) {
+            assert!(before.event.sequence < g.event.sequence);
+        }
+        if let Some(after) = got[i + 1..].iter().find(market) {
+            assert!(after.event.sequence > g.event.order_id);
+        }
+    }
+    let got: Vec<&Record> = got.iter().filter(|g| g.event.action != EventAction::Gap).collect();
     assert_eq!(got.len(), want.len());
     let mut bbo = BTreeMap::new();
     let mut packet = Vec::new();
@@ -132,6 +152,9 @@ fn impaired_ab_feed_delivers_the_truth_less_the_reported_gaps() {
     let aaa = aaa.lock().unwrap();
     let want_aaa = want.iter().filter(|e| e.root == "AAA").count();
     assert!(want_aaa > 100);
+    // Every gap reaches a consumer whatever its subscription.
+    let (gaps, aaa): (Vec<&Record>, Vec<&Record>) = aaa.iter().partition(|r| r.event.action == EventAction::Gap);
+    assert_eq!(gaps.len(), r.gaps.len());
     assert_eq!(aaa.len(), want_aaa);
     assert!(aaa.iter().all(|r| r.symbol() == "AAA"));
 }

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use tickplant_core::event::{Bbo, Event, Side};
 use tickplant_io::pipeline::{self, ConsumerAction, Handler, Record, SlowPolicy};
-use tickplant_io::{FrameReader, FrameWriter};
 
 mod common;
 
@@ -24,28 +23,7 @@ fn collector() -> (Handler, Seen) {
 /// The capture at `feed` impaired onto `a` and `b`: 5% loss on each (so that some packets
 /// are lost on both: gaps), reordering, duplicates and skew.
 fn impair(feed: &Path, a: &Path, b: &Path) {
-    let mut r = FrameReader::open(feed).expect("capture opens");
-    let mut frames = Vec::new();
-    while let Some(f) = r.next_frame().expect("frame reads") {
-        frames.push((f.ts_ns, f.data.to_vec()));
-    }
-    let ts: Vec<u64> = frames.iter().map(|f| f.0).collect();
-    let cfg = tickplant_sim::ImpairConfig {
-        seed: 11,
-        loss_a: 0.05,
-        loss_b: 0.05,
-        reorder: 0.02,
-        dup: 0.01,
-        skew_ns: (0, 30_000),
-    };
-    let im = tickplant_sim::impair(&ts, &cfg);
-    for (path, copy) in [(a, &im.a), (b, &im.b)] {
-        let mut w = FrameWriter::create(path, r.link_type(), tickplant_io::Format::PcapNs).expect("capture created");
-        for &(t, i) in copy {
-            w.write(t, &frames[i].1).expect("frame written");
-        }
-        w.finish().expect("capture closed");
-    }
+    common::impair(feed, a, b, 11);
 }
 
 struct Run {

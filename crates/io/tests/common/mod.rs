@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tickplant_io::pipeline::{ConsumerAction, ConsumerSpec, PipelineSpec, SlowPolicy};
+use tickplant_io::pipeline::{ConsumerAction, ConsumerSpec, PipelineSpec, SlowPolicy, Stream};
 use tickplant_sim::ItchDay;
 
 /// A day of `messages` over five symbols (seed `seed`), up to four messages a packet, as an
@@ -35,6 +35,7 @@ pub fn consumer(name: &str, action: ConsumerAction, policy: SlowPolicy, ring: us
         policy,
         ring,
         core: None,
+        stream: Stream::Hr,
     }
 }
 
@@ -53,6 +54,37 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         decode_core: None,
         latency_sample: 1,
         policy_changes: Vec::new(),
+        book_stream: Stream::Hr,
         progress: false,
     }
+}
+
+/// The capture at `feed` impaired onto `a` and `b` (seed `seed`): 5% loss on each (so that
+/// some packets are lost on both: gaps), reordering, duplicates and skew. Returns the feed's
+/// frames and what each line got (the impairer's truth).
+pub fn impair(feed: &Path, a: &Path, b: &Path, seed: u64) -> (Vec<(u64, Vec<u8>)>, tickplant_sim::Impaired) {
+    let mut r = tickplant_io::FrameReader::open(feed).expect("capture opens");
+    let mut frames = Vec::new();
+    while let Some(f) = r.next_frame().expect("frame reads") {
+        frames.push((f.ts_ns, f.data.to_vec()));
+    }
+    let ts: Vec<u64> = frames.iter().map(|f| f.0).collect();
+    let cfg = tickplant_sim::ImpairConfig {
+        seed,
+        loss_a: 0.05,
+        loss_b: 0.05,
+        reorder: 0.02,
+        dup: 0.01,
+        skew_ns: (0, 30_000),
+    };
+    let im = tickplant_sim::impair(&ts, &cfg);
+    for (path, copy) in [(a, &im.a), (b, &im.b)] {
+        let mut w = tickplant_io::FrameWriter::create(path, r.link_type(), tickplant_io::Format::PcapNs)
+            .expect("capture created");
+        for &(t, i) in copy {
+            w.write(t, &frames[i].1).expect("frame written");
+        }
+        w.finish().expect("capture closed");
+    }
+    (frames, im)
 }
