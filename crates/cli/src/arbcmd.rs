@@ -11,6 +11,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tickplant_core::arb::{check_stats, ArbSink, Released};
 use tickplant_core::*;
+use tickplant_io::hist::Ticks;
+use tickplant_io::runner::{self, Feed, RunOptions};
 use tickplant_io::{Format, FrameReader, FrameWriter, MergedReader};
 
 /// Every flag of `tickplant arb` is also a key of its TOML config file (`--config`), with the
@@ -336,6 +338,16 @@ impl Sink {
 
 const MAX_WARNINGS: u32 = 10;
 
+impl Feed for Sink {
+    fn stopped(&self) -> bool {
+        self.error.is_some()
+    }
+    #[inline(always)]
+    fn frame(&mut self, input: usize) {
+        self.frame_no[input] += 1;
+    }
+}
+
 impl ArbSink for Sink {
     #[inline]
     fn ll(&mut self, now: u64, frame: &[u8]) {
@@ -463,39 +475,18 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     };
     let started = std::time::Instant::now();
     let mut merged = MergedReader::new(vec![ra, rb]);
-    let mut t0 = None;
-    let mut last = 0u64;
-    let mut next_change = 0usize;
-    let mut frames = 0u64;
-    while let Some((i, f)) = merged.next_frame()? {
-        let t = f.ts_ns;
-        let base = *t0.get_or_insert(t);
-        while next_change < changes.len() && base + changes[next_change].0 <= t {
-            arb.change_policy(base + changes[next_change].0, changes[next_change].1, &mut sink);
-            next_change += 1;
-        }
-        sink.frame_no[i] += 1;
-        frames += 1;
-        // Time never goes backwards for the arbitrator, even if a capture's clock does.
-        last = last.max(t);
-        arb.process(last, i, f.data, &mut sink);
-        if let Some(e) = sink.error.take() {
-            return Err(e);
-        }
-        if let Some(c) = arb.destination_conflict() {
-            let input = usize::from(c.input);
-            bail!("{}: frame {}: {c}", sink.names[input], sink.frame_no[input]);
-        }
-    }
-    if next_change < changes.len() && !args.quiet {
-        eprintln!(
-            "warning: {} --change-at time(s) after the end of the input were not applied",
-            changes.len() - next_change
-        );
-    }
-    arb.finish(last, &mut sink);
+    // The runner every arbitrating command shares (tickplant_io::runner); nothing timed.
+    let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes };
+    let done = runner::run(&mut merged, &mut arb, &mut sink, &mut Ticks::new(), opts).map_err(|e| anyhow!("{e}"))?;
     if let Some(e) = sink.error.take() {
         return Err(e);
+    }
+    let frames = done.frames;
+    if done.changes_applied < changes.len() && !args.quiet {
+        eprintln!(
+            "warning: {} --change-at time(s) after the end of the input were not applied",
+            changes.len() - done.changes_applied
+        );
     }
     for w in [sink.ll.take(), sink.hr.take(), sink.other.take()].into_iter().flatten() {
         w.finish()?;

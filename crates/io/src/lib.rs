@@ -14,6 +14,8 @@ pub mod hist;
 pub mod itch;
 pub mod pcap;
 pub mod pipeline;
+pub mod runner;
+pub mod source;
 pub mod tstamp;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};

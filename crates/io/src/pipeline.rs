@@ -59,6 +59,7 @@ use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
 use crate::hist::{latency, Ticks};
 use crate::pcap::{FrameReader, MergedReader, PcapError};
+use crate::runner::{self, Feed, RunError, RunOptions, Sampler};
 
 pub use tickplant_core::event::Bbo;
 
@@ -353,31 +354,6 @@ pub struct PipelineSpec {
 
 /// The stages are timed on one packet (and one frame) in this many unless configured.
 pub const DEFAULT_LATENCY_SAMPLE: u32 = 16;
-
-/// Picks one event in `every` (the first, then each `every`th) with a countdown: no
-/// division per packet.
-#[derive(Debug, Clone, Copy)]
-struct Sampler {
-    every: u32,
-    left: u32,
-}
-
-impl Sampler {
-    fn new(every: u32) -> Self {
-        Sampler { every: every.max(1), left: 1 }
-    }
-    /// Whether this event is one to time.
-    #[inline(always)]
-    fn pick(&mut self) -> bool {
-        self.left -= 1;
-        if self.left == 0 {
-            self.left = self.every;
-            true
-        } else {
-            false
-        }
-    }
-}
 
 /// What one consumer did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -905,22 +881,6 @@ impl ArbSink for Sink<'_, '_> {
     }
 }
 
-/// What the arbitrator releases into, on the producer thread: the later stages themselves
-/// ([`Sink`]) or the handoff to the decode thread ([`HandoffSink`]).
-trait Feed: ArbSink {
-    /// Ticks spent so far on what is not the arbitrator's (the later stages, or waits for
-    /// the decode thread), left out of the arbitrate stage's time.
-    fn elsewhere(&self) -> u64;
-    /// Messages done so far and what was done to them, for the progress lines.
-    fn done(&self, arb: &Arbitrator) -> (u64, &'static str);
-    /// Pass on anything held back, at the end of the captures.
-    fn flush(&mut self) {}
-    /// The producer is timing the frames it passes on now (`on`) or has stopped: the later
-    /// stages on this thread must then time every packet, so that their time is known and
-    /// left out of the arbitrate stage's.
-    fn timing(&mut self, _on: bool) {}
-}
-
 impl Feed for Sink<'_, '_> {
     fn elsewhere(&self) -> u64 {
         self.down.spent
@@ -943,77 +903,6 @@ impl Feed for HandoffSink {
     fn flush(&mut self) {
         self.send();
     }
-}
-
-/// Every frame of the captures through the arbitrator into `feed`, the arbitrate stage
-/// timed into `h_arb` on one frame in `sample`, a progress line about once a second when
-/// `progress`; returns the frames read.
-#[allow(clippy::too_many_arguments)]
-fn replay(
-    merged: &mut MergedReader,
-    arb: &mut Arbitrator,
-    feed: &mut impl Feed,
-    h_arb: &mut Ticks,
-    sample: u32,
-    progress: bool,
-    changes: &[(u64, tickplant_core::Policy)],
-) -> Result<u64, PcapError> {
-    let mut sampler = Sampler::new(sample);
-    let started = Instant::now();
-    let mut frames = 0u64;
-    let mut last_ts = 0;
-    // The next policy change, at a replay time once the first frame has set the base: one
-    // compare a frame.
-    let mut next_change = 0;
-    let mut change_at = if changes.is_empty() { u64::MAX } else { 0 };
-    let mut base = None;
-    let mut next_progress = started + Duration::from_secs(1);
-    while let Some((input, f)) = merged.next_frame()? {
-        frames += 1;
-        // Time never goes backwards for the arbitrator, even if a capture's clock does.
-        last_ts = last_ts.max(f.ts_ns);
-        if change_at <= last_ts {
-            let b = *base.get_or_insert(last_ts);
-            while let Some(&(at, policy)) = changes.get(next_change) {
-                if b + at > last_ts {
-                    break;
-                }
-                arb.change_policy(b + at, policy, feed);
-                next_change += 1;
-            }
-            change_at = changes.get(next_change).map_or(u64::MAX, |&(at, _)| b + at);
-        }
-        if sampler.pick() {
-            feed.timing(true);
-            let (t0, elsewhere0) = (rdtsc(), feed.elsewhere());
-            arb.process(last_ts, input, f.data, feed);
-            // The arbitrate stage alone: what it released was timed by the later stages.
-            h_arb.record((rdtsc() - t0).saturating_sub(feed.elsewhere() - elsewhere0));
-            feed.timing(false);
-        } else {
-            arb.process(last_ts, input, f.data, feed);
-        }
-        if let Some(c) = arb.destination_conflict() {
-            let r = &merged.readers()[usize::from(c.input)];
-            return Err(PcapError {
-                path: r.path().to_path_buf(),
-                frame: Some(r.frames_read()),
-                offset: None,
-                reason: c.to_string(),
-            });
-        }
-        if progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
-            next_progress = Instant::now() + Duration::from_secs(1);
-            let (messages, what) = feed.done(arb);
-            eprintln!(
-                "run: {frames} frames, {messages} messages {what}, {:.1} M msg/s",
-                messages as f64 / started.elapsed().as_secs_f64() / 1e6
-            );
-        }
-    }
-    arb.finish(last_ts, feed);
-    feed.flush();
-    Ok(frames)
 }
 
 /// Packets released by the arbitrator (their UDP payloads) and gaps, in release order: what
@@ -1626,6 +1515,17 @@ fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
     }
 }
 
+/// A run that stopped early, as the captures' error: a destination conflict names the
+/// capture and the frame.
+fn capture_error(e: RunError<PcapError>) -> PcapError {
+    match e {
+        RunError::Source(e) => e,
+        RunError::Destinations { input, frame, conflict } => {
+            PcapError { path: input.into(), frame: Some(frame), offset: None, reason: conflict.to_string() }
+        }
+    }
+}
+
 /// The pipeline's final state, for callers that look further than the report.
 #[derive(Debug)]
 pub struct Outcome {
@@ -1815,6 +1715,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     let producer_cpu0 = crate::clock::thread_cpu_ns();
     let mut producer_cpu = 0;
     let mut merged = MergedReader::new(readers);
+    let opts = RunOptions { sample: spec.latency_sample, progress: spec.progress, changes: &spec.policy_changes };
     // Called once the decode thread (if any) is started: see `pin`.
     let pin_producer = || {
         if let Some(c) = spec.producer_core {
@@ -1856,15 +1757,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                 waited: 0,
             };
             pin_producer();
-            let read = replay(
-                &mut merged,
-                &mut arb,
-                &mut sink,
-                &mut h_arb,
-                spec.latency_sample,
-                spec.progress,
-                &spec.policy_changes,
-            );
+            let read = runner::run(&mut merged, &mut arb, &mut sink, &mut h_arb, opts);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
@@ -1872,20 +1765,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             Ok::<_, PcapError>((read, down))
         })?;
         down = d;
-        read?
+        read.map_err(capture_error)?.frames
     } else {
         pin_producer();
-        let read = replay(
-            &mut merged,
-            &mut arb,
-            &mut Sink { down: &mut down, ll: ll_seq.clone() },
-            &mut h_arb,
-            spec.latency_sample,
-            spec.progress,
-            &spec.policy_changes,
-        );
+        let read =
+            runner::run(&mut merged, &mut arb, &mut Sink { down: &mut down, ll: ll_seq.clone() }, &mut h_arb, opts);
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
-        read?
+        read.map_err(capture_error)?.frames
     };
     if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
         *d = dir.clone();
