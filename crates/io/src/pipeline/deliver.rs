@@ -1,0 +1,351 @@
+//! Delivery: the stream's feed handler (decode and books, `tickplant_core::feed`), then
+//! each consumer's filter and its ring; and the sink the arbitrator releases into on the
+//! producer thread when every stage runs there.
+
+use super::*;
+
+pub(super) struct Out {
+    pub(super) name: String,
+    pub(super) symbols: HashSet<[u8; 8]>,
+    pub(super) filter: Filter,
+    pub(super) ring: RingTx,
+    /// The packet's events this consumer takes (indices), written into the ring together
+    /// once the packet is done: one update of the ring's write index a packet instead of one
+    /// a record, so the cache line the consumer polls moves between the cores once a
+    /// packet, not once a record (with the consumer taking all it finds at once, and the
+    /// BBO read without the depth iterator, the bench's config on a 5-million-message day
+    /// went from 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
+    pub(super) picks: Vec<u32>,
+    /// The consumer reads its records' BBO and symbol (`bbo`, `match`, `trade` and your own
+    /// handler do; `count`, `csv` and `jsonl` do not, and get them zeroed): an event no such
+    /// consumer takes has no BBO looked up.
+    pub(super) market: bool,
+    pub(super) policy: SlowPolicy,
+    /// The stream it reads.
+    pub(super) stream: Stream,
+    pub(super) matched: u64,
+    pub(super) delivered: u64,
+    pub(super) dropped: u64,
+    pub(super) waits: u64,
+    /// Gap records pushed.
+    pub(super) gaps: u64,
+}
+
+impl Out {
+    /// Write the records of the picked events into the ring, stamped `now`, the moment they
+    /// are published: each record built in its slot of the ring, with no copy in between. A
+    /// full ring drops what does not fit (counted) or waits for room, as the policy says.
+    /// `market`: each event's BBO and symbol, where some consumer reads them (zeros where
+    /// none does). `ALL`: the consumer takes every event of the batch (its subscription is
+    /// everything), and `picks` is not used.
+    pub(super) fn publish<const ALL: bool>(&mut self, now: u64, events: &[Event], market: Option<&[(Bbo, [u8; 8])]>) {
+        let Out { ring, picks, policy, delivered, dropped, waits, .. } = self;
+        let total = if ALL { events.len() } else { picks.len() };
+        let done = match ring {
+            RingTx::Full(r) => publish_into::<Record, ALL>(r, picks, total, *policy, waits, now, events, market),
+            RingTx::Lean(r) => publish_into::<Lean, ALL>(r, picks, total, *policy, waits, now, events, market),
+        };
+        *dropped += (total - done) as u64;
+        *delivered += done as u64;
+        picks.clear();
+    }
+}
+
+impl Out {
+    /// A gap record into the ring: it waits for room whatever the policy (a consumer that
+    /// drops records still learns of every gap), unless the consumer is gone.
+    #[cold]
+    pub(super) fn publish_gap(&mut self, e: &Event) {
+        let Out { ring, gaps, waits, .. } = self;
+        let (one, p) = (std::slice::from_ref(e), SlowPolicy::Backpressure);
+        let pushed = match ring {
+            RingTx::Full(r) => publish_into::<Record, true>(r, &[], 1, p, waits, NOT_TIMED, one, None),
+            RingTx::Lean(r) => publish_into::<Lean, true>(r, &[], 1, p, waits, NOT_TIMED, one, None),
+        };
+        *gaps += pushed as u64;
+    }
+}
+
+/// [`Out::publish`] into a ring of either kind; returns how many records went in.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn publish_into<T: Slot, const ALL: bool>(
+    ring: &mut rtrb::Producer<T>,
+    picks: &[u32],
+    total: usize,
+    policy: SlowPolicy,
+    waits: &mut u64,
+    now: u64,
+    events: &[Event],
+    market: Option<&[(Bbo, [u8; 8])]>,
+) -> usize {
+    let index = |k: usize| if ALL { k } else { picks[k] as usize };
+    let mut done = 0;
+    let mut now = now;
+    while done < total {
+        let n = ring.slots().min(total - done);
+        if n > 0 {
+            let Ok(chunk) = ring.write_chunk_uninit(n) else { break };
+            let stamp = now;
+            done += match market {
+                Some(m) => chunk.fill_from_iter((done..done + n).map(|k| {
+                    let i = index(k);
+                    T::new(&events[i], Some(&m[i]), stamp)
+                })),
+                None => chunk.fill_from_iter((done..done + n).map(|k| T::new(&events[index(k)], None, stamp))),
+            };
+            continue;
+        }
+        match policy {
+            SlowPolicy::Drop => break,
+            // The consumer thread has ended (an error it reports when joined): the rest
+            // cannot be delivered, and waiting for room would never end.
+            SlowPolicy::Backpressure if ring.is_abandoned() => break,
+            SlowPolicy::Backpressure => {
+                *waits += 1;
+                std::thread::yield_now();
+                if now != NOT_TIMED {
+                    now = rdtsc();
+                }
+            }
+        }
+    }
+    done
+}
+
+/// The HR side of the pipeline, fed by the arbitrator: the feed handler (decode and books,
+/// `tickplant_core::feed`), then filtering and delivery to the consumers' rings.
+pub(super) struct Downstream<'p> {
+    /// The HR stream's feed handler.
+    pub(super) feed: FeedHandler<AnyFeed<'p>>,
+    /// The LL stream's, when some consumer reads it or the books follow it.
+    pub(super) ll: Option<FeedHandler<AnyFeed<'p>>>,
+    /// The books follow the LL stream.
+    pub(super) books_on_ll: bool,
+    pub(super) outs: Vec<Out>,
+    /// Per event of the batch, its instrument's BBO and symbol (for the events some
+    /// consumer takes).
+    pub(super) market: Vec<(Bbo, [u8; 8])>,
+    /// Some consumer reads the BBO and symbol: without one, `market` is not filled at all
+    /// (it took about 25 instructions a message on the decode thread, the run's limit).
+    pub(super) any_market: bool,
+    /// Decode and book are one stage: each message is decoded and applied in one dispatch.
+    pub(super) h_decode_book: Ticks,
+    pub(super) h_deliver: Ticks,
+    /// Ticks spent downstream of the arbitrator (so the arbitrate stage can leave them out):
+    /// counted for timed packets only, so the producer has every packet timed while it
+    /// times a frame ([`Feed::timing`]).
+    pub(super) spent: u64,
+    /// Which packets the stages are timed on.
+    pub(super) sampler: Sampler,
+    /// Time every packet (the producer is timing the frame that releases them).
+    pub(super) time_all: bool,
+    /// CPU time of the decode thread, when there is one.
+    pub(super) cpu_ns: u64,
+}
+
+impl<'p> Downstream<'p> {
+    /// The feed handler of a stream, where the run decodes it.
+    #[inline(always)]
+    pub(super) fn handler(&mut self, stream: Stream) -> Option<&mut FeedHandler<AnyFeed<'p>>> {
+        match stream {
+            Stream::Hr => Some(&mut self.feed),
+            Stream::Ll => self.ll.as_mut(),
+        }
+    }
+
+    /// The feed that keeps the books (for the orders to ask for ahead).
+    #[inline(always)]
+    pub(super) fn book_feed(&self) -> &AnyFeed<'p> {
+        match (&self.ll, self.books_on_ll) {
+            (Some(ll), true) => ll.decoder(),
+            _ => self.feed.decoder(),
+        }
+    }
+
+    /// A gap in a stream the run decodes: the feed's state from before it no longer holds
+    /// (every book stale, the FAST dictionary reset), and every consumer of the stream gets
+    /// a gap record, in order with its other records.
+    pub(super) fn gap(&mut self, g: &GapReport) {
+        let stream = Stream::of(g.output);
+        let Some(h) = self.handler(stream) else { return };
+        h.handle_gap(g);
+        let e = gap_event(g);
+        for o in self.outs.iter_mut().filter(|o| o.stream == stream) {
+            o.publish_gap(&e);
+        }
+    }
+
+    /// Instruments the feed named in the last packet join the subscriptions that name their
+    /// symbol.
+    #[inline]
+    pub(super) fn join_named(&mut self, stream: Stream) {
+        while let Some((id, key)) = self.handler(stream).and_then(|h| h.decoder_mut().take_named()) {
+            self.join_subscriptions(id, key);
+        }
+    }
+
+    /// Add instrument `id`, whose symbol is `key` (space padded), to the subscriptions that
+    /// name that symbol.
+    #[cold]
+    pub(super) fn join_subscriptions(&mut self, id: u32, key: [u8; 8]) {
+        for o in &mut self.outs {
+            if o.symbols.contains(&key) {
+                o.filter = std::mem::take(&mut o.filter).instruments([id]);
+            }
+        }
+    }
+
+    /// Decode, book and deliver one packet the arbitrator released: its sequencer already
+    /// found where the payload starts and which messages the packet holds.
+    /// `prefetched`: the caller has already asked for the orders the packet's messages name
+    /// (some messages ahead); otherwise the packet asks for all of them before it applies
+    /// the first.
+    pub(super) fn packet(&mut self, stream: Stream, r: &Released<'_>, prefetched: bool) {
+        let t0 = self.clock_in();
+        let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
+        let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched };
+        match stream {
+            Stream::Hr => self.feed.handle_packet(&p),
+            Stream::Ll => match self.ll.as_mut() {
+                Some(h) => h.handle_packet(&p),
+                None => return,
+            },
+        }
+        self.join_named(stream);
+        self.timed_deliver(stream, t0);
+    }
+
+    /// The time a packet's stages start at, where this packet is one to time.
+    #[inline(always)]
+    pub(super) fn clock_in(&mut self) -> Option<u64> {
+        (self.sampler.pick() || self.time_all).then(rdtsc)
+    }
+
+    /// Deliver the batch; a timed packet (`t0` from [`Downstream::clock_in`]) records the
+    /// decode stage and the delivery.
+    #[inline(always)]
+    pub(super) fn timed_deliver(&mut self, stream: Stream, t0: Option<u64>) {
+        let Some(t0) = t0 else { return self.deliver(stream, false) };
+        let t2 = rdtsc();
+        self.deliver(stream, true);
+        let t3 = rdtsc();
+        self.spent += t3 - t0;
+        self.h_decode_book.record(t2 - t0);
+        self.h_deliver.record(t3 - t2);
+    }
+
+    /// Filter the batch's events and push them to the consumers' rings; `stamp`: a timed
+    /// packet, whose records carry their publication time for the ring's latency (the
+    /// others carry [`NOT_TIMED`]: a time-stamp counter read on every packet was a third of
+    /// the delivery's samples, on the decode thread, the run's limit).
+    pub(super) fn deliver(&mut self, stream: Stream, stamp: bool) {
+        let Downstream { outs, feed, ll, market, any_market, .. } = self;
+        let (h, other) = match (stream, ll.as_ref()) {
+            (Stream::Hr, ll) => (&*feed, ll),
+            (Stream::Ll, Some(ll)) => (ll, Some(&*feed)),
+            (Stream::Ll, None) => return,
+        };
+        let events = h.events();
+        if !*any_market {
+            // One time stamp for the packet's records in every ring (a retry takes its own).
+            let now = if stamp { rdtsc() } else { NOT_TIMED };
+            for o in outs.iter_mut() {
+                if o.stream != stream {
+                    continue;
+                }
+                if o.filter.takes_all() {
+                    o.matched += events.len() as u64;
+                    o.publish::<true>(now, events, None);
+                } else {
+                    for (i, e) in events.iter().enumerate() {
+                        if o.filter.matches(e) {
+                            o.matched += 1;
+                            o.picks.push(i as u32);
+                        }
+                    }
+                    o.publish::<false>(now, events, None);
+                }
+            }
+            return;
+        }
+        // The market state from the stream's own feed where it keeps one (the books, OPRA's
+        // quotes), else from the books the other stream feeds.
+        let mk = match other {
+            Some(o) if !h.decoder().keeps_market() => o,
+            _ => h,
+        };
+        market.clear();
+        for (i, e) in events.iter().enumerate() {
+            let mut wanted = false;
+            for o in outs.iter_mut() {
+                if o.stream == stream && o.filter.matches(e) {
+                    o.matched += 1;
+                    o.picks.push(i as u32);
+                    wanted |= o.market;
+                }
+            }
+            // The BBO and symbol are looked up only for an event a consumer takes and reads
+            // them in.
+            let m = if wanted { mk.decoder().market(e.instrument_id) } else { Default::default() };
+            market.push(m);
+        }
+        // One time stamp for the packet's records in every ring (a retry takes its own).
+        let now = if stamp { rdtsc() } else { NOT_TIMED };
+        for o in outs.iter_mut().filter(|o| o.stream == stream) {
+            o.publish::<false>(now, events, Some(market));
+        }
+    }
+}
+
+pub(super) struct Sink<'a, 'p> {
+    pub(super) down: &'a mut Downstream<'p>,
+    /// Reads LL frames again, when the run decodes that stream.
+    pub(super) ll: Option<(Sequencer, LinkType)>,
+}
+
+/// An LL frame as the feed handler reads it: the arbitrator's sequencer finds its payload,
+/// sequence number and count again (the LL output gives the frame alone). A frame it
+/// cannot read (none: the arbitrator forwarded it) is left out, and the report's accounting
+/// says so.
+pub(super) fn released_ll<'a>(ll: &Option<(Sequencer, LinkType)>, now: u64, frame: &'a [u8]) -> Option<Released<'a>> {
+    let (seq, link) = ll.as_ref()?;
+    let info = seq.classify(*link, frame).ok()?;
+    Some(Released {
+        frame,
+        seq: info.seq,
+        count: info.count,
+        input: 0,
+        arrival_ns: now,
+        release_ns: now,
+        trimmed: false,
+        payload_offset: info.payload_offset,
+    })
+}
+
+impl ArbSink for Sink<'_, '_> {
+    fn ll(&mut self, now: u64, frame: &[u8]) {
+        if let Some(r) = released_ll(&self.ll, now, frame) {
+            self.down.packet(Stream::Ll, &r, false);
+        }
+    }
+    fn hr(&mut self, r: &Released<'_>) {
+        // Released one at a time: nothing ahead of it to ask for.
+        self.down.packet(Stream::Hr, r, false);
+    }
+    fn gap(&mut self, g: &GapReport) {
+        self.down.gap(g);
+    }
+}
+
+impl Feed for Sink<'_, '_> {
+    fn elsewhere(&self) -> u64 {
+        self.down.spent
+    }
+    fn timing(&mut self, on: bool) {
+        self.down.time_all = on;
+    }
+    fn done(&self, _arb: &Arbitrator) -> (u64, &'static str) {
+        (self.down.feed.stats().decoded, "decoded")
+    }
+}

@@ -1,0 +1,673 @@
+//! The feed-handler pipeline: captures in, arbitrated, decoded, books built, filtered and
+//! delivered to consumer threads through lock-free rings.
+//!
+//! ```text
+//! A.pcap ─┐                      HR packets      events             records
+//!         ├─ merge ─ arbitrator ─────────── ITCH ──────── books ─┬─ filter ─ ring ─ consumer thread
+//! B.pcap ─┘  (time order)  LL ─▶ (decoded     gaps ─▶ books stale  └─ filter ─ ring ─ consumer thread
+//!                                 when read)  gap records ─▶ every consumer of the stream
+//! ```
+//!
+//! The loop over the frames is the runner's ([`crate::runner`]); decoding and the books are
+//! the feed handler's ([`tickplant_core::feed`]). Here: the spec, the threads and the run
+//! ([`run`], this file), delivery to the rings (`deliver`), the handoff to the decode thread
+//! (`handoff`), the consumers' threads (`consumer`), the report (`report`) and the threads'
+//! pins and waits (`threads`).
+//!
+//! The producer (the calling thread) reads the captures and runs the arbitrator; the
+//! packets it releases go, in batches of [`DECODE_BATCH`] and in release order with the gaps
+//! between them, through a ring to the decode thread, which decodes, builds the books and
+//! delivers ([`PipelineSpec::decode_thread`]; without it the producer runs every stage up
+//! to the rings itself, which gives exactly the same output, only later). Each consumer has
+//! its own single-producer single-consumer ring (`rtrb`) and thread. The producer filters
+//! for a consumer before it publishes, so a consumer receives exactly its subscription.
+//! A full ring either drops the record (counted per consumer) or makes the producer wait
+//! (back-pressure), per consumer: one slow consumer never blocks another that drops.
+//!
+//! Every message is accounted for: each stream's messages = decoded + undecodable; the
+//! books' stream's decoded = the book's outcomes (applied, ignored, unknown order,
+//! rejected); per consumer, matched = delivered + dropped, what the consumer received =
+//! delivered, and gap records pushed = received. [`Report::check`] asserts it.
+//!
+//! A matching consumer ([`ConsumerAction::Match`]) keeps each symbol's market state from
+//! the records it receives, builds a strategy-matching event from every record and
+//! delivers (record, strategy ids) to its output: every record it receives is matched.
+//!
+//! Stage latencies are measured per packet with the time-stamp counter: `arbitrate` (a
+//! frame through the arbitrator), `decode` (a released packet to events), `book` (the
+//! packet's events applied), `deliver` (filtered and pushed to the rings), and per record
+//! `ring` (from publication to the consumer's pop).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tickplant_core::book::{BookConfig, BookStats, Books};
+use tickplant_core::event::{Event, EventAction};
+use tickplant_core::feed::{
+    gap_event, itch_order_hints, AnyFeed, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
+    Packet as FeedPacket,
+};
+use tickplant_core::itch::SymbolDirectory;
+use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
+use tickplant_core::opra_fast::OpraFastStats;
+use tickplant_core::route::Filter;
+use tickplant_core::{
+    ArbConfig, ArbSink, ArbStats, Arbitrator, GapReason, GapReport, LinkType, OutputId, Released, Sequencer,
+    SequencerConfig,
+};
+use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, Program as FastProgram};
+use tickplant_wire::itch50;
+
+use crate::clock::{rdtsc, TscClock};
+pub use crate::hist::Latency;
+use crate::hist::{latency, Ticks};
+use crate::pcap::{FrameReader, MergedReader, PcapError};
+use crate::runner::{self, Feed, RunError, RunOptions, Sampler};
+
+pub use tickplant_core::event::Bbo;
+
+mod consumer;
+mod deliver;
+mod handoff;
+mod report;
+mod threads;
+
+pub use consumer::{Record, NOT_TIMED};
+pub use handoff::DECODE_BATCH;
+pub use report::{summary, ConsumerReport, MatchReport, Report, StreamReport};
+
+use consumer::*;
+use deliver::*;
+use handoff::*;
+use threads::*;
+
+/// A full ring: drop the record (counted) or wait for room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlowPolicy {
+    #[default]
+    Drop,
+    Backpressure,
+}
+
+/// One of the arbitrator's two outputs: the high-reliability stream (packets in order,
+/// holes waited for) or the low-latency one (packets as they first arrive, holes skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stream {
+    #[default]
+    Hr,
+    Ll,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Hr => "hr",
+            Stream::Ll => "ll",
+        }
+    }
+    /// For serde's `skip_serializing_if`: the default stream is not written out.
+    pub fn is_hr(&self) -> bool {
+        *self == Stream::Hr
+    }
+    fn of(o: OutputId) -> Stream {
+        match o {
+            OutputId::Hr => Stream::Hr,
+            OutputId::Ll => Stream::Ll,
+        }
+    }
+}
+
+/// Your own code, called on the consumer's thread for every record it receives.
+#[derive(Clone)]
+pub struct Handler(Arc<std::sync::Mutex<HandlerFn>>);
+
+type HandlerFn = Box<dyn FnMut(&Record) + Send>;
+
+impl Handler {
+    pub fn new(f: impl FnMut(&Record) + Send + 'static) -> Self {
+        Handler(Arc::new(std::sync::Mutex::new(Box::new(f))))
+    }
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handler(..)")
+    }
+}
+
+/// Your own code, called on a matching consumer's thread for every record that matched at
+/// least one strategy, with the ids of the strategies (ascending).
+#[derive(Clone)]
+pub struct MatchHandler(Arc<std::sync::Mutex<MatchHandlerFn>>);
+
+type MatchHandlerFn = Box<dyn FnMut(&Record, &[u64]) + Send>;
+
+impl MatchHandler {
+    pub fn new(f: impl FnMut(&Record, &[u64]) + Send + 'static) -> Self {
+        MatchHandler(Arc::new(std::sync::Mutex::new(Box::new(f))))
+    }
+}
+
+impl std::fmt::Debug for MatchHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MatchHandler(..)")
+    }
+}
+
+/// A consumer that matches strategies against the market: each record it receives updates
+/// its symbol's state (see [`tickplant_core::matcher::market`]) and the resulting event is
+/// matched against every strategy.
+#[derive(Debug, Clone)]
+pub struct MatchSpec {
+    /// The schema the strategies were parsed with.
+    pub schema: Schema,
+    pub strategies: Vec<Strategy>,
+    /// The feed's venue name (strategies name its fields `VENUE_bid` and so on).
+    pub venue: String,
+    /// Write one JSON line per record with matches.
+    pub path: Option<PathBuf>,
+    pub handler: Option<MatchHandler>,
+}
+/// What a consumer thread does with its records.
+#[derive(Debug, Clone)]
+pub enum ConsumerAction {
+    /// Count records by action.
+    Count,
+    /// Write one CSV line per record.
+    Csv(PathBuf),
+    /// Write one JSON line per record.
+    Jsonl(PathBuf),
+    /// Keep the latest BBO per instrument; written as JSON lines at the end when a path is
+    /// given.
+    Bbo(Option<PathBuf>),
+    /// Call a handler (the Rust consumer API).
+    Handler(Handler),
+    /// Match strategies (boxed: the strategies are large next to the other actions).
+    Match(Box<MatchSpec>),
+    /// Run each record through triggers and send the orders they fire to an exchange over
+    /// a FIX session (see `docs/tick-to-trade.md`).
+    Trade(Box<crate::fixnet::TriggerTraderConfig>),
+}
+
+/// One consumer: its subscription, action, ring and policy.
+#[derive(Debug, Clone)]
+pub struct ConsumerSpec {
+    pub name: String,
+    /// Symbols subscribed to (empty: all).
+    pub symbols: Vec<String>,
+    /// Actions subscribed to (empty: all).
+    pub actions: Vec<EventAction>,
+    /// Feed message types (ITCH letters) subscribed to (empty: all).
+    pub types: Vec<u8>,
+    pub action: ConsumerAction,
+    pub policy: SlowPolicy,
+    /// Ring capacity in records.
+    pub ring: usize,
+    /// Pin the consumer thread to this CPU.
+    pub core: Option<usize>,
+    /// The arbitrated stream it reads.
+    pub stream: Stream,
+}
+
+/// What decodes the packets the arbitrator releases.
+#[derive(Debug, Clone, Default)]
+pub enum FeedDecoder {
+    /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with order books.
+    #[default]
+    Itch50,
+    /// OPRA FAST v2 blocks, mapped to quote, trade and status events (no order books: each
+    /// series' latest quote is its BBO).
+    OpraFast(OpraFastSpec),
+}
+
+/// The OPRA FAST decoder stage.
+#[derive(Debug, Clone)]
+pub struct OpraFastSpec {
+    /// The compiled templates.
+    pub program: Arc<FastProgram>,
+    /// Bytes between where the sequencer's payload starts and the block's SOH (a transport
+    /// header that carries the sequence number, for instance).
+    pub skip: usize,
+    /// Reset the FAST dictionary at every block (self-contained blocks, the safe choice
+    /// with arbitration), or let it carry from block to block (reset only at a gap).
+    pub reset_per_block: bool,
+    /// Room in the series table.
+    pub max_series: usize,
+    /// Before the run, decode this many blocks of the first capture with a profiling
+    /// decoder and build straight-line segments for their hottest presence maps (the FAST
+    /// program's specialisation, docs/fast.md); 0: the generic program.
+    pub profile_blocks: usize,
+}
+
+/// The whole pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineSpec {
+    pub decoder: FeedDecoder,
+    /// One capture, or A and B.
+    pub inputs: Vec<PathBuf>,
+    pub sequencer: SequencerConfig,
+    pub arb: ArbConfig,
+    /// The stream the books follow (ITCH); the other stream's events carry no book-derived
+    /// fields and are flagged [`flags::NO_BOOK`](tickplant_core::event::flags::NO_BOOK).
+    pub book_stream: Stream,
+    /// Policy changes at replay times: (ns after the first frame, the new policy), in time
+    /// order (`change-at` of `tickplant arb`).
+    pub policy_changes: Vec<(u64, tickplant_core::Policy)>,
+    /// The session's midnight in UNIX ns (ITCH timestamps count from it).
+    pub midnight_ns: u64,
+    pub book: BookConfig,
+    pub consumers: Vec<ConsumerSpec>,
+    /// Pin the producer thread to this CPU.
+    pub producer_core: Option<usize>,
+    /// Decode, books and delivery on a thread of their own, the captures and the
+    /// arbitrator staying on the producer thread (see [`DECODE_BATCH`]); false: every stage
+    /// on the producer thread.
+    pub decode_thread: bool,
+    /// Pin the decode thread to this CPU.
+    pub decode_core: Option<usize>,
+    /// Time the stages (arbitrate, decode + book, deliver, and the rings on the timed
+    /// packets' records) on one frame or packet in this many ([`DEFAULT_LATENCY_SAMPLE`] by
+    /// default); 1 times every one. A time-stamp counter read costs about 10 ns on this
+    /// kind of CPU, and timing every one took eight a released A/B packet (four on the
+    /// decode thread, two a frame on the producer).
+    pub latency_sample: u32,
+    /// Progress lines on stderr about once a second.
+    pub progress: bool,
+}
+
+/// The stages are timed on one packet (and one frame) in this many unless configured.
+pub const DEFAULT_LATENCY_SAMPLE: u32 = 16;
+
+/// [`latency`] of the pipeline's own histograms.
+fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
+    latency(&t.to_hdr(), clock)
+}
+
+/// What a stream's feed leaves at the end: its books (where it kept them), its symbol
+/// directory, messages by type, instruments, and the OPRA FAST counts.
+type Finished = (Option<Books>, SymbolDirectory, BTreeMap<String, u64>, u64, Option<OpraFastStats>);
+
+fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
+    match d {
+        AnyFeed::OpraFast(o) => {
+            let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
+            (None, SymbolDirectory::new(), st.by_category.clone(), st.series, Some(st))
+        }
+        AnyFeed::Itch50(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            let (books, dir) = f.into_books();
+            (books, dir, by_type, n, None)
+        }
+        AnyFeed::Itch50Events(f) => {
+            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            (None, f.dir, by_type, n, None)
+        }
+    }
+}
+
+/// The symbol directory of an ITCH feed.
+fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
+    match d {
+        AnyFeed::Itch50(f) => Some(&f.dir),
+        AnyFeed::Itch50Events(f) => Some(&f.dir),
+        AnyFeed::OpraFast(_) => None,
+    }
+}
+
+/// A run that stopped early, as the captures' error: a destination conflict names the
+/// capture and the frame.
+fn capture_error(e: RunError<PcapError>) -> PcapError {
+    match e {
+        RunError::Source(e) => e,
+        RunError::Destinations { input, frame, conflict } => {
+            PcapError { path: input.into(), frame: Some(frame), offset: None, reason: conflict.to_string() }
+        }
+    }
+}
+
+/// The pipeline's final state, for callers that look further than the report.
+#[derive(Debug)]
+pub struct Outcome {
+    pub report: Report,
+    pub books: Books,
+    pub symbols: SymbolDirectory,
+}
+
+/// Profile the first `o.profile_blocks` OPRA FAST blocks of `path` and specialise `program`
+/// for them; returns the segments built. Frames that are not market data and blocks that
+/// do not decode are passed over (the run itself counts them).
+fn specialise_opra(
+    program: &mut FastProgram,
+    path: &std::path::Path,
+    cfg: &tickplant_core::SequencerConfig,
+    o: &OpraFastSpec,
+) -> Result<usize, PcapError> {
+    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
+    let seq = Sequencer::new(cfg.clone()).map_err(cfg_err)?;
+    let mut r = FrameReader::open(path)?;
+    let link = r.link_type();
+    let profile = {
+        let mut dec = FastDecoder::new(program);
+        dec.start_profile();
+        let mut msg = FastMessage::new();
+        let mut blocks = 0;
+        while blocks < o.profile_blocks {
+            let Some(f) = r.next_frame()? else { break };
+            let Ok(info) = seq.classify(link, f.data) else { continue };
+            blocks += 1;
+            if o.reset_per_block {
+                dec.reset();
+            }
+            let block = f.data.get(usize::from(info.payload_offset) + o.skip..).unwrap_or_default();
+            for m in opra_block(block) {
+                let Ok((_, body)) = m else { break };
+                if dec.decode(body, &mut msg).is_err() {
+                    dec.reset();
+                    break;
+                }
+            }
+        }
+        dec.take_profile()
+    };
+    Ok(program.specialise(&profile, 8, 64, 0.02))
+}
+
+/// Run the pipeline to the end of its inputs.
+pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
+    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
+    if spec.inputs.is_empty() || spec.inputs.len() > 2 {
+        return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
+    }
+    check_cores(spec).map_err(cfg_err)?;
+    let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
+    let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
+    let seq = Sequencer::new(spec.sequencer.clone()).map_err(cfg_err)?;
+    // The LL stream is decoded when a consumer reads it or the books follow it.
+    let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
+    if spec.book_stream == Stream::Ll && matches!(spec.decoder, FeedDecoder::OpraFast(_)) {
+        return Err(cfg_err("book.stream = \"ll\": opra-fast keeps no books to follow a stream".into()));
+    }
+    if ll_on && links.iter().any(|l| *l != links[0]) {
+        return Err(cfg_err(format!(
+            "the LL stream is read from frames of one link type, and the captures have {links:?}: \
+             convert one, or read the HR stream only"
+        )));
+    }
+    let ll_seq = ll_on.then(|| (seq.clone(), links[0]));
+    let mut arb_cfg = spec.arb.clone();
+    arb_cfg.inputs = readers.len();
+    arb_cfg.low_latency = ll_on;
+    arb_cfg.high_reliability = true;
+    let mut arb = Arbitrator::new(arb_cfg, seq).map_err(cfg_err)?;
+    for (i, l) in links.iter().enumerate() {
+        arb.set_link(i, *l);
+    }
+    // Consumers: rings and threads.
+    let dir_shared = Arc::new(std::sync::Mutex::new(SymbolDirectory::new()));
+    let mut outs = Vec::new();
+    let mut handles = Vec::new();
+    for c in &spec.consumers {
+        // Consumers that read the BBO and symbol get whole records; the others lean ones.
+        let (tx, rx) = if reads_market(&c.action) {
+            let (tx, rx) = rtrb::RingBuffer::<Record>::new(c.ring.max(2));
+            (RingTx::Full(tx), RingRx::Full(rx))
+        } else {
+            let (tx, rx) = rtrb::RingBuffer::<Lean>::new(c.ring.max(2));
+            (RingTx::Lean(tx), RingRx::Lean(rx))
+        };
+        let mut filter = Filter::all().actions(c.actions.iter().copied()).types(c.types.iter().copied());
+        if !c.symbols.is_empty() {
+            // No instrument until the directory names one of the symbols.
+            filter = filter.instruments(std::iter::empty());
+        }
+        outs.push(Out {
+            name: c.name.clone(),
+            symbols: c.symbols.iter().map(|s| itch50::stock(s)).collect(),
+            filter,
+            ring: tx,
+            picks: Vec::with_capacity(256),
+            market: reads_market(&c.action),
+            policy: c.policy,
+            stream: c.stream,
+            matched: 0,
+            delivered: 0,
+            dropped: 0,
+            waits: 0,
+            gaps: 0,
+        });
+        let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
+        let alone = alone_on(spec, core);
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("consumer-{}", c.name))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        pin(core);
+                    }
+                    match rx {
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone),
+                    }
+                })
+                .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
+        );
+    }
+    // The OPRA FAST program, specialised for the capture's hottest presence maps.
+    let mut specialised = 0;
+    let opra_program = match &spec.decoder {
+        FeedDecoder::Itch50 => None,
+        FeedDecoder::OpraFast(o) => {
+            let mut p = (*o.program).clone();
+            if o.profile_blocks > 0 {
+                specialised = specialise_opra(&mut p, &spec.inputs[0], &spec.sequencer, o)?;
+            }
+            Some(p)
+        }
+    };
+    // Its kernels as machine code (tickplant-fast-jit): the same results as the decoder's
+    // own kernels; where the code generator cannot run here, the decoder's own.
+    let opra_native = match &opra_program {
+        Some(p) if specialised > 0 => match tickplant_fast_jit::JitKernels::compile(p) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                eprintln!("opra-fast: kernels not compiled to native code ({e}); the decoder runs them");
+                None
+            }
+        },
+        _ => None,
+    };
+    // A stream's feed: with the books where they follow it (ITCH).
+    let feed_for = |stream: Stream| -> Result<AnyFeed<'_>, PcapError> {
+        Ok(match (&spec.decoder, &opra_program) {
+            (FeedDecoder::OpraFast(o), Some(program)) => {
+                let native = opra_native.as_ref().map(|n| n as &dyn tickplant_fast::NativeKernels);
+                let options =
+                    OpraFastOptions { skip: o.skip, reset_per_block: o.reset_per_block, max_series: o.max_series };
+                AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
+            }
+            _ if stream == spec.book_stream => {
+                AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
+            }
+            _ => AnyFeed::Itch50Events(ItchFeed::without_books(spec.midnight_ns)),
+        })
+    };
+    let feed = feed_for(Stream::Hr)?;
+    let ll_feed = if ll_on { Some(FeedHandler::new(feed_for(Stream::Ll)?)) } else { None };
+    let any_market = outs.iter().any(|o| o.market);
+    let mut down = Downstream {
+        feed: FeedHandler::new(feed),
+        ll: ll_feed,
+        books_on_ll: spec.book_stream == Stream::Ll,
+        outs,
+        market: Vec::with_capacity(64),
+        any_market,
+        h_decode_book: Ticks::new(),
+        h_deliver: Ticks::new(),
+        spent: 0,
+        sampler: Sampler::new(spec.latency_sample),
+        time_all: false,
+        cpu_ns: 0,
+    };
+    let mut h_arb = Ticks::new();
+    let mut clock = TscClock::start();
+    let started = Instant::now();
+    let producer_cpu0 = crate::clock::thread_cpu_ns();
+    let mut producer_cpu = 0;
+    let mut merged = MergedReader::new(readers);
+    let opts = RunOptions { sample: spec.latency_sample, progress: spec.progress, changes: &spec.policy_changes };
+    // Called once the decode thread (if any) is started: see `pin`.
+    let pin_producer = || {
+        if let Some(c) = spec.producer_core {
+            pin(c);
+        }
+    };
+    let hints = down.book_feed().wants_order_hints().then_some(spec.book_stream);
+    let frames = if spec.decode_thread {
+        let (tx, mut rx) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
+        let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
+        let decode_core = spec.decode_core;
+        let decode_alone = alone_on(spec, decode_core);
+        let (read, d) = std::thread::scope(|scope| {
+            let decoder = std::thread::Builder::new()
+                .name("decode".into())
+                .spawn_scoped(scope, move || {
+                    if let Some(core) = decode_core {
+                        pin(core);
+                    }
+                    decode_loop(&mut down, &mut rx, &mut back_tx, decode_alone);
+                    down
+                })
+                .map_err(|e| cfg_err(format!("cannot start the decode thread: {e}")))?;
+            let spare = (0..HANDOFF_BATCHES - 1)
+                .map(|_| Handoff {
+                    bytes: Vec::with_capacity(1 << 16),
+                    items: Vec::with_capacity(DECODE_BATCH),
+                    hints: Vec::with_capacity(DECODE_BATCH * 16),
+                })
+                .collect();
+            let mut sink = HandoffSink {
+                cur: Handoff::default(),
+                tx,
+                back,
+                spare,
+                alone: alone_on(spec, spec.producer_core),
+                hints,
+                ll: ll_seq.clone(),
+                waited: 0,
+            };
+            pin_producer();
+            let read = runner::run(&mut merged, &mut arb, &mut sink, &mut h_arb, opts);
+            // Dropping the sink closes the ring: the decode thread drains it and ends.
+            drop(sink);
+            producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
+            let down = decoder.join().map_err(|_| cfg_err("the decode thread panicked".into()))?;
+            Ok::<_, PcapError>((read, down))
+        })?;
+        down = d;
+        read.map_err(capture_error)?.frames
+    } else {
+        pin_producer();
+        let read =
+            runner::run(&mut merged, &mut arb, &mut Sink { down: &mut down, ll: ll_seq.clone() }, &mut h_arb, opts);
+        producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
+        read.map_err(capture_error)?.frames
+    };
+    if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
+        *d = dir.clone();
+    }
+    // Close the rings: consumers drain and finish.
+    let outs = std::mem::take(&mut down.outs);
+    let mut consumers = Vec::new();
+    let mut results = Vec::new();
+    for (o, h) in outs.into_iter().zip(handles) {
+        let Out { name, matched, delivered, dropped, waits, ring, stream, gaps, .. } = o;
+        drop(ring);
+        let r = h
+            .join()
+            .map_err(|_| cfg_err(format!("consumer {name} panicked")))?
+            .map_err(|e| cfg_err(format!("consumer {name}: {e}")))?;
+        consumers.push(ConsumerReport { name, stream, gaps, matched, delivered, dropped, waits, ..Default::default() });
+        results.push(r);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    clock.finish();
+    for (c, r) in consumers.iter_mut().zip(&results) {
+        c.received = r.received;
+        c.gaps_received = r.gaps;
+        c.bbo_instruments = r.bbo_instruments;
+        c.ring_latency_ns = latency_of(&r.ring, &clock);
+        c.cpu_s = r.cpu_ns as f64 / 1e9;
+        c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency_of(h, &clock), ..m.clone() });
+        c.trading = r.trading.clone();
+        for a in EventAction::ALL {
+            let n = r.by_action[a.index()];
+            if n > 0 {
+                c.by_action.insert(a.as_str().to_string(), n);
+            }
+        }
+    }
+    let mut latency_ns = BTreeMap::new();
+    latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
+    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, .. } = down;
+    let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_)) {
+        "2 decode + map (per packet)"
+    } else {
+        "2 decode + book (per packet)"
+    };
+    latency_ns.insert(stage2.to_string(), latency_of(&h_decode_book, &clock));
+    latency_ns.insert("3 deliver (per packet)".to_string(), latency_of(&h_deliver, &clock));
+    let stats = arb.stats();
+    let (decoder, fed, gaps) = feed.into_parts();
+    let feed_name = decoder.feed();
+    let (hr_books, symbols, by_type, instruments, opra_fast) = finish_feed(decoder, specialised);
+    let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
+        Some((d, st, gaps)) => {
+            let books = finish_feed(d, specialised).0;
+            let r = StreamReport {
+                packets_in: st.packets_in,
+                messages_in: st.messages_in,
+                decoded: st.decoded,
+                undecodable: st.undecodable,
+                gaps,
+            };
+            (Some(r), books)
+        }
+        None => (None, None),
+    };
+    // No order books in an OPRA feed: the outcome's are empty.
+    let books = hr_books.or(ll_books).unwrap_or_else(|| Books::new(spec.book));
+    let report = Report {
+        inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
+        feed: feed_name.to_string(),
+        frames,
+        arbitration: Some(stats),
+        books_follow: spec.book_stream,
+        ll,
+        packets_in: fed.packets_in,
+        opra_fast,
+        gaps,
+        messages_in: fed.messages_in,
+        decoded: fed.decoded,
+        undecodable: fed.undecodable,
+        by_type,
+        book: *books.stats(),
+        instruments,
+        stale_books: books.instruments().filter(|(_, b)| b.is_stale()).count() as u64,
+        live_orders: books.live_orders() as u64,
+        consumers,
+        wall_s: wall,
+        messages_per_s: fed.decoded as f64 / wall.max(1e-9),
+        producer_cpu_s: producer_cpu as f64 / 1e9,
+        decode_cpu_s: cpu_ns as f64 / 1e9,
+        latency_sample: spec.latency_sample.max(1),
+        latency_ns,
+    };
+    Ok(Outcome { report, books, symbols })
+}
