@@ -362,8 +362,60 @@ pub fn book_json(symbol: &str, b: &tickplant_core::book::Book, depth: usize, out
     out.push('}');
 }
 
+/// `itch book --final` on a file: every message through the loop the parse + book
+/// benchmark times (`tickplant_core::itch::apply_all`), on the whole file mapped.
+fn final_books(a: &BookArgs, file: &[u8], symbols: &HashSet<[u8; 8]>) -> Result<()> {
+    let path = a.input.file.display();
+    let mut dir = SymbolDirectory::new();
+    let cfg = BookConfig { max_orders: a.max_orders, ..Default::default() };
+    cfg.validate().map_err(|e| anyhow!("--max-orders: {e}"))?;
+    let mut books = Books::with_table_advice(cfg, tickplant_io::huge_pages);
+    let framing = a.input.framing();
+    let mut bad = None;
+    let messages = itch50::Stream::new(file, framing).map_while(|r| match r {
+        Ok((_, m)) => Some(m),
+        Err(e) => {
+            bad = Some(e);
+            None
+        }
+    });
+    let applied = tickplant_core::itch::apply_all(messages, &mut books, Some(&mut dir), |_, _, _| true);
+    if let Some(e) = bad {
+        let hint = if framing == Framing::LengthPrefixed {
+            " (if the file's length prefixes are not to be trusted, use --infer-length)"
+        } else {
+            ""
+        };
+        bail!("{path}: {e}{hint}");
+    }
+    if let Err(u) = applied {
+        // Where it is: the walk again, as far as that message.
+        let at = itch50::Stream::new(file, framing).nth(u.index as usize).and_then(|r| r.ok()).map_or(0, |(o, _)| o);
+        bail!("{path}: byte {at}: {u}");
+    }
+    let mut w = out_writer(None)?;
+    let mut line = String::new();
+    for (id, b) in books.instruments() {
+        let sym = dir.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
+        if !symbols.is_empty() && !symbols.contains(&itch50::stock(&sym)) {
+            continue;
+        }
+        line.clear();
+        book_json(&sym, b, a.depth, &mut line);
+        line.push('\n');
+        w.write_all(line.as_bytes())?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
 pub fn book(a: &BookArgs) -> Result<()> {
     let symbols = symbol_filter(&a.symbols);
+    if a.r#final {
+        if let Some(file) = tickplant_io::itch::open_whole(&a.input.file)? {
+            return final_books(a, &file, &symbols);
+        }
+    }
     let mut dir = SymbolDirectory::new();
     let mut books = Books::new(BookConfig { max_orders: a.max_orders, ..Default::default() });
     let mut w = out_writer(None)?;

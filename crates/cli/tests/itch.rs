@@ -552,3 +552,30 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("bad.toml") && err.contains("bogus"), "{err}");
 }
+
+/// `itch book --final` walks a file whole (the benchmark's loop): a damaged file still
+/// fails with the file and the byte offset, whichever way the damage shows.
+#[test]
+fn final_books_of_a_damaged_file_say_where() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "itch", "--seed", "3", "--symbols", "5", "--messages", "2000", "--out", "day.itch"]);
+    let day = std::fs::read(p.join("day.itch")).unwrap();
+    // A length prefix running past the end of the file.
+    let mut cut = day.clone();
+    let n = cut.len();
+    cut.truncate(n - 3);
+    std::fs::write(p.join("cut.itch"), &cut).unwrap();
+    let o = tp(p, &["itch", "book", "cut.itch", "--final"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("cut.itch") && err.contains("byte"), "{err}");
+    // A message whose length disagrees with its type: the second message made a 'Z'.
+    let first = usize::from(u16::from_be_bytes([day[0], day[1]]));
+    let mut bad = day.clone();
+    bad[2 + first + 2] = b'Z';
+    std::fs::write(p.join("bad.itch"), &bad).unwrap();
+    let o = tp(p, &["itch", "book", "bad.itch", "--final"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("bad.itch") && err.contains(&format!("byte {}", 2 + first + 2)), "{err}");
+}

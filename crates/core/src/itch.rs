@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use tickplant_wire::itch50::{self, Message};
 
+use crate::book::Books;
 use crate::event::{flags, Event, EventAction, Side};
 
 /// Price(4) to 1e-9 units.
@@ -231,6 +232,99 @@ pub fn order_hint(b: &[u8]) -> u64 {
     match b.get(11..19) {
         Some(x) => u64::from_be_bytes(x.try_into().unwrap_or_default()),
         None => 0,
+    }
+}
+
+/// How many messages ahead [`apply_all`] asks for the order a message names: far enough
+/// for the order table's cache line to arrive before the message is applied, near enough
+/// that it is still in the cache then (the parse + book benchmark, `cargo bench -p
+/// tickplant --bench itch`, ran fastest at 8 of 4, 8 and 16).
+pub const PREFETCH_AHEAD: usize = 8;
+
+/// A message [`apply_all`] could not decode: its index in the walk (from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Undecodable {
+    pub index: u64,
+}
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "message {} is not an ITCH 5.0 message of its type's length", self.index + 1)
+    }
+}
+
+impl std::error::Error for Undecodable {}
+
+/// Decode every message of `messages` (each exactly its type's length, as a BinaryFILE or a
+/// MoldUDP64 block gives it) and apply it to `books` in one dispatch on its type, the order
+/// each message names asked for [`PREFETCH_AHEAD`] messages before: the loop the parse +
+/// book benchmark times, for every shell that builds books from a file. `dir`, where
+/// given, learns the symbols (Stock Directory messages, and the adds and trades of
+/// instruments it has not named yet). `each(index, event, changed)` sees every event
+/// (`changed`: a book moved) and stops the walk by returning false. Returns the messages
+/// applied.
+pub fn apply_all<'a>(
+    messages: impl Iterator<Item = &'a [u8]>,
+    books: &mut Books,
+    mut dir: Option<&mut SymbolDirectory>,
+    mut each: impl FnMut(u64, &Event, bool) -> bool,
+) -> Result<u64, Undecodable> {
+    let mut messages = messages;
+    // The next `PREFETCH_AHEAD` messages, their orders asked for; `pending` of them are real.
+    let mut ahead: [&[u8]; PREFETCH_AHEAD] = [&[]; PREFETCH_AHEAD];
+    let mut pending = 0;
+    for slot in ahead.iter_mut() {
+        let Some(m) = messages.next() else { break };
+        books.prefetch_order(order_hint(m));
+        *slot = m;
+        pending += 1;
+    }
+    let (mut k, mut n) = (0, 0u64);
+    // Each message is decoded straight into its place, as the pipeline does it.
+    let mut event = Event::default();
+    while pending > 0 {
+        let m = ahead[k];
+        match messages.next() {
+            Some(next) => {
+                books.prefetch_order(order_hint(next));
+                ahead[k] = next;
+            }
+            None => pending -= 1,
+        }
+        k = (k + 1) % PREFETCH_AHEAD;
+        let mut changed = false;
+        if !decode_into(m, 0, n, 0, &mut event, |e| changed = books.apply(e)) {
+            return Err(Undecodable { index: n });
+        }
+        if let Some(d) = dir.as_deref_mut() {
+            learn_new(d, m);
+        }
+        n += 1;
+        if !each(n - 1, &event, changed) {
+            break;
+        }
+    }
+    Ok(n)
+}
+
+/// Learn a symbol from a directory message, or from an add or trade whose stock is not its
+/// instrument's name yet (as [`SymbolDirectory::learn_bytes`] would, which parses the
+/// message first: one load and compare for the others).
+#[inline(always)]
+fn learn_new(dir: &mut SymbolDirectory, m: &[u8]) {
+    // Adds (A, F) and trades (P) carry the stock at bytes 24..32, the locate at 1..3.
+    let known = |d: &SymbolDirectory| match (m.get(1..3), m.get(24..32)) {
+        (Some(l), Some(stock)) => d.get(u32::from(u16::from_be_bytes([l[0], l[1]]))).is_some_and(|s| s[..] == *stock),
+        _ => false,
+    };
+    match m.first() {
+        Some(b'R') => {
+            dir.learn_bytes(m);
+        }
+        Some(b'A' | b'F' | b'P') if !known(dir) => {
+            dir.learn_bytes(m);
+        }
+        _ => {}
     }
 }
 

@@ -66,6 +66,55 @@ impl ItchInput {
     }
 }
 
+/// A whole ITCH file in memory: mapped (a plain BinaryFILE), or read and decompressed
+/// (gzip), for the loops that walk every message of a day at once
+/// ([`tickplant_core::itch::apply_all`]).
+#[derive(Debug)]
+pub enum WholeFile {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for WholeFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            WholeFile::Mapped(m) => m,
+            WholeFile::Read(v) => v,
+        }
+    }
+}
+
+/// The file at `path` whole; `None` for a capture (its messages are in packets).
+pub fn open_whole(path: &Path) -> Result<Option<WholeFile>, PcapError> {
+    let kind = ItchInput::for_path(path);
+    if kind == ItchInput::Capture {
+        return Ok(None);
+    }
+    let file = File::open(path).map_err(|e| err(path, None, None, format!("cannot open: {e}")))?;
+    if kind == ItchInput::Gzip {
+        let mut v = Vec::new();
+        flate2::read::MultiGzDecoder::new(BufReader::new(file))
+            .read_to_end(&mut v)
+            .map_err(|e| err(path, None, Some(v.len() as u64), format!("cannot decompress: {e}")))?;
+        return Ok(Some(WholeFile::Read(v)));
+    }
+    if file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        // SAFETY: the mapping is read-only and private; the one hazard is the file shrinking
+        // while mapped (SIGBUS on a read past its new end), the contract of every mapping
+        // reader, as for the captures' (`pcap`).
+        #[allow(unsafe_code)]
+        if let Ok(m) = unsafe { memmap2::Mmap::map(&file) } {
+            let _ = m.advise(memmap2::Advice::Sequential);
+            return Ok(Some(WholeFile::Mapped(m)));
+        }
+    }
+    let mut v = Vec::new();
+    let mut file = file;
+    file.read_to_end(&mut v).map_err(|e| err(path, None, Some(v.len() as u64), format!("cannot read: {e}")))?;
+    Ok(Some(WholeFile::Read(v)))
+}
+
 fn err(path: &Path, frame: Option<u64>, offset: Option<u64>, reason: impl Into<String>) -> PcapError {
     PcapError { path: path.to_path_buf(), frame, offset, reason: reason.into() }
 }

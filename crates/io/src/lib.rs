@@ -4,7 +4,7 @@
 //! Unsafe code is denied here but for the calls into the OS that need it, each allowed
 //! where it stands with its `SAFETY` note: `madvise` ([`huge_pages`]), the time-stamp
 //! counter and the thread's CPU clock (`clock`), `setsockopt`/`recvmsg` for kernel receive
-//! time stamps (`tstamp`), and the capture's memory map (`pcap`).
+//! time stamps (`tstamp`), and the memory maps of captures (`pcap`) and ITCH files (`itch`).
 #![deny(unsafe_code)]
 
 pub mod clock;
