@@ -393,19 +393,39 @@ fn final_books(a: &BookArgs, file: &[u8], symbols: &HashSet<[u8; 8]>) -> Result<
         let at = itch50::Stream::new(file, framing).nth(u.index as usize).and_then(|r| r.ok()).map_or(0, |(o, _)| o);
         bail!("{path}: byte {at}: {u}");
     }
-    let mut w = out_writer(None)?;
-    let mut line = String::new();
-    for (id, b) in books.instruments() {
-        let sym = dir.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
-        if !symbols.is_empty() && !symbols.contains(&itch50::stock(&sym)) {
-            continue;
+    finish_books(a, &books, &dir, symbols, &mut *out_writer(None)?)
+}
+
+/// The end of `itch book`: the final books where asked (one JSON line per instrument), and
+/// what the books could not apply, on stderr.
+fn finish_books(
+    a: &BookArgs,
+    books: &Books,
+    dir: &SymbolDirectory,
+    symbols: &HashSet<[u8; 8]>,
+    w: &mut dyn Write,
+) -> Result<()> {
+    if a.r#final {
+        let mut line = String::new();
+        for (id, b) in books.instruments() {
+            let sym = dir.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
+            if !symbols.is_empty() && !symbols.contains(&itch50::stock(&sym)) {
+                continue;
+            }
+            line.clear();
+            book_json(&sym, b, a.depth, &mut line);
+            line.push('\n');
+            w.write_all(line.as_bytes())?;
         }
-        line.clear();
-        book_json(&sym, b, a.depth, &mut line);
-        line.push('\n');
-        w.write_all(line.as_bytes())?;
     }
     w.flush()?;
+    let s = books.stats();
+    if s.unknown_order + s.duplicate_order + s.table_full + s.overfill > 0 {
+        eprintln!(
+            "itch book: {} unknown-order references, {} duplicate adds, {} rejected (table full), {} overfills",
+            s.unknown_order, s.duplicate_order, s.table_full, s.overfill
+        );
+    }
     Ok(())
 }
 
@@ -462,27 +482,7 @@ pub fn book(a: &BookArgs) -> Result<()> {
     if let Some(e) = failure {
         return Err(e);
     }
-    if a.r#final {
-        for (id, b) in books.instruments() {
-            let sym = dir.symbol(id).map(str::to_owned).unwrap_or_else(|| format!("#{id}"));
-            if !symbols.is_empty() && !symbols.contains(&itch50::stock(&sym)) {
-                continue;
-            }
-            line.clear();
-            book_json(&sym, b, a.depth, &mut line);
-            line.push('\n');
-            w.write_all(line.as_bytes())?;
-        }
-    }
-    w.flush()?;
-    let s = books.stats();
-    if s.unknown_order + s.duplicate_order + s.table_full + s.overfill > 0 {
-        eprintln!(
-            "itch book: {} unknown-order references, {} duplicate adds, {} rejected (table full), {} overfills",
-            s.unknown_order, s.duplicate_order, s.table_full, s.overfill
-        );
-    }
-    Ok(())
+    finish_books(a, &books, &dir, &symbols, &mut w)
 }
 
 #[cfg(test)]
