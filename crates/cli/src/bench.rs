@@ -151,7 +151,7 @@ pub fn end_to_end(dir: &Path, n: u64, mut out: impl FnMut(&str)) -> Result<f64> 
         truth: None,
         protocol: Protocol::Moldudp64,
     })?;
-    let args = crate::arbcmd::ArbArgs {
+    let args = tickplant_io::config::ArbArgs {
         a: Some(a),
         b: Some(b),
         ll_out: Some(dir.join("ll.pcap")),

@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use tickplant_core::event::Side;
 use tickplant_core::itch::PRICE4_TO_NANO;
 
-use crate::runcmd::RunConfig;
 use crate::simcmd;
+use tickplant_io::config::RunConfig;
 
 /// The pipeline the demo runs (also `examples/demo.toml`).
 pub const DEMO_TOML: &str = include_str!("../../../examples/demo.toml");

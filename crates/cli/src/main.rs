@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Merge redundant A/B captures into a low-latency and a high-reliability output.
-    Arb(Box<arbcmd::ArbArgs>),
+    Arb(Box<tickplant_io::config::ArbArgs>),
     /// Simulators: feed generators and the A/B impairer.
     #[command(subcommand)]
     Sim(simcmd::SimCmd),
@@ -123,7 +123,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Itch(itchcmd::ItchCmd::Stats(a)) => itchcmd::stats(&a)?,
         Cmd::Itch(itchcmd::ItchCmd::Book(a)) => itchcmd::book(&a)?,
         Cmd::Run { config, quiet } => {
-            let cfg = runcmd::RunConfig::load(&config)?;
+            let cfg = tickplant_io::config::RunConfig::load(&config)?;
             runcmd::run(&cfg, quiet)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,

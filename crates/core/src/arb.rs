@@ -68,6 +68,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{InvalidConfig, Unbalanced};
 use crate::seq::{Endpoint, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer};
 
 /// Well-formed packets of the protocol to two destinations on one input, with no `accept`
@@ -341,18 +342,21 @@ impl Default for ArbConfig {
 }
 
 impl ArbConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         if self.inputs == 0 || self.inputs > 255 {
-            return Err(format!("inputs must be 1..=255, got {}", self.inputs));
+            return Err(InvalidConfig::new("inputs", format!("inputs must be 1..=255, got {}", self.inputs)));
         }
         if self.capacity_packets == 0 {
-            return Err("capacity_packets must be at least 1".into());
+            return Err(InvalidConfig::new("capacity_packets", "capacity_packets must be at least 1"));
         }
         if !self.low_latency && !self.high_reliability {
-            return Err("at least one output (low_latency, high_reliability) must be on".into());
+            return Err(InvalidConfig::new(
+                "low_latency",
+                "at least one output (low_latency, high_reliability) must be on",
+            ));
         }
         if self.gap_memory == 0 {
-            return Err("gap_memory must be at least 1".into());
+            return Err(InvalidConfig::new("gap_memory", "gap_memory must be at least 1"));
         }
         Ok(())
     }
@@ -657,7 +661,7 @@ pub struct Arbitrator {
 }
 
 impl Arbitrator {
-    pub fn new(config: ArbConfig, seq: Sequencer) -> Result<Arbitrator, String> {
+    pub fn new(config: ArbConfig, seq: Sequencer) -> Result<Arbitrator, InvalidConfig> {
         config.validate()?;
         let n = config.inputs;
         let check_dests = seq.config().accept.is_empty();
@@ -1264,13 +1268,17 @@ impl Arbitrator {
     }
 
     /// Check that every packet and message is accounted for; the error says which sum fails.
-    pub fn check_accounting(&self) -> Result<(), String> {
+    pub fn check_accounting(&self) -> Result<(), Unbalanced> {
         check_stats(&self.stats())
     }
 }
 
 /// Check the balance equations of a stats snapshot.
-pub fn check_stats(s: &ArbStats) -> Result<(), String> {
+pub fn check_stats(s: &ArbStats) -> Result<(), Unbalanced> {
+    stats_balance(s).map_err(|sum| Unbalanced { sum })
+}
+
+fn stats_balance(s: &ArbStats) -> Result<(), String> {
     for (i, st) in s.inputs.iter().enumerate() {
         let sum = st.other + st.control + st.wins + st.duplicates + st.late;
         if st.packets != sum {

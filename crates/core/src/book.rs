@@ -21,6 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{InvalidConfig, Unbalanced};
 use crate::event::{flags, Event, EventAction, Side};
 
 /// Sizes fixed at start-up.
@@ -44,21 +45,27 @@ impl BookConfig {
     pub const CENT: i64 = 10_000_000;
 
     /// Check the sizes; the error says which field is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         if self.max_orders == 0 {
-            return Err("book.max-orders must be at least 1".into());
+            return Err(InvalidConfig::new("book.max-orders", "book.max-orders must be at least 1"));
         }
         if self.max_orders > MAX_ORDERS {
-            return Err(format!("book.max-orders must be at most {MAX_ORDERS}, not {}", self.max_orders));
+            return Err(InvalidConfig::new(
+                "book.max-orders",
+                format!("book.max-orders must be at most {MAX_ORDERS}, not {}", self.max_orders),
+            ));
         }
         if self.max_instruments == 0 || self.max_instruments > MAX_INSTRUMENTS {
-            return Err(format!(
-                "book.max-instruments must be between 1 and {MAX_INSTRUMENTS}, not {}",
-                self.max_instruments
+            return Err(InvalidConfig::new(
+                "book.max-instruments",
+                format!("book.max-instruments must be between 1 and {MAX_INSTRUMENTS}, not {}", self.max_instruments),
             ));
         }
         if self.tick <= 0 || self.tick > 1_000_000_000_000 {
-            return Err(format!("book.tick must be between 1 and 10^12 (1e-9 units), not {}", self.tick));
+            return Err(InvalidConfig::new(
+                "book.tick",
+                format!("book.tick must be between 1 and 10^12 (1e-9 units), not {}", self.tick),
+            ));
         }
         Ok(())
     }
@@ -1046,7 +1053,11 @@ impl Books {
     }
 
     /// Check every level against the orders (tests and debugging; O(orders)).
-    pub fn check_consistency(&self) -> Result<(), String> {
+    pub fn check_consistency(&self) -> Result<(), Unbalanced> {
+        self.consistency().map_err(|sum| Unbalanced { sum })
+    }
+
+    fn consistency(&self) -> Result<(), String> {
         use std::collections::HashMap;
         let mut want: HashMap<(u32, u8, i64), (u64, u32)> = HashMap::new();
         let found = self.table.slots.iter().enumerate().filter(|(_, o)| o.id != 0).map(|(i, _)| Found::Slot(i));
@@ -1208,7 +1219,7 @@ mod tests {
         let ok = BookConfig::default();
         assert!(ok.validate().is_ok());
         assert!(BookConfig { max_instruments: MAX_INSTRUMENTS, ..ok }.validate().is_ok());
-        let e = BookConfig { max_instruments: MAX_INSTRUMENTS + 1, ..ok }.validate().unwrap_err();
+        let e = BookConfig { max_instruments: MAX_INSTRUMENTS + 1, ..ok }.validate().unwrap_err().to_string();
         assert!(e.contains("book.max-instruments") && e.contains("262144"), "{e}");
         // A config past the limit built without `validate`: adds past it are refused and
         // counted, never packed into another instrument's bits.

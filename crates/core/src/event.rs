@@ -79,12 +79,13 @@ impl EventAction {
 }
 
 impl std::str::FromStr for EventAction {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        EventAction::ALL
-            .into_iter()
-            .find(|a| a.as_str() == s)
-            .ok_or_else(|| format!("unknown action {s:?} (expected one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote, gap)"))
+    type Err = crate::error::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventAction::ALL.into_iter().find(|a| a.as_str() == s).ok_or_else(|| crate::error::UnknownName {
+            what: "action",
+            name: s.into(),
+            expected: "one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote, gap",
+        })
     }
 }
 
@@ -200,6 +201,6 @@ mod tests {
         for a in EventAction::ALL {
             assert_eq!(a.as_str().parse::<EventAction>().unwrap(), a);
         }
-        assert!("bogus".parse::<EventAction>().unwrap_err().contains("bogus"));
+        assert!("bogus".parse::<EventAction>().unwrap_err().to_string().contains("bogus"));
     }
 }

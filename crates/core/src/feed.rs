@@ -414,7 +414,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FeedError {
     /// The templates are not OPRA FAST templates (the mapper's reason).
-    NotOpraTemplates(String),
+    NotOpraTemplates(crate::error::InvalidConfig),
     /// The native kernels were made for another program.
     NativeKernels(&'static str),
 }
@@ -422,7 +422,7 @@ pub enum FeedError {
 impl std::fmt::Display for FeedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FeedError::NotOpraTemplates(why) => f.write_str(why),
+            FeedError::NotOpraTemplates(why) => why.fmt(f),
             FeedError::NativeKernels(why) => write!(f, "native kernels: {why}"),
         }
     }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use tickplant_wire::itch50::{self, Message};
 
 use crate::book::Books;
+use crate::error::BadText;
 use crate::event::{flags, Event, EventAction, Side};
 
 /// Price(4) to 1e-9 units.
@@ -454,8 +455,8 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// Midnight in New York on `date` ("YYYY-MM-DD") as UNIX nanoseconds: ITCH timestamps
 /// count from it. US daylight saving time (second Sunday of March to first Sunday of
 /// November, since 2007) is applied.
-pub fn midnight_eastern_ns(date: &str) -> Result<u64, String> {
-    let bad = || format!("bad session date {date:?}: expected YYYY-MM-DD");
+pub fn midnight_eastern_ns(date: &str) -> Result<u64, BadText> {
+    let bad = || BadText { what: "session date", text: date.into(), expected: "YYYY-MM-DD" };
     let mut it = date.split('-');
     let (y, m, d) = (it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?);
     if it.next().is_some() {
@@ -489,7 +490,7 @@ mod tests {
         // 2019-12-30 00:00 EST = 05:00 UTC; 2024-07-01 00:00 EDT = 04:00 UTC.
         assert_eq!(midnight_eastern_ns("2019-12-30").unwrap(), 1_577_682_000 * 1_000_000_000);
         assert_eq!(midnight_eastern_ns("2024-07-01").unwrap(), 1_719_806_400 * 1_000_000_000);
-        assert!(midnight_eastern_ns("2024-13-01").unwrap_err().contains("YYYY-MM-DD"));
+        assert!(midnight_eastern_ns("2024-13-01").unwrap_err().to_string().contains("YYYY-MM-DD"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod arb;
 pub mod book;
+pub mod error;
 pub mod event;
 pub mod feed;
 pub mod fix_session;

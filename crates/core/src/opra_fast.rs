@@ -196,7 +196,7 @@ pub struct OpraFast {
 impl OpraFast {
     /// A mapper for messages of `program`, with room for `max_series` series. Fails when
     /// the templates have no `MESSAGE_CATEGORY` field (not OPRA FAST templates).
-    pub fn new(program: &Program, max_series: usize) -> Result<OpraFast, String> {
+    pub fn new(program: &Program, max_series: usize) -> Result<OpraFast, crate::error::InvalidConfig> {
         let mut roles = vec![Role::None; program.fields.len()];
         for (i, f) in program.fields.iter().enumerate() {
             if let Some(&(_, r)) = ROLES.iter().find(|(n, _)| *n == f.name) {
@@ -204,7 +204,10 @@ impl OpraFast {
             }
         }
         if !roles.contains(&Role::Category) {
-            return Err("the templates have no MESSAGE_CATEGORY field: not OPRA FAST templates".into());
+            return Err(crate::error::InvalidConfig::new(
+                "templates",
+                "the templates have no MESSAGE_CATEGORY field: not OPRA FAST templates",
+            ));
         }
         let mut ids = FxMap::default();
         ids.reserve(max_series);
@@ -510,7 +513,7 @@ mod tests {
     fn templates_without_a_category_are_refused() {
         let p = Program::from_xml(r#"<templates><template name="T" id="1"><uInt32 name="X"/></template></templates>"#)
             .unwrap();
-        assert!(OpraFast::new(&p, 1).unwrap_err().contains("MESSAGE_CATEGORY"));
+        assert!(OpraFast::new(&p, 1).unwrap_err().to_string().contains("MESSAGE_CATEGORY"));
     }
 
     #[test]

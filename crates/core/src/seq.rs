@@ -13,6 +13,8 @@
 use serde::{Deserialize, Serialize};
 use tickplant_wire::{ethernet, ipv4, moldudp64, opra, read_uint, udp, write_uint, xdp};
 
+use crate::error::{BadText, InvalidConfig, UnknownName};
+
 /// Byte order of a configured field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,14 +72,14 @@ pub enum Protocol {
 }
 
 impl std::str::FromStr for Protocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s {
             "moldudp64" => Ok(Protocol::Moldudp64),
             "xdp" => Ok(Protocol::Xdp),
             "opra" => Ok(Protocol::Opra),
             "custom" => Ok(Protocol::Custom),
-            _ => Err(format!("unknown protocol {s:?}: expected moldudp64, xdp, opra or custom")),
+            _ => Err(UnknownName { what: "protocol", name: s.into(), expected: "moldudp64, xdp, opra or custom" }),
         }
     }
 }
@@ -123,10 +125,14 @@ pub struct Endpoint {
 }
 
 impl std::str::FromStr for Endpoint {
-    type Err = String;
+    type Err = BadText;
     /// `PORT`, `GROUP:PORT`, `GROUP` or `GROUP:*`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad endpoint {s:?}: expected PORT, GROUP or GROUP:PORT (e.g. 233.54.12.111:26400)");
+    fn from_str(s: &str) -> Result<Self, BadText> {
+        let bad = || BadText {
+            what: "endpoint",
+            text: s.into(),
+            expected: "PORT, GROUP or GROUP:PORT (e.g. 233.54.12.111:26400)",
+        };
         let (g, p) = match s.rsplit_once(':') {
             Some((g, p)) => (Some(g), Some(p)),
             None if s.contains('.') => (Some(s), None),
@@ -206,10 +212,10 @@ impl SequencerConfig {
     }
 
     /// Check the configuration makes sense; the error says which field is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        let check = |name: &str, f: &FieldSpec| {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        let check = |name: &'static str, f: &FieldSpec| {
             if f.bytes == 0 || f.bytes > 8 {
-                Err(format!("{name} width must be 1..=8 bytes, got {}", f.bytes))
+                Err(InvalidConfig::new(name, format!("{name} width must be 1..=8 bytes, got {}", f.bytes)))
             } else {
                 Ok(())
             }
@@ -433,7 +439,7 @@ pub struct Sequencer {
 }
 
 impl Sequencer {
-    pub fn new(config: SequencerConfig) -> Result<Sequencer, String> {
+    pub fn new(config: SequencerConfig) -> Result<Sequencer, InvalidConfig> {
         config.validate()?;
         let min_payload = config.min_payload();
         Ok(Sequencer { config, min_payload })

@@ -31,15 +31,37 @@ pub struct TriggerAction {
 /// A trigger file's lines: (id, text of the conditions, action).
 pub type TriggerSet = Vec<(u64, String, TriggerAction)>;
 
+/// What is wrong with a trigger file or a trigger: the line (in a file) or the trigger's
+/// id, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerError {
+    /// A line of the file does not read as a trigger.
+    Line { line: usize, reason: String },
+    /// A trigger's conditions do not parse, or do not fit the market data's attributes.
+    Trigger { id: Option<u64>, reason: String },
+}
+
+impl std::fmt::Display for TriggerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TriggerError::Line { line, reason } => write!(f, "line {line}: {reason}"),
+            TriggerError::Trigger { id: Some(id), reason } => write!(f, "trigger {id}: {reason}"),
+            TriggerError::Trigger { id: None, reason } => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for TriggerError {}
+
 /// Parse a trigger file: `ID: conditions => buy|sell QTY` per line, `#` comments.
-pub fn parse_triggers(text: &str) -> Result<TriggerSet, String> {
+pub fn parse_triggers(text: &str) -> Result<TriggerSet, TriggerError> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let at = |what: &str| format!("line {}: {what}", n + 1);
+        let at = |what: &str| TriggerError::Line { line: n + 1, reason: what.to_string() };
         let (cond, action) = line.rsplit_once("=>").ok_or_else(|| at("expected `ID: conditions => buy|sell QTY`"))?;
         let (id, cond) = cond.split_once(':').ok_or_else(|| at("expected `ID:` first"))?;
         let id: u64 = id.trim().parse().map_err(|_| at(&format!("{:?} is not a whole-number id", id.trim())))?;
@@ -139,7 +161,7 @@ impl Triggers {
 
     /// Make `set` the triggers in force: removed and changed ones leave, new and changed
     /// ones enter, the rest stay as they are. On an error nothing changes.
-    pub fn apply(&mut self, set: &TriggerSet) -> Result<(usize, usize), String> {
+    pub fn apply(&mut self, set: &TriggerSet) -> Result<(usize, usize), TriggerError> {
         // Parse everything first (with a scratch copy of the schema) so that an error leaves
         // the set in force untouched.
         let mut schema = self.matcher.schema().clone();
@@ -150,16 +172,15 @@ impl Triggers {
             }
             let s = schema
                 .parse_strategy(&format!("{id}: {cond}"), 1)
-                .map_err(|e| format!("trigger {id}: {}", e.reason))?;
+                .map_err(|e| TriggerError::Trigger { id: Some(*id), reason: e.reason })?;
             parsed.push((s, *action, cond.clone()));
         }
         for (name, want) in ATTRS {
             if let Some(a) = schema.attr_id(name) {
                 if schema.attr_type(a).is_some_and(|t| t != want) {
-                    return Err(format!(
-                        "{name} is a {} attribute of market data",
-                        if want == Type::Str { "string" } else { "number" }
-                    ));
+                    let kind = if want == Type::Str { "string" } else { "number" };
+                    let reason = format!("{name} is a {kind} attribute of market data");
+                    return Err(TriggerError::Trigger { id: None, reason });
                 }
             }
         }
@@ -181,7 +202,7 @@ impl Triggers {
         let added = parsed.len();
         for (s, action, cond) in parsed {
             let id = s.id;
-            self.matcher.insert(s).map_err(|e| e.to_string())?;
+            self.matcher.insert(s).map_err(|e| TriggerError::Trigger { id: Some(id), reason: e.to_string() })?;
             self.actions.insert(id, (cond, action));
         }
         Ok((added, gone.len()))
@@ -304,11 +325,11 @@ mod tests {
             ("1: price > 1 => buy 0", "quantity above 0"),
             ("1: price > 1 => buy 1\n\n1: size > 1 => sell 2", "line 3: trigger id 1 is used twice"),
         ] {
-            let e = parse_triggers(text).unwrap_err();
+            let e = parse_triggers(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
         let mut t = Triggers::new();
-        let e = t.apply(&parse_triggers("1: price = \"x\" => buy 1").unwrap()).unwrap_err();
+        let e = t.apply(&parse_triggers("1: price = \"x\" => buy 1").unwrap()).unwrap_err().to_string();
         assert!(e.contains("price is a number attribute"), "{e}");
     }
 }

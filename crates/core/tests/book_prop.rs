@@ -137,7 +137,7 @@ proptest! {
                 }
             }
         }
-        books.check_consistency().map_err(TestCaseError::fail)?;
+        books.check_consistency().map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(books.live_orders(), model.len());
         prop_assert_eq!(books.stats().total(), events.len() as u64);
         let want = levels(&model);

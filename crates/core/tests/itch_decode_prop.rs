@@ -83,6 +83,6 @@ proptest! {
             prop_assert_eq!(got, Some(want));
         }
         prop_assert_eq!(fused.stats(), plain.stats());
-        fused.check_consistency().map_err(TestCaseError::fail)?;
+        fused.check_consistency().map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 }

@@ -488,8 +488,10 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     triggers_seen = modified;
                     let applied = std::fs::read_to_string(p)
                         .map_err(|e| e.to_string())
-                        .and_then(|text| parse_triggers(&text))
-                        .and_then(|set| fttc.triggers_mut().expect("trigger mode").apply(&set));
+                        .and_then(|text| parse_triggers(&text).map_err(|e| e.to_string()))
+                        .and_then(|set| {
+                            fttc.triggers_mut().expect("trigger mode").apply(&set).map_err(|e| e.to_string())
+                        });
                     match applied {
                         Ok(_) => r.trigger_loads += 1,
                         Err(e) => r.trigger_errors.push(format!("{}: {e}", p.display())),

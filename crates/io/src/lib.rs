@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod clock;
+pub mod config;
 pub mod fix_store;
 pub mod fixnet;
 pub mod hist;

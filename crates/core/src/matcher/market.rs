@@ -20,6 +20,7 @@
 //! symbol has been seen; the event is built from the state after the update, so a strategy
 //! sees the book the event left behind.
 
+use crate::error::InvalidConfig;
 use std::collections::HashMap;
 
 use super::lang::{AttrId, MatchEvent, Schema, Type, Value, SCALE};
@@ -99,7 +100,7 @@ impl MarketEvents {
     /// State for the given venues (names as strategies write them, e.g. `["tsx", "nyse"]`),
     /// resolved against the schema the strategies were parsed with. An attribute that the
     /// strategies use with the wrong type (`bid = "x"`) is an error naming it.
-    pub fn new(schema: &Schema, venues: &[&str]) -> Result<Self, String> {
+    pub fn new(schema: &Schema, venues: &[&str]) -> Result<Self, InvalidConfig> {
         let mut m = MarketEvents {
             venues: venues.iter().map(|v| v.to_ascii_lowercase()).collect(),
             attrs: Attrs::default(),
@@ -113,10 +114,11 @@ impl MarketEvents {
         };
         for (i, v) in m.venues.iter().enumerate() {
             if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(format!("venue {:?}: a venue name is letters, digits and _", venues[i]));
+                let reason = format!("venue {:?}: a venue name is letters, digits and _", venues[i]);
+                return Err(InvalidConfig::new("venue", reason));
             }
             if m.venues[..i].contains(v) {
-                return Err(format!("venue {v:?} is named twice"));
+                return Err(InvalidConfig::new("venue", format!("venue {v:?} is named twice")));
             }
         }
         m.refresh(schema)?;
@@ -129,14 +131,17 @@ impl MarketEvents {
     }
 
     /// Resolve attribute ids again (after strategies naming new attributes were parsed).
-    pub fn refresh(&mut self, schema: &Schema) -> Result<(), String> {
-        let want = |name: &str, t: Type| -> Result<Option<AttrId>, String> {
+    pub fn refresh(&mut self, schema: &Schema) -> Result<(), InvalidConfig> {
+        let want = |name: &str, t: Type| -> Result<Option<AttrId>, InvalidConfig> {
             let Some(a) = schema.attr_id(name) else { return Ok(None) };
             match schema.attr_type(a) {
-                Some(have) if have != t => Err(format!(
-                    "the strategies use {name} as a {}, but market events give it as a {}",
-                    type_name(have),
-                    type_name(t)
+                Some(have) if have != t => Err(InvalidConfig::new(
+                    "strategies",
+                    format!(
+                        "the strategies use {name} as a {}, but market events give it as a {}",
+                        type_name(have),
+                        type_name(t)
+                    ),
                 )),
                 _ => Ok(Some(a)),
             }
@@ -348,12 +353,12 @@ mod tests {
         let mut m = Matcher::new();
         m.insert_text("1: bid = \"x\"").unwrap();
         let err = MarketEvents::new(m.schema(), &["tsx"]).unwrap_err();
-        assert_eq!(err, "the strategies use bid as a string, but market events give it as a number");
+        assert_eq!(err.to_string(), "the strategies use bid as a string, but market events give it as a number");
         let mut m = Matcher::new();
         m.insert_text("1: tsx_last = \"x\"").unwrap();
-        assert!(MarketEvents::new(m.schema(), &["tsx"]).unwrap_err().contains("tsx_last"));
-        assert!(MarketEvents::new(m.schema(), &["a-b"]).unwrap_err().contains("letters, digits"));
-        assert!(MarketEvents::new(m.schema(), &["x", "X"]).unwrap_err().contains("twice"));
+        assert!(MarketEvents::new(m.schema(), &["tsx"]).unwrap_err().to_string().contains("tsx_last"));
+        assert!(MarketEvents::new(m.schema(), &["a-b"]).unwrap_err().to_string().contains("letters, digits"));
+        assert!(MarketEvents::new(m.schema(), &["x", "X"]).unwrap_err().to_string().contains("twice"));
     }
 
     #[test]

@@ -594,6 +594,24 @@ pub struct Matcher {
     hits: Vec<ClusterId>,
 }
 
+/// Why [`Matcher::insert_text`] refused a strategy: its text, or its place in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertTextError {
+    Parse(ParseError),
+    Insert(InsertError),
+}
+
+impl std::fmt::Display for InsertTextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InsertTextError::Parse(e) => e.fmt(f),
+            InsertTextError::Insert(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InsertTextError {}
+
 /// Why an insert was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InsertError {
@@ -660,10 +678,10 @@ impl Matcher {
     }
 
     /// Parse `text` (one strategy) with the matcher's schema and insert it.
-    pub fn insert_text(&mut self, text: &str) -> Result<u64, String> {
-        let s = self.schema.parse_strategy(text, 1).map_err(|e| e.to_string())?;
+    pub fn insert_text(&mut self, text: &str) -> Result<u64, InsertTextError> {
+        let s = self.schema.parse_strategy(text, 1).map_err(InsertTextError::Parse)?;
         let id = s.id;
-        self.insert(s).map_err(|e| e.to_string())?;
+        self.insert(s).map_err(InsertTextError::Insert)?;
         Ok(id)
     }
 
@@ -963,7 +981,7 @@ mod tests {
         assert!(m.remove(8).is_none());
         m.match_event(&e2, &mut out);
         assert_eq!(out, vec![9]);
-        assert_eq!(m.insert_text("9: x = 1").unwrap_err(), "strategy id 9 is already in the index");
+        assert_eq!(m.insert_text("9: x = 1").unwrap_err().to_string(), "strategy id 9 is already in the index");
         assert!(m.memory_bytes() > 0);
     }
 

@@ -168,7 +168,7 @@ impl MatchState {
         for s in &spec.strategies {
             matcher.insert(s.clone()).map_err(|e| invalid(e.to_string()))?;
         }
-        let market = MarketEvents::new(matcher.schema(), &[spec.venue.as_str()]).map_err(invalid)?;
+        let market = MarketEvents::new(matcher.schema(), &[spec.venue.as_str()]).map_err(|e| invalid(e.to_string()))?;
         let out = match &spec.path {
             Some(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
             None => None,

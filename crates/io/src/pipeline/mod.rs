@@ -350,7 +350,7 @@ fn specialise_opra(
     o: &OpraFastSpec,
 ) -> Result<usize, PcapError> {
     let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
-    let seq = Sequencer::new(cfg.clone()).map_err(cfg_err)?;
+    let seq = Sequencer::new(cfg.clone()).map_err(|e| cfg_err(e.to_string()))?;
     let mut r = FrameReader::open(path)?;
     let link = r.link_type();
     let profile = {
@@ -388,7 +388,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     check_cores(spec).map_err(cfg_err)?;
     let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
     let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
-    let seq = Sequencer::new(spec.sequencer.clone()).map_err(cfg_err)?;
+    let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
     if spec.book_stream == Stream::Ll && matches!(spec.decoder, FeedDecoder::OpraFast(_)) {
@@ -405,7 +405,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
     arb_cfg.inputs = readers.len();
     arb_cfg.low_latency = ll_on;
     arb_cfg.high_reliability = true;
-    let mut arb = Arbitrator::new(arb_cfg, seq).map_err(cfg_err)?;
+    let mut arb = Arbitrator::new(arb_cfg, seq).map_err(|e| cfg_err(e.to_string()))?;
     for (i, l) in links.iter().enumerate() {
         arb.set_link(i, *l);
     }

@@ -1,0 +1,811 @@
+//! The TOML schema of tickplant's configs, in the library so that every shell reads the same
+//! keys the same way: a run config (`tickplant run CONFIG.toml`: `[source]`,
+//! `[arbitration]`, `[book]`, `[run]`, `[[consumer]]`) and the options of `tickplant arb`,
+//! which are also its config file's keys and a run config's `[arbitration]` table. Every
+//! key is honoured or refused by name: unknown keys are errors (with the line), and the
+//! keys of `tickplant arb` that mean nothing in a run are refused with the reason.
+//! docs/feed-handler.md and docs/arbitration.md list every key.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use tickplant_core::book::BookConfig;
+use tickplant_core::event::EventAction;
+use tickplant_core::matcher::{MarketEvents, Schema};
+use tickplant_core::{ArbConfig, CountSpec, Endian, FieldSpec, Policy, Protocol, SequencerConfig};
+
+use crate::pipeline::{
+    ConsumerAction, ConsumerSpec, FeedDecoder, MatchSpec, OpraFastSpec, PipelineSpec, SlowPolicy, Stream,
+};
+
+/// Why a config could not be read or used. Each message names the file (where there is
+/// one), the table and the key.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read { path: PathBuf, source: std::io::Error },
+    /// The text is not TOML of this schema (an unknown key, a wrong type, a word a key does
+    /// not take): the parser's message, with the line, the column and the key.
+    Toml { file: Option<PathBuf>, message: String },
+    /// A value the run cannot take, or a file the config names that cannot be used.
+    Invalid { file: Option<PathBuf>, message: String },
+}
+
+impl ConfigError {
+    /// The same error, naming the config file it came from.
+    pub fn in_file(self, path: &Path) -> ConfigError {
+        match self {
+            ConfigError::Toml { file: None, message } => ConfigError::Toml { file: Some(path.into()), message },
+            ConfigError::Invalid { file: None, message } => ConfigError::Invalid { file: Some(path.into()), message },
+            e => e,
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Read { path, source } => write!(f, "{}: cannot read config: {source}", path.display()),
+            ConfigError::Toml { file, message } | ConfigError::Invalid { file, message } => match file {
+                Some(p) => write!(f, "{}: {message}", p.display()),
+                None => f.write_str(message),
+            },
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Words of a key, read from their strings with a message that names the key and every
+/// word it takes (the TOML parser adds the line and column).
+macro_rules! words {
+    ($(#[$doc:meta])* $name:ident, $key:literal, $expected:literal, { $($(#[$vdoc:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+        #[serde(try_from = "String")]
+        pub enum $name {
+            #[default]
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                match s.as_str() {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err(format!(concat!($key, " {:?}: expected ", $expected), s)),
+                }
+            }
+        }
+    };
+}
+
+words!(
+    /// `[source] decoder`: what decodes the packets.
+    DecoderName, "decoder", "\"itch50\" or \"opra-fast\"", {
+    /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with books (the default).
+    Itch50 = "itch50",
+    /// OPRA FAST v2 blocks.
+    OpraFast = "opra-fast",
+});
+
+words!(
+    /// `[source] reset` (opra-fast): when the FAST dictionary starts afresh.
+    ResetPolicy, "reset", "\"block\" or \"never\"", {
+    /// At every block (the default).
+    Block = "block",
+    /// Never (it carries from block to block; a gap resets it).
+    Never = "never",
+});
+
+words!(
+    /// `[[consumer]] action`: what a consumer does with its records.
+    ConsumerKind, "action", "one of count, csv, jsonl, bbo, match, trade", {
+    Count = "count",
+    Csv = "csv",
+    Jsonl = "jsonl",
+    Bbo = "bbo",
+    Match = "match",
+    Trade = "trade",
+});
+
+fn invalid(message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { file: None, message: message.into() }
+}
+
+/// Every flag of `tickplant arb` is also a key of its TOML config file (`--config`), with the
+/// same name; a flag given on the command line wins over the file.
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ArbArgs {
+    /// TOML file with any of these options (see examples/arb.toml).
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Capture of feed A (pcap or pcapng).
+    #[arg(long, value_name = "A.pcap")]
+    pub a: Option<PathBuf>,
+    /// Capture of feed B (pcap or pcapng).
+    #[arg(long, value_name = "B.pcap")]
+    pub b: Option<PathBuf>,
+    /// Packet header layout: a preset, or custom with --seq-offset etc. [default: moldudp64]
+    #[arg(long, value_name = "moldudp64|xdp|opra|custom")]
+    pub protocol: Option<Protocol>,
+    /// Byte offset of the sequence number in the UDP payload (overrides the preset).
+    #[arg(long, value_name = "N")]
+    pub seq_offset: Option<usize>,
+    /// Width of the sequence number in bytes, 1..=8.
+    #[arg(long, value_name = "N")]
+    pub seq_bytes: Option<u8>,
+    /// Byte order of the sequence number and count.
+    #[arg(long, value_name = "big|little")]
+    pub seq_endian: Option<EndianArg>,
+    /// Byte offset of the message count in the UDP payload.
+    #[arg(long, value_name = "N")]
+    pub count_offset: Option<usize>,
+    /// Width of the message count in bytes; 0 means every packet carries one message.
+    #[arg(long, value_name = "N")]
+    pub count_bytes: Option<u8>,
+    /// Accept only UDP to these destinations (PORT, GROUP or GROUP:PORT; repeatable).
+    /// Everything else goes to the other output.
+    #[arg(long, value_name = "GROUP:PORT")]
+    pub accept: Vec<String>,
+    /// High-reliability window. [default: time]
+    #[arg(long, value_name = "low-latency|time|count|time-count")]
+    pub mode: Option<ModeArg>,
+    /// Time window of time and time-count modes, microseconds. [default: 1000]
+    #[arg(long, value_name = "N")]
+    pub timeout_us: Option<u64>,
+    /// Message window of count and time-count modes. [default: 1000]
+    #[arg(long, value_name = "N")]
+    pub max_msgs: Option<u64>,
+    /// Switch the policy at a replay time (seconds after the first frame), e.g.
+    /// 2.5:count,max-msgs=100. Repeatable.
+    #[arg(long, value_name = "SECONDS:MODE[,timeout-us=N][,max-msgs=N]")]
+    pub change_at: Vec<String>,
+    /// HR buffer capacity in packets. [default: 4096]
+    #[arg(long, value_name = "N")]
+    pub capacity_packets: Option<usize>,
+    /// HR buffer capacity in bytes. [default: 16777216]
+    #[arg(long, value_name = "N")]
+    pub capacity_bytes: Option<usize>,
+    /// Release every wait after this long without data, milliseconds; 0 = never. [default: 1000]
+    #[arg(long, value_name = "MS")]
+    pub idle_ms: Option<u64>,
+    /// First expected sequence number (default: the first packet's).
+    #[arg(long, value_name = "N")]
+    pub start_seq: Option<u64>,
+    /// A sequence number this far below the highest seen starts a new sequence space;
+    /// 0 = never. [default: 1073741824]
+    #[arg(long, value_name = "N")]
+    pub reset_jump: Option<u64>,
+    /// Switch the low-latency output off.
+    #[arg(long)]
+    #[serde(default)]
+    pub no_ll: bool,
+    /// Switch the high-reliability output off.
+    #[arg(long)]
+    #[serde(default)]
+    pub no_hr: bool,
+    /// Write the low-latency output here (.pcapng for pcapng).
+    #[arg(long, value_name = "ll.pcap")]
+    pub ll_out: Option<PathBuf>,
+    /// Write the high-reliability output here.
+    #[arg(long, value_name = "hr.pcap")]
+    pub hr_out: Option<PathBuf>,
+    /// Write frames that are not market data here.
+    #[arg(long, value_name = "other.pcap")]
+    pub other_out: Option<PathBuf>,
+    /// Write gap reports as CSV: output,first_seq,last_seq,messages,reason.
+    #[arg(long, value_name = "gaps.csv")]
+    pub gaps: Option<PathBuf>,
+    /// Write statistics as JSON ('-' for stdout).
+    #[arg(long, value_name = "stats.json|-")]
+    pub stats: Option<PathBuf>,
+    /// No human summary on stderr.
+    #[arg(long, short)]
+    #[serde(default)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModeArg {
+    LowLatency,
+    Time,
+    Count,
+    TimeCount,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndianArg {
+    Big,
+    Little,
+}
+
+macro_rules! merge_opts {
+    ($cli:ident, $file:ident; $($f:ident),*) => { $( if $cli.$f.is_none() { $cli.$f = $file.$f.take(); } )* };
+}
+
+impl ArbArgs {
+    /// Fill what the command line left out from `--config`.
+    pub fn with_config_file(mut self) -> Result<ArbArgs, ConfigError> {
+        let Some(path) = self.config.clone() else { return Ok(self) };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        let mut f: ArbArgs = toml::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        // Paths in the file are relative to the file.
+        for p in [&mut f.a, &mut f.b, &mut f.ll_out, &mut f.hr_out, &mut f.other_out, &mut f.gaps] {
+            if let Some(x) = p.as_mut() {
+                if x.is_relative() {
+                    *x = base.join(&*x);
+                }
+            }
+        }
+        if let Some(x) = f.stats.as_mut() {
+            if x.is_relative() && x.as_os_str() != "-" {
+                *x = base.join(&*x);
+            }
+        }
+        let s = &mut self;
+        merge_opts!(s, f; a, b, protocol, seq_offset, seq_bytes, seq_endian, count_offset, count_bytes, mode, timeout_us, max_msgs,
+            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats);
+        if s.accept.is_empty() {
+            s.accept = f.accept;
+        }
+        if s.change_at.is_empty() {
+            s.change_at = f.change_at;
+        }
+        s.no_ll |= f.no_ll;
+        s.no_hr |= f.no_hr;
+        s.quiet |= f.quiet;
+        Ok(self)
+    }
+
+    pub fn sequencer_config(&self) -> Result<SequencerConfig, ConfigError> {
+        let protocol = self.protocol.unwrap_or(Protocol::Moldudp64);
+        let mut c = SequencerConfig::preset(protocol);
+        let endian = self.seq_endian.map(|e| if e == EndianArg::Big { Endian::Big } else { Endian::Little });
+        let custom = self.seq_offset.is_some()
+            || self.seq_bytes.is_some()
+            || self.count_offset.is_some()
+            || self.count_bytes.is_some();
+        if custom && protocol == Protocol::Opra {
+            return Err(invalid(
+                "--protocol opra reads its offsets from the block version; use --protocol custom for other layouts",
+            ));
+        }
+        if let Some(o) = self.seq_offset {
+            c.seq.offset = o;
+        }
+        if let Some(b) = self.seq_bytes {
+            c.seq.bytes = b;
+        }
+        if let Some(e) = endian {
+            c.seq.endian = e;
+        }
+        match (self.count_bytes, self.count_offset) {
+            (Some(0), _) => c.count = CountSpec::Fixed(1),
+            (bytes, offset) if bytes.is_some() || offset.is_some() => {
+                let mut f = match c.count {
+                    CountSpec::Field(f) => f,
+                    CountSpec::Fixed(_) => FieldSpec::new(0, 2, c.seq.endian),
+                };
+                if let Some(b) = bytes {
+                    f.bytes = b;
+                }
+                if let Some(o) = offset {
+                    f.offset = o;
+                }
+                if let Some(e) = endian {
+                    f.endian = e;
+                }
+                c.count = CountSpec::Field(f);
+            }
+            _ => {}
+        }
+        for a in &self.accept {
+            c.accept.push(a.parse().map_err(|e: tickplant_core::error::BadText| invalid(format!("--accept: {e}")))?);
+        }
+        c.validate().map_err(|e| invalid(format!("bad sequencer layout: {e}")))?;
+        Ok(c)
+    }
+
+    pub fn policy(&self) -> Result<Policy, ConfigError> {
+        make_policy(self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000))
+    }
+
+    pub fn arb_config(&self) -> Result<ArbConfig, ConfigError> {
+        let d = ArbConfig::default();
+        let c = ArbConfig {
+            inputs: 2,
+            low_latency: !self.no_ll,
+            high_reliability: !self.no_hr,
+            policy: self.policy()?,
+            capacity_packets: self.capacity_packets.unwrap_or(d.capacity_packets),
+            capacity_bytes: self.capacity_bytes.unwrap_or(d.capacity_bytes),
+            idle_ns: self.idle_ms.map_or(d.idle_ns, |m| m.saturating_mul(1_000_000)),
+            reset_jump: self.reset_jump.unwrap_or(d.reset_jump),
+            start_seq: self.start_seq,
+            gap_memory: d.gap_memory,
+        };
+        c.validate().map_err(|e| invalid(format!("{e}")))?;
+        Ok(c)
+    }
+
+    /// The `--change-at` schedule as (ns after the first frame, policy), in time order.
+    pub fn changes(&self) -> Result<Vec<(u64, Policy)>, ConfigError> {
+        let mut cur =
+            (self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000));
+        let mut out = Vec::new();
+        // Parse each spec once: (seconds, spec, the part after ':'), then apply in time order.
+        let mut specs: Vec<(f64, &String, &str)> = Vec::new();
+        for s in &self.change_at {
+            let bad = |why: &str| {
+                invalid(format!("--change-at {s:?}: {why} (expected SECONDS:MODE[,timeout-us=N][,max-msgs=N])"))
+            };
+            let (t, rest) = s.split_once(':').ok_or_else(|| bad("missing ':'"))?;
+            let t: f64 = t.parse().map_err(|_| bad("SECONDS is not a number"))?;
+            if !(t >= 0.0 && t.is_finite()) {
+                return Err(bad("SECONDS must be >= 0"));
+            }
+            specs.push((t, s, rest));
+        }
+        specs.sort_by(|x, y| x.0.total_cmp(&y.0));
+        for (t, s, rest) in specs {
+            let bad = |why: String| invalid(format!("--change-at {s:?}: {why}"));
+            let mut parts = rest.split(',');
+            let mode = parts.next().unwrap_or("");
+            cur.0 = <ModeArg as clap::ValueEnum>::from_str(mode, false)
+                .map_err(|_| bad(format!("unknown mode {mode:?} (low-latency, time, count, time-count)")))?;
+            for kv in parts {
+                let (k, v) = kv.split_once('=').ok_or_else(|| bad(format!("{kv:?} is not KEY=VALUE")))?;
+                let v: u64 = v.parse().map_err(|_| bad(format!("{k} value {v:?} is not a whole number")))?;
+                match k {
+                    "timeout-us" => cur.1 = v,
+                    "max-msgs" => cur.2 = v,
+                    _ => return Err(bad(format!("unknown key {k:?} (timeout-us, max-msgs)"))),
+                }
+            }
+            out.push(((t * 1e9).round() as u64, make_policy(cur.0, cur.1, cur.2)?));
+        }
+        Ok(out)
+    }
+}
+
+fn make_policy(mode: ModeArg, timeout_us: u64, max_msgs: u64) -> Result<Policy, ConfigError> {
+    let timeout_ns =
+        timeout_us.checked_mul(1000).ok_or_else(|| invalid(format!("--timeout-us {timeout_us} is too large")))?;
+    Ok(match mode {
+        ModeArg::LowLatency => Policy::LowLatency,
+        ModeArg::Time => Policy::Time { timeout_ns },
+        ModeArg::Count => Policy::Count { max_msgs },
+        ModeArg::TimeCount => Policy::TimeCount { timeout_ns, max_msgs },
+    })
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunConfig {
+    /// The file it was read from (errors name it).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+    pub source: Source,
+    /// Any option of `tickplant arb` (protocol, mode, timeout-us, max-msgs, start-seq,
+    /// capacity-packets...), except the files.
+    #[serde(default)]
+    pub arbitration: ArbArgs,
+    #[serde(default)]
+    pub book: BookSection,
+    #[serde(default)]
+    pub run: RunSection,
+    #[serde(default, rename = "consumer")]
+    pub consumers: Vec<ConsumerSection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Source {
+    /// Feed A, or the only capture.
+    pub a: Option<PathBuf>,
+    /// Feed B (optional).
+    pub b: Option<PathBuf>,
+    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books) or "opra-fast" (OPRA FAST v2
+    /// blocks, mapped to quote, trade and status events).
+    #[serde(default)]
+    pub decoder: DecoderName,
+    /// opra-fast: the FAST template XML.
+    pub templates: Option<PathBuf>,
+    /// opra-fast: bytes from the sequencer's payload start to the block's SOH.
+    #[serde(default)]
+    pub skip: usize,
+    /// opra-fast: reset the FAST dictionary at every "block" (default) or "never" (it
+    /// carries from block to block and is reset at a gap).
+    #[serde(default)]
+    pub reset: ResetPolicy,
+    /// opra-fast: room in the series table.
+    #[serde(default = "default_max_series")]
+    pub max_series: usize,
+    /// opra-fast: blocks of capture A profiled before the run to specialise the decoder
+    /// (0: none).
+    #[serde(default = "default_profile_blocks")]
+    pub profile_blocks: usize,
+    /// Trading day, US Eastern (ITCH timestamps count from its midnight).
+    #[serde(default = "default_date")]
+    pub date: String,
+}
+
+fn default_max_series() -> usize {
+    1 << 20
+}
+fn default_profile_blocks() -> usize {
+    10_000
+}
+fn default_date() -> String {
+    "1970-01-01".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct BookSection {
+    pub max_orders: usize,
+    pub max_instruments: usize,
+    /// The price grid of the books' ladders, in 1e-9 units (10000000 = one cent).
+    pub tick: i64,
+    /// Write the final books here (one JSON line per instrument), `depth` levels a side.
+    pub final_books: Option<PathBuf>,
+    pub depth: usize,
+    /// The arbitrated stream the books follow: "hr" (default) or "ll".
+    pub stream: Stream,
+}
+
+impl Default for BookSection {
+    fn default() -> Self {
+        let d = BookConfig::default();
+        BookSection {
+            max_orders: d.max_orders,
+            max_instruments: d.max_instruments,
+            tick: d.tick,
+            final_books: None,
+            depth: 10,
+            stream: Stream::Hr,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
+pub struct RunSection {
+    /// Pin the producer (the captures and the arbitrator; with `decode-thread = false`
+    /// every stage up to the rings) to this CPU.
+    pub producer_core: Option<usize>,
+    /// Decode, books and delivery on a thread of their own (default), or on the producer's.
+    pub decode_thread: bool,
+    /// Pin the decode thread to this CPU.
+    pub decode_core: Option<usize>,
+    /// Time the stages on one frame or packet in this many (1: every one).
+    pub latency_sample: u32,
+    /// Write the report as JSON here ("-" for stdout).
+    pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConsumerSection {
+    pub name: String,
+    /// count | csv | jsonl | bbo | match | trade
+    #[serde(default)]
+    pub action: ConsumerKind,
+    /// Output file for csv and jsonl (required), and bbo and match (optional).
+    pub path: Option<PathBuf>,
+    /// match: the strategies file (the language of `tickplant match`).
+    pub strategies: Option<PathBuf>,
+    /// match: the feed's venue name, for attributes such as `nasdaq_bid`.
+    #[serde(default = "default_venue")]
+    pub venue: String,
+    /// trade: the triggers file (`ID: conditions => buy|sell QTY`).
+    pub triggers: Option<PathBuf>,
+    /// trade: the exchange's FIX acceptor, `host:port`.
+    pub exchange: Option<String>,
+    /// trade: SenderCompID (default TICKPLANT).
+    pub sender: Option<String>,
+    /// trade: TargetCompID (default EXCH).
+    pub target: Option<String>,
+    /// trade: pre-trade risk limits (`max-order-qty`, `max-notional`, `max-open-orders`,
+    /// `max-orders-per-second`, `max-position`, `collar-bps`; 0 or absent: no limit).
+    #[serde(default)]
+    pub risk: tickplant_core::risk::RiskLimits,
+    #[serde(default)]
+    pub symbols: Vec<String>,
+    /// add, cancel, delete, modify, execute, trade, clear, status, imbalance.
+    #[serde(default)]
+    pub actions: Vec<String>,
+    /// Feed message types (ITCH letters).
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// drop | backpressure
+    #[serde(default)]
+    pub policy: SlowPolicy,
+    #[serde(default = "default_ring")]
+    pub ring: usize,
+    pub core: Option<usize>,
+    /// The arbitrated stream it reads: "hr" (default) or "ll".
+    #[serde(default)]
+    pub stream: Stream,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection {
+            producer_core: None,
+            decode_thread: true,
+            decode_core: None,
+            latency_sample: crate::pipeline::DEFAULT_LATENCY_SAMPLE,
+            report: None,
+        }
+    }
+}
+
+fn default_venue() -> String {
+    "nasdaq".into()
+}
+fn default_ring() -> usize {
+    1 << 16
+}
+
+impl RunConfig {
+    pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let mut c = RunConfig::parse(&text).map_err(|e| e.in_file(path))?;
+        c.relative_to(path.parent().unwrap_or(Path::new(".")));
+        c.path = Some(path.to_path_buf());
+        Ok(c)
+    }
+    pub fn parse(text: &str) -> Result<RunConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Toml { file: None, message: e.to_string() })
+    }
+    /// Make every relative path relative to `base` (the config file's folder).
+    pub fn relative_to(&mut self, base: &Path) {
+        let fix = |p: &mut Option<PathBuf>| {
+            if let Some(x) = p.as_mut() {
+                if x.is_relative() && x.as_os_str() != "-" {
+                    *x = base.join(&*x);
+                }
+            }
+        };
+        fix(&mut self.source.a);
+        fix(&mut self.source.b);
+        fix(&mut self.source.templates);
+        fix(&mut self.book.final_books);
+        fix(&mut self.run.report);
+        fix(&mut self.arbitration.gaps);
+        for c in &mut self.consumers {
+            fix(&mut c.path);
+            fix(&mut c.strategies);
+        }
+    }
+
+    /// The pipeline this config describes; an error names the config file.
+    pub fn spec(&self, progress: bool) -> Result<PipelineSpec, ConfigError> {
+        self.spec_here(progress).map_err(|e| match &self.path {
+            Some(p) => e.in_file(p),
+            None => e,
+        })
+    }
+
+    fn spec_here(&self, progress: bool) -> Result<PipelineSpec, ConfigError> {
+        let decoder = self.decoder()?;
+        let opra = matches!(decoder, FeedDecoder::OpraFast(_));
+        let a = self.source.a.clone().ok_or_else(|| invalid("[source] needs `a` (the capture, or feed A)"))?;
+        let mut inputs = vec![a];
+        inputs.extend(self.source.b.clone());
+        let arb = &self.arbitration;
+        if arb.a.is_some() || arb.b.is_some() {
+            return Err(invalid("[arbitration] a and b: captures go in [source] a and b"));
+        }
+        // The keys of `tickplant arb` that have no meaning in a run: refused by name.
+        for (set, key, why) in [
+            (arb.hr_out.is_some(), "hr-out", "the run decodes the HR stream; it writes no capture of it"),
+            (arb.ll_out.is_some(), "ll-out", "the run writes no capture of the LL stream"),
+            (
+                arb.other_out.is_some(),
+                "other-out",
+                "the run writes no capture of other traffic (see the report's counts)",
+            ),
+            (arb.stats.is_some(), "stats", "the run's report holds the arbitrator's statistics: use [run] report"),
+            (arb.no_hr, "no-hr", "the run decodes the HR stream"),
+            (arb.no_ll, "no-ll", "the run has no LL stream to switch off"),
+            (arb.quiet, "quiet", "use `tickplant run --quiet`"),
+        ] {
+            if set {
+                return Err(invalid(format!("[arbitration] {key}: not a key of a run config ({why})")));
+            }
+        }
+        let midnight_ns = tickplant_core::itch::midnight_eastern_ns(&self.source.date)
+            .map_err(|e| invalid(format!("[source] date: {e}")))?;
+        let mut consumers = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for c in &self.consumers {
+            if !names.insert(c.name.clone()) {
+                return Err(invalid(format!("[[consumer]] name {:?} is used twice", c.name)));
+            }
+            let action = match (c.action, &c.path) {
+                (ConsumerKind::Count, _) => ConsumerAction::Count,
+                (ConsumerKind::Csv, Some(p)) => ConsumerAction::Csv(p.clone()),
+                (ConsumerKind::Jsonl, Some(p)) => ConsumerAction::Jsonl(p.clone()),
+                (ConsumerKind::Bbo, p) => ConsumerAction::Bbo(p.clone()),
+                (ConsumerKind::Match, p) => ConsumerAction::Match(Box::new(match_spec(c, p.clone())?)),
+                (ConsumerKind::Trade, _) => ConsumerAction::Trade(Box::new(trade_spec(c)?)),
+                (ConsumerKind::Csv | ConsumerKind::Jsonl, None) => {
+                    let (name, action) = (&c.name, c.action.as_str());
+                    return Err(invalid(format!("consumer {name:?}: action {action:?} needs a path")));
+                }
+            };
+            if c.action != ConsumerKind::Match && c.strategies.is_some() {
+                return Err(invalid(format!("consumer {:?}: `strategies` is for action \"match\"", c.name)));
+            }
+            if c.action != ConsumerKind::Trade && (c.triggers.is_some() || c.exchange.is_some()) {
+                return Err(invalid(format!(
+                    "consumer {:?}: `triggers` and `exchange` are for action \"trade\"",
+                    c.name
+                )));
+            }
+            let actions = c
+                .actions
+                .iter()
+                .map(|a| a.parse::<EventAction>().map_err(|e| invalid(format!("consumer {:?}: {e}", c.name))))
+                .collect::<Result<Vec<_>, ConfigError>>()?;
+            let mut types = Vec::new();
+            for t in &c.types {
+                match t.as_bytes() {
+                    [b] if opra && b.is_ascii_graphic() => types.push(*b),
+                    [b] if !opra && tickplant_wire::itch50::message_len(*b).is_some() => types.push(*b),
+                    _ if opra => {
+                        return Err(invalid(format!(
+                            "consumer {:?}: {t:?} is not an OPRA message category (one letter)",
+                            c.name
+                        )))
+                    }
+                    _ => return Err(invalid(format!("consumer {:?}: {t:?} is not an ITCH 5.0 message type", c.name))),
+                }
+            }
+            if c.ring < 2 {
+                return Err(invalid(format!("consumer {:?}: ring must hold at least 2 records", c.name)));
+            }
+            consumers.push(ConsumerSpec {
+                name: c.name.clone(),
+                symbols: c.symbols.clone(),
+                actions,
+                types,
+                action,
+                policy: c.policy,
+                ring: c.ring,
+                core: c.core,
+                stream: c.stream,
+            });
+        }
+        let book = BookConfig {
+            max_orders: self.book.max_orders,
+            max_instruments: self.book.max_instruments,
+            tick: self.book.tick,
+        };
+        book.validate().map_err(|e| invalid(e.to_string()))?;
+        if self.run.latency_sample == 0 {
+            return Err(invalid("run.latency-sample must be at least 1 (1 times every frame and packet)"));
+        }
+        Ok(PipelineSpec {
+            decoder,
+            inputs,
+            sequencer: arb.sequencer_config()?,
+            arb: arb.arb_config()?,
+            policy_changes: arb.changes()?,
+            book_stream: self.book.stream,
+            midnight_ns,
+            book,
+            consumers,
+            producer_core: self.run.producer_core,
+            decode_thread: self.run.decode_thread,
+            decode_core: self.run.decode_core,
+            latency_sample: self.run.latency_sample,
+            progress,
+        })
+    }
+}
+
+impl RunConfig {
+    /// The decoder stage of `[source]`.
+    fn decoder(&self) -> Result<FeedDecoder, ConfigError> {
+        let s = &self.source;
+        match s.decoder {
+            DecoderName::Itch50 => {
+                if s.templates.is_some() {
+                    return Err(invalid("[source] templates is for decoder \"opra-fast\""));
+                }
+                Ok(FeedDecoder::Itch50)
+            }
+            DecoderName::OpraFast => {
+                let Some(t) = &s.templates else {
+                    return Err(invalid("[source] decoder \"opra-fast\" needs `templates` (the FAST template XML)"));
+                };
+                let xml = std::fs::read_to_string(t)
+                    .map_err(|e| invalid(format!("[source] templates {}: cannot read: {e}", t.display())))?;
+                let program = tickplant_fast::Program::from_xml(&xml)
+                    .map_err(|e| invalid(format!("[source] templates {}: {e}", t.display())))?;
+                tickplant_core::opra_fast::OpraFast::new(&program, 1)
+                    .map_err(|e| invalid(format!("[source] templates {}: {e}", t.display())))?;
+                let reset_per_block = s.reset == ResetPolicy::Block;
+                if s.max_series == 0 {
+                    return Err(invalid("[source] max-series must be at least 1"));
+                }
+                Ok(FeedDecoder::OpraFast(OpraFastSpec {
+                    program: std::sync::Arc::new(program),
+                    skip: s.skip,
+                    reset_per_block,
+                    max_series: s.max_series,
+                    profile_blocks: s.profile_blocks,
+                }))
+            }
+        }
+    }
+}
+
+/// A trading consumer: its triggers file, exchange and session ids.
+fn trade_spec(c: &ConsumerSection) -> Result<crate::fixnet::TriggerTraderConfig, ConfigError> {
+    let Some(triggers) = &c.triggers else {
+        return Err(invalid(format!("consumer {:?}: action \"trade\" needs `triggers` (a triggers file)", c.name)));
+    };
+    let Some(exchange) = &c.exchange else {
+        return Err(invalid(format!(
+            "consumer {:?}: action \"trade\" needs `exchange` (host:port of a FIX acceptor)",
+            c.name
+        )));
+    };
+    let exchange = std::net::ToSocketAddrs::to_socket_addrs(exchange.as_str())
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| invalid(format!("consumer {:?}: exchange {exchange:?} is not host:port", c.name)))?;
+    // Refuse a bad file now, with its line, rather than when the run starts.
+    let text = std::fs::read_to_string(triggers)
+        .map_err(|e| invalid(format!("consumer {:?}: {}: {e}", c.name, triggers.display())))?;
+    tickplant_core::trigger::parse_triggers(&text)
+        .map_err(|e| invalid(format!("consumer {:?}: {}: {e}", c.name, triggers.display())))?;
+    Ok(crate::fixnet::TriggerTraderConfig {
+        exchange,
+        sender: c.sender.clone().unwrap_or_else(|| "TICKPLANT".into()),
+        target: c.target.clone().unwrap_or_else(|| "EXCH".into()),
+        begin_string: "FIX.4.4".into(),
+        heartbeat_s: 30,
+        triggers: triggers.clone(),
+        limits: c.risk,
+    })
+}
+
+/// A matching consumer: its strategies parsed and checked against the market attributes.
+fn match_spec(c: &ConsumerSection, path: Option<PathBuf>) -> Result<MatchSpec, ConfigError> {
+    let Some(file) = &c.strategies else {
+        return Err(invalid(format!("consumer {:?}: action \"match\" needs `strategies` (a strategies file)", c.name)));
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| invalid(format!("consumer {:?}: {}: cannot read the strategies: {e}", c.name, file.display())))?;
+    let mut schema = Schema::new();
+    let strategies = schema.parse_strategies(&text).map_err(|e| invalid(format!("{}: {e}", file.display())))?;
+    MarketEvents::new(&schema, &[c.venue.as_str()]).map_err(|e| invalid(format!("consumer {:?}: {e}", c.name)))?;
+    Ok(MatchSpec { schema, strategies, venue: c.venue.clone(), path, handler: None })
+}
