@@ -13,57 +13,10 @@
 
 use crate::codec::{self, AsciiRead, Pmap};
 use crate::error::{Error, ErrorKind};
+pub use crate::layout::{Entry, IntSlot, StrSlot, Value, ASSIGNED, EMPTY, HOLE, UNDEFINED};
 use crate::native::{KernelRun, NativeKernels, SeqRun, SeqStop};
-use crate::program::{flag, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
+use crate::program::{flag, int_value, kop, op, Code, FieldKind, Insn, KOp, Kernel, Program, INT_CODES};
 use crate::value::Decimal;
-
-/// A decoded value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C, u32)]
-pub enum Value {
-    /// uInt32 and uInt64 (and a sequence length).
-    UInt(u64),
-    /// int32 and int64.
-    Int(i64),
-    Decimal(Decimal),
-    /// ASCII string, unicode string or byte vector: `len` bytes at `start` in
-    /// [`Message::bytes`].
-    Bytes {
-        start: u32,
-        len: u32,
-    },
-    /// A string or byte vector that is a template's constant or default: entry `index` of
-    /// [`Program::strings`] (no copy made).
-    Static {
-        index: u32,
-    },
-    /// A sequence of `len` elements; its entries run to index `end` (exclusive).
-    Sequence {
-        len: u32,
-        end: u32,
-    },
-    /// One element of a sequence; its fields run to `end`.
-    Element {
-        end: u32,
-    },
-    /// A group; its fields run to `end`.
-    Group {
-        end: u32,
-    },
-    /// A dynamic template reference to template index `template`; its fields run to `end`.
-    Template {
-        template: u32,
-        end: u32,
-    },
-}
-
-/// One field of a decoded message: the field (index into [`Program::fields`]) and its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C)]
-pub struct Entry {
-    pub field: u32,
-    pub value: Value,
-}
 
 /// A decoded message: reused across decodes.
 #[derive(Debug, Clone, Default)]
@@ -163,33 +116,6 @@ impl Message {
     }
 }
 
-/// A dictionary entry's state: undefined (no value yet, or reset).
-pub const UNDEFINED: u8 = 0;
-/// A dictionary entry's state: empty (an optional field's NULL).
-pub const EMPTY: u8 = 1;
-/// A dictionary entry's state: assigned a value.
-pub const ASSIGNED: u8 = 2;
-
-/// An integer or decimal dictionary entry (`repr(C)`: native kernel code reads and writes
-/// it, see [`crate::native`]).
-#[derive(Debug, Clone, Copy, Default)]
-#[repr(C)]
-pub struct IntSlot {
-    pub v: i64,
-    /// A decimal's exponent.
-    pub exp: i32,
-    /// [`UNDEFINED`], [`EMPTY`] or [`ASSIGNED`].
-    pub state: u8,
-}
-
-/// A string dictionary entry.
-#[derive(Debug, Clone, Default)]
-pub struct StrSlot {
-    /// [`UNDEFINED`], [`EMPTY`] or [`ASSIGNED`].
-    pub state: u8,
-    pub buf: Vec<u8>,
-}
-
 /// A program's dictionary, every entry undefined (the decoder's and the encoder's).
 pub(crate) fn new_dictionary(program: &Program) -> (Vec<IntSlot>, Vec<StrSlot>) {
     (vec![IntSlot::default(); program.int_slots.len()], vec![StrSlot::default(); program.str_slots.len()])
@@ -245,15 +171,6 @@ pub(crate) fn delta_base(ins: &Insn, s: IntSlot) -> Option<i128> {
         UNDEFINED if ins.has(flag::HAS_INIT) => Some(widen(ins, ins.init)),
         UNDEFINED => Some(0),
         _ => None,
-    }
-}
-
-#[inline(always)]
-pub(crate) fn int_value(ins: &Insn, v: i64) -> Value {
-    if ins.has(flag::SIGNED) {
-        Value::Int(v)
-    } else {
-        Value::UInt(v as u64)
     }
 }
 
@@ -371,10 +288,6 @@ fn add_in_type<const S: bool, const W: bool>(v: i64, d: i64) -> Option<i64> {
         (v as u64).checked_add_signed(d).map(|v| v as i64)
     }
 }
-
-/// A kernel's entry of a field that turned out NULL (its `field`), until the decoder takes
-/// it out.
-pub const HOLE: u32 = u32::MAX;
 
 /// Take out the entries marked [`HOLE`] from `base` on, keeping the order of the rest.
 #[cold]

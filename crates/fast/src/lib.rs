@@ -4,6 +4,11 @@
 //! * [`template`]: the template XML model and its static checks.
 //! * [`program`]: templates compiled to instructions, with a readable listing.
 //! * [`codec`]: stop-bit integers, presence maps, strings.
+//! * [`layout`]: the decoded entries and the dictionary as the decoder, the program and
+//!   the native kernels share them.
+//!
+//! Modules import one way: `types` <- `value` <- `template` <- `layout` <- `program` <-
+//! `native` <- `decoder` <- `encoder`, `framing`, `json`.
 #![forbid(unsafe_code)]
 
 /// The user guide (`docs/fast.md`); its Rust example runs as a doctest. Its `text file=NAME`
@@ -14,8 +19,10 @@ pub mod guide {}
 
 pub mod codec;
 mod error;
+pub mod layout;
 pub mod program;
 pub mod template;
+mod types;
 pub mod value;
 
 pub use error::{Error, ErrorKind, TemplateError};

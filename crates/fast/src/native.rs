@@ -27,10 +27,10 @@
 //! * [`StrSlot`]: read and written by the code's owner around a call, not by the code.
 
 use crate::codec::Pmap;
-use crate::decoder::{Entry, Value};
+use crate::layout::{Entry, Value};
 use crate::program::Program;
 
-pub use crate::decoder::{IntSlot, StrSlot, ASSIGNED, EMPTY, HOLE, UNDEFINED};
+pub use crate::layout::{IntSlot, StrSlot, ASSIGNED, EMPTY, HOLE, UNDEFINED};
 
 /// Byte offset of [`Entry::field`].
 pub const ENTRY_FIELD: usize = std::mem::offset_of!(Entry, field);

@@ -15,10 +15,20 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::codec::Pmap;
-use crate::decoder::{int_value, Entry, Value};
 use crate::error::TemplateError;
+use crate::layout::{Entry, Value};
 use crate::template::{Field, FieldOp, FieldType, Instruction, OpKind, Operator, Presence, Template, TemplateSet};
 use crate::value::{parse_initial, Decimal, Initial};
+
+/// An integer read by `ins` as its type says: signed or not.
+#[inline(always)]
+pub(crate) fn int_value(ins: &Insn, v: i64) -> Value {
+    if ins.has(flag::SIGNED) {
+        Value::Int(v)
+    } else {
+        Value::UInt(v as u64)
+    }
+}
 
 /// Opcodes: type family and operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1394,19 +1404,6 @@ impl Program {
             }
         }
         self.specials.len()
-    }
-
-    /// Profile a sample with a fresh decoder and specialise for it: the 8 hottest presence
-    /// maps of each segment seen in at least 2% of its occurrences, at most 64 in all.
-    pub fn specialise_for(&mut self, sample: &[u8], framing: crate::Framing) -> Result<usize, crate::StreamError> {
-        let profile = {
-            let mut dec = crate::Decoder::new(self);
-            dec.start_profile();
-            let mut msg = crate::Message::new();
-            crate::for_each(&mut dec, framing, sample, &mut msg, |_, _| true)?;
-            dec.take_profile()
-        };
-        Ok(self.specialise(&profile, 8, 64, 0.02))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Typed values: decimals, initial values from template text, and their printed forms.
 
-use crate::template::FieldType;
+use crate::types::FieldType;
 
 /// A FAST decimal: `mantissa * 10^exponent`, exactly as sent (not normalized).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
