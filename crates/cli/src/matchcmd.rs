@@ -57,6 +57,7 @@ pub fn parse_event(m: &Matcher, line: &str, e: &mut MatchEvent) -> Result<(), St
             .chain(strings.iter().map(|(k, s)| (*k, EventValue::Str(s.as_str())))),
         e,
     )
+    .map_err(|e| e.to_string())
 }
 
 pub fn run(a: &MatchArgs) -> Result<()> {

@@ -22,16 +22,28 @@ pub enum Framing {
 }
 
 impl std::str::FromStr for Framing {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Framing, String> {
+    type Err = UnknownFraming;
+    fn from_str(s: &str) -> Result<Framing, UnknownFraming> {
         match s {
             "u32le" => Ok(Framing::U32Le),
             "opra" => Ok(Framing::Opra),
             "raw" => Ok(Framing::Raw),
-            other => Err(format!("unknown framing {other:?} (u32le, opra or raw)")),
+            other => Err(UnknownFraming(other.to_string())),
         }
     }
 }
+
+/// A framing name that is not one of `u32le`, `opra`, `raw`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFraming(pub String);
+
+impl std::fmt::Display for UnknownFraming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown framing {:?} (u32le, opra or raw)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownFraming {}
 
 /// A stream error: where in the input, which message, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]

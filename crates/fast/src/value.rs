@@ -18,14 +18,14 @@ impl Decimal {
     /// Parse the plain decimal notation of a template's initial value and normalize it
     /// (mantissa without trailing zeros), as the specification asks. `"1.0"` is 1e0,
     /// `"-5025.5"` is -50255e-1, `"100"` is 1e2, `"2.5e3"` is 25e2.
-    pub fn parse(s: &str) -> Result<Decimal, String> {
+    pub fn parse(s: &str) -> Result<Decimal, ValueError> {
         let s = s.trim();
         let (num, exp_part) = match s.find(['e', 'E']) {
             Some(i) => (&s[..i], Some(&s[i + 1..])),
             None => (s, None),
         };
         let mut exponent: i64 = match exp_part {
-            Some(e) => e.parse::<i64>().map_err(|_| format!("bad exponent in {s:?}"))?,
+            Some(e) => e.parse::<i64>().map_err(|_| ValueError::new(s, "a bad exponent"))?,
             None => 0,
         };
         let (neg, digits) = match num.strip_prefix('-') {
@@ -37,16 +37,16 @@ impl Decimal {
             None => (digits, ""),
         };
         if int.is_empty() && frac.is_empty() {
-            return Err(format!("{s:?} is not a decimal"));
+            return Err(ValueError::new(s, "not a decimal"));
         }
         if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-            return Err(format!("{s:?} is not a decimal"));
+            return Err(ValueError::new(s, "not a decimal"));
         }
         let mut m: i128 = 0;
         for b in int.bytes().chain(frac.bytes()) {
             m = m * 10 + i128::from(b - b'0');
             if m > i128::from(i64::MAX) + 1 {
-                return Err(format!("{s:?}: mantissa does not fit 64 bits"));
+                return Err(ValueError::new(s, "a mantissa that does not fit 64 bits"));
             }
         }
         exponent -= frac.len() as i64;
@@ -58,9 +58,9 @@ impl Decimal {
             exponent += 1;
         }
         let m = if neg { -m } else { m };
-        let mantissa = i64::try_from(m).map_err(|_| format!("{s:?}: mantissa does not fit 64 bits"))?;
+        let mantissa = i64::try_from(m).map_err(|_| ValueError::new(s, "a mantissa that does not fit 64 bits"))?;
         if !(-63..=63).contains(&exponent) {
-            return Err(format!("{s:?}: exponent {exponent} outside -63..=63"));
+            return Err(ValueError::new(s, "an exponent outside -63..=63"));
         }
         Ok(Decimal { exponent: exponent as i32, mantissa })
     }
@@ -114,30 +114,54 @@ pub enum Initial {
 }
 
 /// Convert a template's `value` attribute to the field's type (error S3 when it does not).
-pub fn parse_initial(ty: FieldType, s: &str) -> Result<Initial, String> {
+/// A value that does not read as its type: the text and what it is instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError {
+    pub text: String,
+    /// What the text is (`not a uInt32`, `not a decimal`, ...).
+    pub reason: &'static str,
+}
+
+impl ValueError {
+    fn new(text: &str, reason: &'static str) -> Self {
+        ValueError { text: text.to_string(), reason }
+    }
+}
+
+impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} is {}", self.text, self.reason)
+    }
+}
+
+impl std::error::Error for ValueError {}
+
+pub fn parse_initial(ty: FieldType, s: &str) -> Result<Initial, ValueError> {
     let t = s.trim();
     match ty {
         FieldType::UInt32 => {
-            t.parse::<u32>().map(|v| Initial::Int(i64::from(v))).map_err(|_| "not a uInt32".to_string())
+            t.parse::<u32>().map(|v| Initial::Int(i64::from(v))).map_err(|_| ValueError::new(t, "not a uInt32"))
         }
         FieldType::Int32 => {
-            t.parse::<i32>().map(|v| Initial::Int(i64::from(v))).map_err(|_| "not an int32".to_string())
+            t.parse::<i32>().map(|v| Initial::Int(i64::from(v))).map_err(|_| ValueError::new(t, "not an int32"))
         }
-        FieldType::UInt64 => t.parse::<u64>().map(|v| Initial::Int(v as i64)).map_err(|_| "not a uInt64".to_string()),
-        FieldType::Int64 => t.parse::<i64>().map(Initial::Int).map_err(|_| "not an int64".to_string()),
+        FieldType::UInt64 => {
+            t.parse::<u64>().map(|v| Initial::Int(v as i64)).map_err(|_| ValueError::new(t, "not a uInt64"))
+        }
+        FieldType::Int64 => t.parse::<i64>().map(Initial::Int).map_err(|_| ValueError::new(t, "not an int64")),
         FieldType::Decimal => Decimal::parse(t).map(Initial::Decimal),
         FieldType::Ascii => {
             if s.is_ascii() {
                 Ok(Initial::Bytes(s.as_bytes().to_vec()))
             } else {
-                Err("not ASCII".to_string())
+                Err(ValueError::new(s, "not ASCII"))
             }
         }
         FieldType::Unicode => Ok(Initial::Bytes(s.as_bytes().to_vec())),
         FieldType::Bytes => {
             let hex: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
             if !hex.len().is_multiple_of(2) || !hex.iter().all(u8::is_ascii_hexdigit) {
-                return Err("not an even number of hex digits".to_string());
+                return Err(ValueError::new(s, "not an even number of hex digits"));
             }
             let nib = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
             Ok(Initial::Bytes(hex.chunks(2).map(|p| nib(p[0]) << 4 | nib(p[1])).collect()))

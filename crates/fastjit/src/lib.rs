@@ -308,12 +308,31 @@ impl Drop for JitKernels {
     }
 }
 
+/// Why the kernels could not be made into machine code (an unsupported machine, a
+/// code-generator error): the decoder then runs them itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    pub reason: String,
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for CompileError {}
+
 impl JitKernels {
     /// Compile every kernel of `program` (none until it is specialised, see
     /// [`Program::specialise`]) for the machine this runs on, for
     /// [`Decoder::set_native`](tickplant_fast::Decoder::set_native).
+    pub fn compile(program: &Program) -> Result<JitKernels, CompileError> {
+        Self::compile_all(program).map_err(|reason| CompileError { reason })
+    }
+
     #[allow(unsafe_code)] // the finalized code's addresses as function pointers
-    pub fn compile(program: &Program) -> Result<JitKernels, String> {
+    fn compile_all(program: &Program) -> Result<JitKernels, String> {
         let mut flags = settings::builder();
         let set = |fl: &mut settings::Builder, k: &str, v: &str| fl.set(k, v).map_err(|e| format!("{k}={v}: {e}"));
         set(&mut flags, "opt_level", "speed")?;

@@ -66,7 +66,7 @@ fn same_both_ways(
     damage: &(Vec<(prop::sample::Index, u8)>, prop::sample::Index),
 ) -> Result<(), TestCaseError> {
     let sp = specialised(p, stream, frames);
-    let jit = JitKernels::compile(&sp).map_err(TestCaseError::fail)?;
+    let jit = JitKernels::compile(&sp).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let bad = damaged(stream, damage);
     let (mut dn, mut dk) = (Decoder::new(&sp), Decoder::new(&sp));
     dn.set_native(Some(&jit)).map_err(TestCaseError::fail)?;

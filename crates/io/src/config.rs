@@ -85,11 +85,11 @@ macro_rules! words {
         }
 
         impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(s: String) -> Result<Self, String> {
+            type Error = tickplant_core::error::UnknownName;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
                 match s.as_str() {
                     $($word => Ok($name::$variant),)+
-                    _ => Err(format!(concat!($key, " {:?}: expected ", $expected), s)),
+                    _ => Err(tickplant_core::error::UnknownName { what: $key, name: s, expected: $expected }),
                 }
             }
         }

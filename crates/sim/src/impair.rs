@@ -6,6 +6,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use tickplant_core::error::InvalidConfig;
 
 /// Impairment settings. Probabilities are per packet and per copy.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,16 +29,17 @@ impl Default for ImpairConfig {
 }
 
 impl ImpairConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         for (name, p) in
             [("loss-a", self.loss_a), ("loss-b", self.loss_b), ("reorder", self.reorder), ("dup", self.dup)]
         {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("--{name} must be a probability in 0..=1, got {p}"));
+                return Err(InvalidConfig::new(name, format!("--{name} must be a probability in 0..=1, got {p}")));
             }
         }
         if self.skew_ns.0 > self.skew_ns.1 {
-            return Err(format!("skew range {}..{} is empty", self.skew_ns.0, self.skew_ns.1));
+            let reason = format!("skew range {}..{} is empty", self.skew_ns.0, self.skew_ns.1);
+            return Err(InvalidConfig::new("skew-us", reason));
         }
         Ok(())
     }

@@ -24,13 +24,13 @@ pub enum Workload {
 }
 
 impl std::str::FromStr for Workload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = tickplant_core::error::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "a" => Ok(Workload::A),
             "b" => Ok(Workload::B),
             "c" => Ok(Workload::C),
-            _ => Err(format!("unknown workload {s:?} (expected a, b or c)")),
+            _ => Err(tickplant_core::error::UnknownName { what: "workload", name: s.into(), expected: "a, b or c" }),
         }
     }
 }
@@ -68,7 +68,10 @@ pub struct MatchWorkload {
 
 /// A generated event as the matcher's event (through [`Matcher::event_from_pairs`], the
 /// same path `tickplant match` takes).
-pub fn match_event(m: &Matcher, pairs: &[(String, GenValue)]) -> Result<MatchEvent, String> {
+pub fn match_event(
+    m: &Matcher,
+    pairs: &[(String, GenValue)],
+) -> Result<MatchEvent, tickplant_core::matcher::EventError> {
     let mut e = MatchEvent::default();
     m.event_from_pairs(
         pairs.iter().map(|(k, v)| {

@@ -898,7 +898,7 @@ impl Matcher {
         &self,
         pairs: impl IntoIterator<Item = (&'a str, EventValue<'a>)>,
         e: &mut MatchEvent,
-    ) -> Result<(), String> {
+    ) -> Result<(), EventError> {
         e.values.clear();
         e.values.resize(self.schema.attrs(), None);
         for (name, v) in pairs {
@@ -907,14 +907,18 @@ impl Matcher {
             let value = match v {
                 EventValue::Num(text) => {
                     if want == Some(Type::Str) {
-                        return Err(format!("{name} is a string attribute, the event gives the number {text}"));
+                        let reason = format!("{name} is a string attribute, the event gives the number {text}");
+                        return Err(EventError { attr: name.to_string(), reason });
                     }
-                    Value::Num(parse_num(text).map_err(|err| format!("{name}: {err}"))?)
+                    let num = parse_num(text)
+                        .map_err(|err| EventError { attr: name.to_string(), reason: format!("{name}: {err}") })?;
+                    Value::Num(num)
                 }
                 EventValue::Str(s) => match want {
-                    Some(Type::Num) => Value::Num(
-                        parse_num(s).map_err(|_| format!("{name} is a number attribute, the event gives {s:?}"))?,
-                    ),
+                    Some(Type::Num) => Value::Num(parse_num(s).map_err(|_| EventError {
+                        attr: name.to_string(),
+                        reason: format!("{name} is a number attribute, the event gives {s:?}"),
+                    })?),
                     // A string no strategy names equals none of them.
                     _ => Value::Sym(self.schema.sym_id(s).unwrap_or(UNKNOWN_SYM)),
                 },
@@ -924,6 +928,21 @@ impl Matcher {
         Ok(())
     }
 }
+
+/// An event value [`Matcher::event_from_pairs`] cannot take: the attribute and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventError {
+    pub attr: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for EventError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for EventError {}
 
 /// A value of an event as given (JSON number text or JSON string).
 #[derive(Debug, Clone, Copy)]
@@ -1063,9 +1082,9 @@ mod tests {
         let mut m = Matcher::new();
         m.insert_text("1: symbol = \"A\" and px > 1").unwrap();
         let mut e = MatchEvent::default();
-        let err = m.event_from_pairs([("symbol", EventValue::Num("5"))], &mut e).unwrap_err();
+        let err = m.event_from_pairs([("symbol", EventValue::Num("5"))], &mut e).unwrap_err().to_string();
         assert!(err.contains("string attribute"), "{err}");
-        let err = m.event_from_pairs([("px", EventValue::Str("abc"))], &mut e).unwrap_err();
+        let err = m.event_from_pairs([("px", EventValue::Str("abc"))], &mut e).unwrap_err().to_string();
         assert!(err.contains("number attribute"), "{err}");
         m.event_from_pairs([("px", EventValue::Str("2.5")), ("other", EventValue::Num("1"))], &mut e).unwrap();
     }

@@ -332,6 +332,44 @@ fn capture_error(e: RunError<PcapError>) -> PcapError {
     }
 }
 
+/// Why a run could not start or did not finish.
+#[derive(Debug)]
+pub enum PipelineError {
+    /// A capture could not be read (its path, and the frame and byte where they apply), or
+    /// it holds two feeds.
+    Capture(PcapError),
+    /// The spec cannot run as it is: what is wrong with it.
+    Spec(String),
+    /// A thread of the run could not start, panicked, or ended with an error (a consumer's
+    /// file or exchange).
+    Thread { thread: String, reason: String },
+}
+
+impl std::fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PipelineError::Capture(e) => e.fmt(f),
+            PipelineError::Spec(reason) => f.write_str(reason),
+            PipelineError::Thread { thread, reason } => write!(f, "{thread}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for PipelineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PipelineError::Capture(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<PcapError> for PipelineError {
+    fn from(e: PcapError) -> Self {
+        PipelineError::Capture(e)
+    }
+}
+
 /// The pipeline's final state, for callers that look further than the report.
 #[derive(Debug)]
 pub struct Outcome {
@@ -348,9 +386,8 @@ fn specialise_opra(
     path: &std::path::Path,
     cfg: &tickplant_core::SequencerConfig,
     o: &OpraFastSpec,
-) -> Result<usize, PcapError> {
-    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
-    let seq = Sequencer::new(cfg.clone()).map_err(|e| cfg_err(e.to_string()))?;
+) -> Result<usize, PipelineError> {
+    let seq = Sequencer::new(cfg.clone()).map_err(|e| PipelineError::Spec(e.to_string()))?;
     let mut r = FrameReader::open(path)?;
     let link = r.link_type();
     let profile = {
@@ -380,8 +417,8 @@ fn specialise_opra(
 }
 
 /// Run the pipeline to the end of its inputs.
-pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
-    let cfg_err = |reason: String| PcapError { path: PathBuf::from("<config>"), frame: None, offset: None, reason };
+pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
+    let cfg_err = PipelineError::Spec;
     if spec.inputs.is_empty() || spec.inputs.len() > 2 {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
@@ -456,7 +493,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                         RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone),
                     }
                 })
-                .map_err(|e| cfg_err(format!("cannot start a consumer thread: {e}")))?,
+                .map_err(|e| PipelineError::Thread {
+                    thread: format!("consumer {}", c.name),
+                    reason: format!("cannot start: {e}"),
+                })?,
         );
     }
     // The OPRA FAST program, specialised for the capture's hottest presence maps.
@@ -484,7 +524,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         _ => None,
     };
     // A stream's feed: with the books where they follow it (ITCH).
-    let feed_for = |stream: Stream| -> Result<AnyFeed<'_>, PcapError> {
+    let feed_for = |stream: Stream| -> Result<AnyFeed<'_>, PipelineError> {
         Ok(match (&spec.decoder, &opra_program) {
             (FeedDecoder::OpraFast(o), Some(program)) => {
                 let native = opra_native.as_ref().map(|n| n as &dyn tickplant_fast::NativeKernels);
@@ -544,7 +584,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
                     decode_loop(&mut down, &mut rx, &mut back_tx, decode_alone);
                     down
                 })
-                .map_err(|e| cfg_err(format!("cannot start the decode thread: {e}")))?;
+                .map_err(|e| PipelineError::Thread { thread: "decode".into(), reason: format!("cannot start: {e}") })?;
             let spare = (0..HANDOFF_BATCHES - 1)
                 .map(|_| Handoff {
                     bytes: Vec::with_capacity(1 << 16),
@@ -567,8 +607,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
-            let down = decoder.join().map_err(|_| cfg_err("the decode thread panicked".into()))?;
-            Ok::<_, PcapError>((read, down))
+            let down = decoder
+                .join()
+                .map_err(|_| PipelineError::Thread { thread: "decode".into(), reason: "panicked".into() })?;
+            Ok::<_, PipelineError>((read, down))
         })?;
         down = d;
         read.map_err(capture_error)?.frames
@@ -591,8 +633,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PcapError> {
         drop(ring);
         let r = h
             .join()
-            .map_err(|_| cfg_err(format!("consumer {name} panicked")))?
-            .map_err(|e| cfg_err(format!("consumer {name}: {e}")))?;
+            .map_err(|_| PipelineError::Thread { thread: format!("consumer {name}"), reason: "panicked".into() })?
+            .map_err(|e| PipelineError::Thread { thread: format!("consumer {name}"), reason: e.to_string() })?;
         consumers.push(ConsumerReport { name, stream, gaps, matched, delivered, dropped, waits, ..Default::default() });
         results.push(r);
     }

@@ -1,6 +1,7 @@
 //! The end-of-run report, its accounting check and the summary people read.
 
 use super::*;
+use tickplant_core::error::Unbalanced;
 
 pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -112,7 +113,11 @@ pub struct Report {
 
 impl Report {
     /// The accounting: every message ends in exactly one counted outcome.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Unbalanced> {
+        self.balance().map_err(|sum| Unbalanced { sum })
+    }
+
+    fn balance(&self) -> Result<(), String> {
         if let Some(o) = &self.opra_fast {
             if self.decoded != o.messages {
                 return Err(format!("decoded {} != OPRA FAST outcomes {}", self.decoded, o.messages));
