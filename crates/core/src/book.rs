@@ -174,8 +174,9 @@ const OVERFLOW: u32 = u32::MAX;
 #[derive(Debug, Clone, Default)]
 struct SideBook {
     /// `[shares, orders]` per slot, eight bytes so that a cache line holds eight levels
-    /// (a level's first touch is most often a cache miss; with 16-byte slots parse + book
-    /// ran 1-1.5 ns a message slower); allocated (zeroed, so the OS maps pages as they are
+    /// (a level's first touch is most often a cache miss; 16-byte slots ran slower on the
+    /// parse + book benchmark, `cargo bench -p tickplant --bench itch`); allocated (zeroed,
+    /// so the OS maps pages as they are
     /// touched) on the side's first add. A level whose shares pass 32 bits has [`WIDE`] set
     /// in its order count and its shares in `wide`.
     slots: Vec<[u32; 2]>,
@@ -556,9 +557,9 @@ struct Resting {
 }
 
 /// A live order in the table: 16 bytes, four to a cache line. Most lookups of a day are
-/// cache misses on this table: with the order's price and a slot of its own in each entry
-/// (32 bytes) parse + book took 28.2-29.1 ns a message against 27.4-28.3, and with entries
-/// padded to 64 bytes 34.1-35.9. The price of an order whose level is in
+/// cache misses on this table: entries of 32 bytes (the order's price and a slot of its
+/// own) and of 64 ran slower on the parse + book benchmark (`cargo bench -p tickplant
+/// --bench itch`; docs/perf-log/feed-handler.md). The price of an order whose level is in
 /// the ladder is the ladder slot's own ([`SideBook::price_at`]: the window never moves
 /// under a live order), so only an order in the overflow list keeps its price, beside the
 /// table ([`OrderTable::prices`]).

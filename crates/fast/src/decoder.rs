@@ -833,7 +833,7 @@ impl<'p> Decoder<'p> {
     fn int(&mut self, ins: &Insn, nullable: bool, buf: &[u8], pos: &mut usize) -> R<Option<i64>> {
         let at = *pos;
         // Its own copy of `shape`'s body, with the flags read here: calling `shape` measured
-        // 5% slower on the generic program (371-384 against 395-403 ns a message).
+        // slower on the generic program (`tickplant fast bench`; docs/perf-log/fast.md).
         let v = match groups(buf, pos) {
             Some((v, n)) => {
                 if ins.has(flag::SIGNED) {

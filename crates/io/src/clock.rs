@@ -79,9 +79,9 @@ pub fn thread_cpu_ns() -> u64 {
 ///
 /// A figure of the machine, not of tickplant: a run of the pipeline moves every packet
 /// and record between cores. On the shared development machine this round trip changes
-/// from one stretch of minutes to another: 62-148 ns in most, 376-518 ns in others, where
-/// `tickplant run` on the bench's captures measured 8.6-12.5 M messages/s against 12.0-22.7
-/// (2026-11-24). A throughput measured in the same minutes is read beside it.
+/// from one stretch of minutes to another, and `tickplant run` with it
+/// (docs/perf-log/feed-handler.md); a throughput measured in the same minutes is read
+/// beside it.
 pub fn cross_core_round_trip_ns(rounds: u64) -> Option<f64> {
     use std::sync::atomic::{AtomicU64, Ordering};
     #[repr(align(128))]

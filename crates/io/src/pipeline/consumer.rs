@@ -58,9 +58,8 @@ impl Slot for Record {
 
 /// A record without its BBO and symbol: 72 bytes in the ring instead of 112, for the
 /// consumers that do not read them (`count`, `csv`, `jsonl`). The decode thread, the limit
-/// of a run, writes a third less into the rings, and the consumer reads a third less: the
-/// decode thread's CPU time went from 0.239-0.245 s to 0.228-0.238 on the bench's run (10
-/// runs each, alternated).
+/// of a run, writes a third less into the rings, and the consumer reads a third less (the
+/// decode thread's CPU time on the itch bench's run; docs/perf-log/feed-handler.md).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Lean {
     pub(super) event: Event,

@@ -12,9 +12,8 @@ pub(super) struct Out {
     /// The packet's events this consumer takes (indices), written into the ring together
     /// once the packet is done: one update of the ring's write index a packet instead of one
     /// a record, so the cache line the consumer polls moves between the cores once a
-    /// packet, not once a record (with the consumer taking all it finds at once, and the
-    /// BBO read without the depth iterator, the bench's config on a 5-million-message day
-    /// went from 3.3-4.6 to 4.7-5.7 M messages/s, runs alternated).
+    /// packet, not once a record (`cargo bench -p tickplant --bench itch`, the run's figure;
+    /// docs/perf-log/feed-handler.md has the numbers).
     pub(super) picks: Vec<u32>,
     /// The consumer reads its records' BBO and symbol (`bbo`, `match`, `trade` and your own
     /// handler do; `count`, `csv` and `jsonl` do not, and get them zeroed): an event no such

@@ -47,8 +47,8 @@ pub(super) enum Item {
 }
 
 /// How many messages ahead of the one being applied the decode thread asks for the orders
-/// they name. On the parse + book benchmark's day 8 to 10 ran fastest (4: 35-36 ns a
-/// message, 8: 32-33, 16: 37-42; a burst per 16-message batch: 39-44).
+/// they name: on the parse + book benchmark's day 8 to 10 ran fastest, ahead of 4, 16 and a
+/// burst per batch (`cargo bench -p tickplant --bench itch`; docs/perf-log/feed-handler.md).
 pub(super) const PREFETCH_AHEAD: usize = 8;
 
 /// Packets (or gaps) per handoff batch: the two threads touch the ring's indices once a
