@@ -641,8 +641,10 @@ pub struct Arbitrator {
     held: Option<Held>,
     held_spare: Vec<u8>,
     /// Each input's destination (no `accept` list), and the first conflict found.
-    dests: Vec<Option<u64>>,
-    first_dest: Vec<Option<Endpoint>>,
+    /// Each input's destination as one number (address and port, the compare a frame) and
+    /// as an endpoint (for a conflict's message).
+    dests: Vec<Option<(u64, Endpoint)>>,
+    /// No `accept` list: the destination check runs (kept here for the per-frame test).
     check_dests: bool,
     conflict: Option<DestinationConflict>,
     ll: OutputState,
@@ -679,7 +681,6 @@ impl Arbitrator {
             held: None,
             held_spare: Vec::new(),
             dests: vec![None; n],
-            first_dest: vec![None; n],
             check_dests,
             conflict: None,
             ll: OutputState::new(OutputId::Ll, config.low_latency, config.gap_memory),
@@ -753,13 +754,12 @@ impl Arbitrator {
             _ => u64::MAX,
         };
         match self.dests[input] {
-            Some(first) if first == key => true,
+            Some((first, _)) if first == key => true,
             None => {
-                self.dests[input] = Some(key);
-                self.first_dest[input] = Some(Endpoint::of_frame(frame, info));
+                self.dests[input] = Some((key, Endpoint::of_frame(frame, info)));
                 true
             }
-            Some(_) => self.conflict_at(input, frame, info),
+            Some((_, first)) => self.conflict_at(input, first, frame, info),
         }
     }
 
@@ -767,9 +767,8 @@ impl Arbitrator {
     /// [`Arbitrator::destination_conflict`]).
     #[cold]
     #[inline(never)]
-    fn conflict_at(&mut self, input: usize, frame: &[u8], info: &PacketInfo) -> bool {
+    fn conflict_at(&mut self, input: usize, first: Endpoint, frame: &[u8], info: &PacketInfo) -> bool {
         if self.conflict.is_none() {
-            let first = self.first_dest[input].unwrap_or(Endpoint { group: None, port: None });
             let second = Endpoint::of_frame(frame, info);
             self.conflict = Some(DestinationConflict { input: input as u8, first, second });
         }

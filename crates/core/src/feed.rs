@@ -355,7 +355,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
             }
             let t = e.msg_type;
             out.commit();
-            if matches!(t, b'R' | b'A' | b'F' | b'P') && self.dir.learn_bytes(b) {
+            if matches!(t, b'R' | b'A' | b'F' | b'P') && self.dir.learn_new(b) {
                 self.named.push(u32::from(u16::from_be_bytes([b[1], b[2]])));
             }
             self.by_type[usize::from(t)] += 1;

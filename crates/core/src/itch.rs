@@ -298,7 +298,7 @@ pub fn apply_all<'a>(
             return Err(Undecodable { index: n });
         }
         if let Some(d) = dir.as_deref_mut() {
-            learn_new(d, m);
+            d.learn_new(m);
         }
         n += 1;
         if !each(n - 1, &event, changed) {
@@ -306,27 +306,6 @@ pub fn apply_all<'a>(
         }
     }
     Ok(n)
-}
-
-/// Learn a symbol from a directory message, or from an add or trade whose stock is not its
-/// instrument's name yet (as [`SymbolDirectory::learn_bytes`] would, which parses the
-/// message first: one load and compare for the others).
-#[inline(always)]
-fn learn_new(dir: &mut SymbolDirectory, m: &[u8]) {
-    // Adds (A, F) and trades (P) carry the stock at bytes 24..32, the locate at 1..3.
-    let known = |d: &SymbolDirectory| match (m.get(1..3), m.get(24..32)) {
-        (Some(l), Some(stock)) => d.get(u32::from(u16::from_be_bytes([l[0], l[1]]))).is_some_and(|s| s[..] == *stock),
-        _ => false,
-    };
-    match m.first() {
-        Some(b'R') => {
-            dir.learn_bytes(m);
-        }
-        Some(b'A' | b'F' | b'P') if !known(dir) => {
-            dir.learn_bytes(m);
-        }
-        _ => {}
-    }
 }
 
 /// Stock locate <-> symbol, from Stock Directory (R) messages (and the stock field of adds
@@ -358,6 +337,27 @@ impl SymbolDirectory {
         };
         self.insert(u32::from(locate), stock)
     }
+    /// [`SymbolDirectory::learn_bytes`] of the messages that can name an instrument
+    /// (directory messages, adds and trades), with no parse of an add or trade whose stock
+    /// is already its instrument's name (one load and compare): the per-message step of the
+    /// feed handler and of [`apply_all`]. Returns true when it named a new instrument.
+    #[inline(always)]
+    pub fn learn_new(&mut self, m: &[u8]) -> bool {
+        match m.first() {
+            Some(b'R') => self.learn_bytes(m),
+            Some(b'A' | b'F' | b'P') => {
+                let known = match (m.get(itch50::LOCATE), m.get(itch50::ADD_STOCK)) {
+                    (Some(l), Some(stock)) => {
+                        self.get(u32::from(u16::from_be_bytes([l[0], l[1]]))).is_some_and(|s| s[..] == *stock)
+                    }
+                    _ => false,
+                };
+                !known && self.learn_bytes(m)
+            }
+            _ => false,
+        }
+    }
+
     /// [`SymbolDirectory::learn`] from a message's bytes (exactly its type's length), without
     /// parsing the other types.
     #[inline]

@@ -18,6 +18,11 @@ use crate::{Error, Result};
 
 /// Length of the header every message starts with (type, locate, tracking, timestamp).
 pub const HEADER_LEN: usize = 11;
+/// Where every message keeps its stock locate.
+pub const LOCATE: core::ops::Range<usize> = 1..3;
+/// Where Add Order (A), Add Order with MPID (F) and Trade (P) keep their stock: the same
+/// bytes in all three (a test below holds them to the types' own fields).
+pub const ADD_STOCK: core::ops::Range<usize> = 24..32;
 
 /// How a field is shown by [`FieldVisitor`].
 pub trait FieldVisitor {
@@ -859,6 +864,24 @@ pub fn push_binary_file(out: &mut Vec<u8>, m: &Message) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn add_stock_is_where_the_types_keep_it() {
+        let stock = *b"ABCD    ";
+        for (t, len) in [(b'A', AddOrder::LEN), (b'F', AddOrderMpid::LEN), (b'P', Trade::LEN)] {
+            let mut m = vec![0u8; len];
+            m[0] = t;
+            m[LOCATE].copy_from_slice(&7u16.to_be_bytes());
+            m[ADD_STOCK].copy_from_slice(&stock);
+            let (locate, got) = match Message::parse(&m).unwrap() {
+                Message::AddOrder(a) => (a.stock_locate, a.stock),
+                Message::AddOrderMpid(a) => (a.stock_locate, a.stock),
+                Message::Trade(p) => (p.stock_locate, p.stock),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!((locate, got), (7, stock), "{}", t as char);
+        }
+    }
 
     fn add() -> AddOrder {
         AddOrder {
