@@ -103,8 +103,8 @@ pub fn arbitrator(data: &[u8]) {
         ll: Vec<u64>,
     }
     impl ArbSink for Check {
-        fn ll(&mut self, _: u64, f: &[u8]) {
-            self.ll.push(u64::from_be_bytes(f[52..60].try_into().expect("8 bytes")));
+        fn ll(&mut self, r: &tickplant_core::Released<'_>) {
+            self.ll.push(u64::from_be_bytes(r.frame[52..60].try_into().expect("8 bytes")));
         }
         fn hr(&mut self, r: &tickplant_core::Released<'_>) {
             assert!(r.release_ns >= r.arrival_ns);

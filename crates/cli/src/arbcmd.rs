@@ -82,9 +82,9 @@ impl Feed for Sink {
 
 impl ArbSink for Sink {
     #[inline]
-    fn ll(&mut self, now: u64, frame: &[u8]) {
+    fn ll(&mut self, f: &Released<'_>) {
         if let Some(w) = self.ll.as_mut() {
-            let r = w.write(now, frame).map_err(Into::into);
+            let r = w.write(f.release_ns, f.frame).map_err(Into::into);
             self.keep(r);
         }
     }

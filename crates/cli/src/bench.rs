@@ -58,8 +58,8 @@ fn lossy(ts: &[u64], seed: u64) -> Vec<(u64, usize, usize)> {
 struct Drain;
 impl tickplant_core::ArbSink for Drain {
     #[inline]
-    fn ll(&mut self, _: u64, f: &[u8]) {
-        black_box(f);
+    fn ll(&mut self, r: &tickplant_core::Released<'_>) {
+        black_box(r.frame);
     }
     #[inline]
     fn hr(&mut self, r: &tickplant_core::Released<'_>) {

@@ -1322,8 +1322,9 @@ fn fingerprint(frame: &[u8], info: &PacketInfo) -> u64 {
 
 /// Where a driven arbitrator sends what it produces (see [`Arbitrator::process`]).
 pub trait ArbSink {
-    /// A frame for the low-latency output, at `now`.
-    fn ll(&mut self, now: u64, frame: &[u8]);
+    /// A packet for the low-latency output, forwarded the moment it arrived (its
+    /// `release_ns` is its `arrival_ns`).
+    fn ll(&mut self, forwarded: &Released<'_>);
     /// A frame for the high-reliability output.
     fn hr(&mut self, released: &Released<'_>);
     /// A frame that is not market data.
@@ -1435,6 +1436,35 @@ impl Arbitrator {
         }
     }
 
+    /// A packet forwarded at once, trimmed to its new messages where `skip` says so and the
+    /// protocol allows (see [`Action::Forward`]), with the sequence number and count as sent.
+    #[inline(always)]
+    fn forwarded<'a>(
+        &'a mut self,
+        now: u64,
+        input: usize,
+        info: &PacketInfo,
+        frame: &'a [u8],
+        skip: u32,
+    ) -> Released<'a> {
+        let trimmed = skip > 0 && self.seq.trim(frame, info, skip, &mut self.scratch);
+        let (frame, seq, count) = if trimmed {
+            (&self.scratch[..], info.seq + u64::from(skip), info.count - skip)
+        } else {
+            (frame, info.seq, info.count)
+        };
+        Released {
+            frame,
+            seq,
+            count,
+            input: input as u8,
+            arrival_ns: now,
+            release_ns: now,
+            trimmed,
+            payload_offset: info.payload_offset,
+        }
+    }
+
     /// One classified packet through both outputs into `sink`.
     #[inline(always)]
     fn emit<S: ArbSink>(&mut self, now: u64, input: usize, info: &PacketInfo, frame: &[u8], sink: &mut S) {
@@ -1442,27 +1472,11 @@ impl Arbitrator {
             Decision::Data { ll, hr } => {
                 if let Action::Forward { skip } = ll {
                     self.gaps_before(OutputId::Ll, info.seq + u64::from(skip), sink);
-                    let f = self.frame_for(frame, info, skip);
-                    sink.ll(now, f);
+                    sink.ll(&self.forwarded(now, input, info, frame, skip));
                 }
                 if let Action::Forward { skip } = hr {
                     self.gaps_before(OutputId::Hr, info.seq + u64::from(skip), sink);
-                    let trimmed = skip > 0 && self.seq.trim(frame, info, skip, &mut self.scratch);
-                    let (f, seq, count) = if trimmed {
-                        (&self.scratch[..], info.seq + u64::from(skip), info.count - skip)
-                    } else {
-                        (frame, info.seq, info.count)
-                    };
-                    sink.hr(&Released {
-                        frame: f,
-                        seq,
-                        count,
-                        input: input as u8,
-                        arrival_ns: now,
-                        release_ns: now,
-                        trimmed,
-                        payload_offset: info.payload_offset,
-                    });
+                    sink.hr(&self.forwarded(now, input, info, frame, skip));
                 }
             }
             Decision::Control => {}

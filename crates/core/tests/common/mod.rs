@@ -77,9 +77,16 @@ impl Rec {
 }
 
 impl ArbSink for Rec {
-    fn ll(&mut self, now: u64, frame: &[u8]) {
-        let (seq, count) = self.seq_of(frame);
-        self.ll.push(Out { seq, count, at: now, arrival: now, frame: frame.to_vec() });
+    fn ll(&mut self, r: &Released<'_>) {
+        assert_eq!(self.seq_of(r.frame), (r.seq, r.count), "forwarded seq/count match the frame");
+        assert_eq!(r.release_ns, r.arrival_ns, "LL never waits");
+        self.ll.push(Out {
+            seq: r.seq,
+            count: r.count,
+            at: r.release_ns,
+            arrival: r.arrival_ns,
+            frame: r.frame.to_vec(),
+        });
     }
     fn hr(&mut self, r: &Released<'_>) {
         assert_eq!(self.seq_of(r.frame), (r.seq, r.count), "released seq/count match the frame");

@@ -314,34 +314,11 @@ impl<'p> Downstream<'p> {
 
 pub(super) struct Sink<'a, 'p> {
     pub(super) down: &'a mut Downstream<'p>,
-    /// Reads LL frames again, when the run decodes that stream.
-    pub(super) ll: Option<(Sequencer, LinkType)>,
-}
-
-/// An LL frame as the feed handler reads it: the arbitrator's sequencer finds its payload,
-/// sequence number and count again (the LL output gives the frame alone). A frame it
-/// cannot read (none: the arbitrator forwarded it) is left out, and the report's accounting
-/// says so.
-pub(super) fn released_ll<'a>(ll: &Option<(Sequencer, LinkType)>, now: u64, frame: &'a [u8]) -> Option<Released<'a>> {
-    let (seq, link) = ll.as_ref()?;
-    let info = seq.classify(*link, frame).ok()?;
-    Some(Released {
-        frame,
-        seq: info.seq,
-        count: info.count,
-        input: 0,
-        arrival_ns: now,
-        release_ns: now,
-        trimmed: false,
-        payload_offset: info.payload_offset,
-    })
 }
 
 impl ArbSink for Sink<'_, '_> {
-    fn ll(&mut self, now: u64, frame: &[u8]) {
-        if let Some(r) = released_ll(&self.ll, now, frame) {
-            self.down.packet(Stream::Ll, &r, false);
-        }
+    fn ll(&mut self, r: &Released<'_>) {
+        self.down.packet(Stream::Ll, r, false);
     }
     fn hr(&mut self, r: &Released<'_>) {
         // Released one at a time: nothing ahead of it to ask for.

@@ -69,8 +69,8 @@ pub(super) struct HandoffSink {
     pub(super) alone: bool,
     /// Find the order hints of the packets of the stream the ITCH books follow.
     pub(super) hints: Option<Stream>,
-    /// Reads LL frames again, when the run decodes that stream.
-    pub(super) ll: Option<(Sequencer, LinkType)>,
+    /// The run decodes the LL stream (its gaps go to the decode thread too).
+    pub(super) ll: bool,
     /// Ticks spent waiting for an empty batch (so that the arbitrate stage can leave them
     /// out: they are the decode thread's time, not the arbitrator's).
     pub(super) waited: u64,
@@ -142,16 +142,14 @@ impl HandoffSink {
 }
 
 impl ArbSink for HandoffSink {
-    fn ll(&mut self, now: u64, frame: &[u8]) {
-        if let Some(r) = released_ll(&self.ll, now, frame) {
-            self.packet(Stream::Ll, &r);
-        }
+    fn ll(&mut self, r: &Released<'_>) {
+        self.packet(Stream::Ll, r);
     }
     fn hr(&mut self, r: &Released<'_>) {
         self.packet(Stream::Hr, r);
     }
     fn gap(&mut self, g: &GapReport) {
-        if g.output == OutputId::Hr || self.ll.is_some() {
+        if g.output == OutputId::Hr || self.ll {
             self.push(Item::Gap(*g));
         }
     }

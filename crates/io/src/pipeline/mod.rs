@@ -431,13 +431,6 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     if spec.book_stream == Stream::Ll && matches!(spec.decoder, FeedDecoder::OpraFast(_)) {
         return Err(cfg_err("book.stream = \"ll\": opra-fast keeps no books to follow a stream".into()));
     }
-    if ll_on && links.iter().any(|l| *l != links[0]) {
-        return Err(cfg_err(format!(
-            "the LL stream is read from frames of one link type, and the captures have {links:?}: \
-             convert one, or read the HR stream only"
-        )));
-    }
-    let ll_seq = ll_on.then(|| (seq.clone(), links[0]));
     let mut arb_cfg = spec.arb.clone();
     arb_cfg.inputs = readers.len();
     arb_cfg.low_latency = ll_on;
@@ -599,7 +592,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 spare,
                 alone: alone_on(spec, spec.producer_core),
                 hints,
-                ll: ll_seq.clone(),
+                ll: ll_on,
                 waited: 0,
             };
             pin_producer();
@@ -616,8 +609,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         read.map_err(capture_error)?.frames
     } else {
         pin_producer();
-        let read =
-            runner::run(&mut merged, &mut arb, &mut Sink { down: &mut down, ll: ll_seq.clone() }, &mut h_arb, opts);
+        let read = runner::run(&mut merged, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, opts);
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read.map_err(capture_error)?.frames
     };
