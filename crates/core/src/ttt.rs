@@ -716,8 +716,9 @@ fn truncated(offset: usize) -> tickplant_wire::Error {
 /// The multiplier of [`maybe_data`]'s hash, chosen by a search: the tags
 /// [`announces_data`] flags fall in 10 of its 128 slots, and none of the tags common in
 /// market data (49, 56, 34, 52, 55, 268 to 273, 279, 290, 346, 336, 326, 48, 22, 207, 15,
-/// 1023, 83, 37, 278, 280, 60, 75, 10, 11, 38, 40, 44, 54 and others) does: 55 of the
-/// other tags from 10 to 999 share a slot, and only cost the exact check.
+/// 1023, 83, 37, 278, 280, 60, 75, 10, 11, 38, 40, 44, 54 and others) does: 63 of the
+/// other tags from 10 to 999 (the data fields 349 to 363 among them) share a slot, and only
+/// cost the exact check.
 const DATA_HASH: u32 = 0xb58f_0057;
 
 /// A field's first three bytes as [`maybe_data`] hashes them (`tag` of two digits: its
@@ -749,20 +750,14 @@ const fn data_slot(prefix: u32) -> usize {
     (prefix.wrapping_mul(DATA_HASH) >> 25) as usize
 }
 
-/// The slots of the tags [`announces_data`] flags (90, 93, 95, 212, 348 to 364, 445, 618,
-/// 621).
+/// The slots of the length fields of FIX 4.4 ([`fix::DATA_FIELDS`], the reader's own table):
+/// the tags [`announces_data`] flags.
 const DATA_SLOTS: [bool; 128] = {
     let mut t = [false; 128];
-    let two_and_three = [90, 93, 95, 212, 445, 618, 621];
     let mut k = 0;
-    while k < two_and_three.len() {
-        t[data_slot(tag_prefix(two_and_three[k]))] = true;
+    while k < fix::DATA_FIELDS.len() {
+        t[data_slot(tag_prefix(fix::DATA_FIELDS[k].0))] = true;
         k += 1;
-    }
-    let mut tag = 348;
-    while tag <= 364 {
-        t[data_slot(tag_prefix(tag))] = true;
-        tag += 1;
     }
     t
 };
@@ -777,7 +772,9 @@ fn maybe_data(head: u32) -> bool {
 }
 
 /// Does a field starting with these four bytes give the length of a data field (RawData
-/// and the other length/data pairs of FIX 4.4)?
+/// and the other length/data pairs of FIX 4.4)? The tags of [`fix::DATA_FIELDS`] by their
+/// digits, a comparison or two for most tags where a table walk costs a loop
+/// (`announces_data_is_the_readers_table` checks the two agree on every head).
 #[inline]
 fn announces_data(head: u32) -> bool {
     let b = head.to_le_bytes();
@@ -785,7 +782,14 @@ fn announces_data(head: u32) -> bool {
     match b[0] {
         b'9' => b[2] == b'=' && matches!(b[1], b'0' | b'3' | b'5'),
         b'2' => &b == b"212=",
-        b'3' => b[3] == b'=' && matches!((b[1], b[2]), (b'4', b'8'..=b'9') | (b'5', b'0'..=b'9') | (b'6', b'0'..=b'4')),
+        // 348 to 364, the even ones (the odd ones are their data fields).
+        b'3' => {
+            b[3] == b'='
+                && matches!(
+                    (b[1], b[2]),
+                    (b'4', b'8') | (b'5', b'0' | b'2' | b'4' | b'6' | b'8') | (b'6', b'0' | b'2' | b'4')
+                )
+        }
         b'4' => &b == b"445=",
         b'6' => &b == b"618=" || &b == b"621=",
         _ => false,
@@ -1170,11 +1174,31 @@ mod tests {
                 }
             }
         }
-        // 90, 93 and 95 with any byte after their `=`; 212, 348 to 364, 445, 618, 621.
-        assert_eq!(flagged, 3 * 256 + 21);
+        // 90, 93 and 95 with any byte after their `=`; 212, 348 to 364 even, 445, 618, 621.
+        assert_eq!(flagged, 3 * 256 + 13);
         for tag in [49u32, 56, 34, 52, 55, 268, 269, 270, 271, 272, 273, 279, 290, 346, 336, 326] {
             let f = format!("{tag}=1234").into_bytes();
             assert!(!maybe_data(u32::from_le_bytes(f[..4].try_into().unwrap())), "tag {tag} costs the exact check");
+        }
+    }
+
+    /// `announces_data` flags exactly the length fields of the reader's table: every head
+    /// of two or three digits and `=`, or four digits, is tried.
+    #[test]
+    fn announces_data_is_the_readers_table() {
+        let mut heads = Vec::new();
+        for tag in 10u32..10_000 {
+            let text = format!("{tag}=");
+            let b = text.as_bytes();
+            if b.len() == 3 {
+                heads.extend((0..=255u8).map(|x| (tag, [b[0], b[1], b[2], x])));
+            } else {
+                heads.push((tag, [b[0], b[1], b[2], b[3]]));
+            }
+        }
+        for (tag, head) in heads {
+            let listed = fix::DATA_FIELDS.iter().any(|&(length, _)| length == tag);
+            assert_eq!(announces_data(u32::from_le_bytes(head)), listed, "tag {tag}");
         }
     }
 
