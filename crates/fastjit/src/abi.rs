@@ -111,7 +111,7 @@ pub(crate) const S_LEN: i32 = offset_of!(SeqCtx, len) as i32;
 pub(crate) const S_PM: i32 = offset_of!(SeqCtx, pm) as i32;
 pub(crate) const S_PMN: i32 = offset_of!(SeqCtx, pmn) as i32;
 
-/// A sequence's element loop: `ctx -> status` (see [`Gen::seq`]).
+/// A sequence's element loop: `ctx -> status` (see [`Gen::seq`](crate::codegen::Gen::seq)).
 pub(crate) type SeqFn = unsafe extern "C" fn(*mut SeqCtx) -> u64;
 
 /// A kernel's code: `ctx -> how many operations it ran`.

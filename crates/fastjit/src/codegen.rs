@@ -252,7 +252,7 @@ impl<'b, 'f> Gen<'b, 'f> {
     }
 
     /// Emit kernel `ops`, whose last operation is the sequence that ends it, on into that
-    /// sequence (see [`NativeKernels::run_into_seq`]) as a function `ctx -> status` over
+    /// sequence (see [`NativeKernels::run_into_seq`](tickplant_fast::native::NativeKernels::run_into_seq)) as a function `ctx -> status` over
     /// a [`SeqCtx`]: the kernel's operations as [`Gen::kernel`] emits them, then the
     /// sequence's length (a mandatory uInt32 with no operator) and its entry after the
     /// frame, then up to [`SEQ_CHUNK`] elements as [`Gen::seq`] emits them (`specials`
@@ -768,13 +768,7 @@ impl<'b, 'f> Gen<'b, 'f> {
     /// their count. Past the end of the buffer, or no stop bit in nine bytes, goes to
     /// `decline`. Entities of more than `straight` bytes are read out of the straight line.
     /// `first`: the entity's first byte, already read (and not its last).
-    fn stop_bit_groups(
-        &mut self,
-        p: Value,
-        straight: i64,
-        decline: Block,
-        first: Option<Value>,
-    ) -> (Value, Value) {
+    fn stop_bit_groups(&mut self, p: Value, straight: i64, decline: Block, first: Option<Value>) -> (Value, Value) {
         let i64t = types::I64;
         let got = self.b.create_block();
         self.b.append_block_param(got, i64t); // the 7-bit groups
