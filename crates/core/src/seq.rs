@@ -9,6 +9,9 @@
 //! Where a protocol's message boundaries are known (MoldUDP64, XDP), [`Sequencer::trim`]
 //! rewrites a packet to start at a later message, fixing the IP and UDP lengths and
 //! checksums, so an overlapping packet can be delivered without repeating messages.
+//!
+//! One file (about 820 lines, 220 of them tests): the sequencer and the well-formedness
+//! checks it runs per protocol.
 
 use serde::{Deserialize, Serialize};
 use tickplant_wire::{ethernet, ipv4, moldudp64, opra, read_uint, udp, write_uint, xdp};

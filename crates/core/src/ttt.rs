@@ -18,6 +18,10 @@
 //!
 //! No allocation per message once a symbol has been seen (its template is built the first
 //! time it appears).
+//!
+//! One file (about 1,230 lines, 400 of them tests): the walk over a datagram's fields, the
+//! symbol cache and the order path are one hot loop, read and tuned together (`cargo bench
+//! -p tickplant-core --bench ttt`).
 
 use crate::fxhash::FxMap;
 

@@ -5,6 +5,9 @@
 //! key is honoured or refused by name: unknown keys are errors (with the line), and the
 //! keys of `tickplant arb` that mean nothing in a run are refused with the reason.
 //! docs/feed-handler.md and docs/arbitration.md list every key.
+//!
+//! One file (about 810 lines): the whole schema, so that a key's meaning, its check and its
+//! error stay beside the others of its table, in the order the docs list them.
 
 use std::path::{Path, PathBuf};
 

@@ -13,6 +13,9 @@
 //! fixed length of a type, for framings whose length prefix is missing or wrong. Each struct
 //! also reads and writes itself at a fixed layout (`parse`/`emit`, `LEN`), and
 //! [`Message::visit`] walks the fields by name for the text outputs (CSV, JSON).
+//!
+//! One file (about 1,000 lines, 140 of them tests): one struct per message type of the
+//! specification, in its order, made by one macro; a type is read in one place.
 
 use crate::{Error, Result};
 

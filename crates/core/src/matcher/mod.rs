@@ -25,6 +25,10 @@
 //!    An event ORs one bitset per attribute and checks one short list per attribute.
 //! 3. **Residuals.** `!=`, `attr op attr` and non-access `in` predicates are checked, as
 //!    written, only on the members that survive step 2.
+//!
+//! One file (about 1,100 lines, 140 of them tests; the rule language is `lang`): the index
+//! is built and matched against in one place because both work on its private layout (the
+//! bitsets, the short lists, the residual table) and change together.
 
 pub mod lang;
 pub mod market;
