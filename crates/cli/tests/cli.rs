@@ -3,6 +3,9 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+use common::words;
+
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
 fn tp(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -37,52 +40,11 @@ fn arb_end_to_end_matches_ground_truth() {
     ok(p, &["sim", "moldudp64", "--seed", "3", "--packets", "5000", "--out", "feed.pcap"]);
     ok(
         p,
-        &[
-            "sim",
-            "impair",
-            "--in",
-            "feed.pcap",
-            "--seed",
-            "3",
-            "--loss-a",
-            "0.05",
-            "--loss-b",
-            "0.05",
-            "--reorder",
-            "0.02",
-            "--dup",
-            "0.02",
-            "--skew-us",
-            "0..20",
-            "--out-a",
-            "a.pcap",
-            "--out-b",
-            "b.pcap",
-            "--truth",
-            "truth.csv",
-        ],
+        &words("sim impair --in feed.pcap --seed 3 --loss-a 0.05 --loss-b 0.05 --reorder 0.02 --dup 0.02 --skew-us 0..20 --out-a a.pcap --out-b b.pcap --truth truth.csv"),
     );
     let summary = ok(
         p,
-        &[
-            "arb",
-            "--a",
-            "a.pcap",
-            "--b",
-            "b.pcap",
-            "--start-seq",
-            "1",
-            "--timeout-us",
-            "100",
-            "--ll-out",
-            "ll.pcap",
-            "--hr-out",
-            "hr.pcap",
-            "--gaps",
-            "gaps.csv",
-            "--stats",
-            "stats.json",
-        ],
+        &words("arb --a a.pcap --b b.pcap --start-seq 1 --timeout-us 100 --ll-out ll.pcap --hr-out hr.pcap --gaps gaps.csv --stats stats.json"),
     );
     assert!(summary.contains("accounting: balanced"), "{summary}");
 
@@ -122,23 +84,7 @@ fn arb_end_to_end_matches_ground_truth() {
         assert!(st["outputs"]["ll"][k].is_u64(), "stats.json outputs.ll.{k}");
     }
     // Deterministic: the same run gives the same bytes.
-    ok(
-        p,
-        &[
-            "arb",
-            "--a",
-            "a.pcap",
-            "--b",
-            "b.pcap",
-            "--start-seq",
-            "1",
-            "--timeout-us",
-            "100",
-            "--hr-out",
-            "hr-again.pcap",
-            "-q",
-        ],
-    );
+    ok(p, &words("arb --a a.pcap --b b.pcap --start-seq 1 --timeout-us 100 --hr-out hr-again.pcap -q"));
     assert_eq!(std::fs::read(p.join("hr.pcap")).unwrap(), std::fs::read(p.join("hr-again.pcap")).unwrap());
 }
 
@@ -290,25 +236,7 @@ fn arb_holds_its_ground_against_stray_traffic() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     ok(p, &["sim", "moldudp64", "--seed", "5", "--packets", "3000", "--out", "feed.pcap"]);
-    ok(
-        p,
-        &[
-            "sim",
-            "impair",
-            "--in",
-            "feed.pcap",
-            "--seed",
-            "5",
-            "--loss-a",
-            "0.03",
-            "--loss-b",
-            "0.03",
-            "--out-a",
-            "a.pcap",
-            "--out-b",
-            "b.pcap",
-        ],
-    );
+    ok(p, &words("sim impair --in feed.pcap --seed 5 --loss-a 0.03 --loss-b 0.03 --out-a a.pcap --out-b b.pcap"));
     let arb = |a: &str, extra: &[&str]| {
         let mut args = vec!["arb", "--a", a, "--b", "b.pcap", "--start-seq", "1", "--hr-out", "hr.pcap"];
         args.extend_from_slice(&["--stats", "stats.json"]);

@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::words;
+
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
 fn tp(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -130,26 +133,7 @@ fn run_delivers_exactly_each_subscription() {
     ok(p, &["sim", "itch", "--seed", "9", "--symbols", "20", "--messages", "50000", "--out", "feed.pcap"]);
     ok(
         p,
-        &[
-            "sim",
-            "impair",
-            "--in",
-            "feed.pcap",
-            "--seed",
-            "9",
-            "--loss-a",
-            "0.02",
-            "--loss-b",
-            "0.02",
-            "--reorder",
-            "0.01",
-            "--skew-us",
-            "0..10",
-            "--out-a",
-            "a.pcap",
-            "--out-b",
-            "b.pcap",
-        ],
+        &words("sim impair --in feed.pcap --seed 9 --loss-a 0.02 --loss-b 0.02 --reorder 0.01 --skew-us 0..10 --out-a a.pcap --out-b b.pcap"),
     );
     std::fs::write(
         p.join("run.toml"),
@@ -432,26 +416,7 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
     ok(p, &["sim", "itch", "--seed", "4", "--symbols", "10", "--messages", "30000", "--out", "feed.pcap"]);
     ok(
         p,
-        &[
-            "sim",
-            "impair",
-            "--in",
-            "feed.pcap",
-            "--seed",
-            "4",
-            "--loss-a",
-            "0.02",
-            "--loss-b",
-            "0.02",
-            "--reorder",
-            "0.02",
-            "--skew-us",
-            "0..10",
-            "--out-a",
-            "a.pcap",
-            "--out-b",
-            "b.pcap",
-        ],
+        &words("sim impair --in feed.pcap --seed 4 --loss-a 0.02 --loss-b 0.02 --reorder 0.02 --skew-us 0..10 --out-a a.pcap --out-b b.pcap"),
     );
     let config = |extra: &str| {
         format!(
@@ -467,22 +432,7 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
     let plain = std::fs::read_to_string(p.join("plain_gaps.csv")).unwrap();
     assert!(plain.starts_with("output,first_seq,last_seq,messages,reason\n"));
     assert!(!plain.contains(",skipped"), "{plain}");
-    ok(
-        p,
-        &[
-            "arb",
-            "--a",
-            "a.pcap",
-            "--b",
-            "b.pcap",
-            "--start-seq",
-            "1",
-            "--timeout-us",
-            "1000",
-            "--gaps",
-            "arb_plain.csv",
-        ],
-    );
+    ok(p, &words("arb --a a.pcap --b b.pcap --start-seq 1 --timeout-us 1000 --gaps arb_plain.csv"));
     let arb_ll: Vec<String> = std::fs::read_to_string(p.join("arb_plain.csv"))
         .unwrap()
         .lines()
@@ -504,22 +454,7 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
     ok(p, &["run", "change.toml", "--quiet"]);
     ok(
         p,
-        &[
-            "arb",
-            "--a",
-            "a.pcap",
-            "--b",
-            "b.pcap",
-            "--start-seq",
-            "1",
-            "--timeout-us",
-            "1000",
-            "--change-at",
-            "0.000001:low-latency",
-            "--gaps",
-            "arb_gaps.csv",
-            "--quiet",
-        ],
+        &words("arb --a a.pcap --b b.pcap --start-seq 1 --timeout-us 1000 --change-at 0.000001:low-latency --gaps arb_gaps.csv --quiet"),
     );
     let run_gaps = std::fs::read_to_string(p.join("run_gaps.csv")).unwrap();
     let arb_hr: String = std::fs::read_to_string(p.join("arb_gaps.csv"))
