@@ -1,4 +1,5 @@
-//! `tickplant arb`: arbitrate A/B pcap captures into LL and HR output captures.
+//! `tickplant arb`: arbitrate A/B captures or live groups into LL and HR outputs (captures,
+//! or groups the packets are sent on to).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -12,8 +13,9 @@ use tickplant_core::arb::{check_stats, ArbSink, Released};
 use tickplant_core::*;
 use tickplant_io::config::ArbArgs;
 use tickplant_io::hist::Ticks;
+use tickplant_io::live::{self, Input, LiveInputStats, LiveOptions, UdpSender};
 use tickplant_io::runner::{self, Feed, RunOptions};
-use tickplant_io::{Format, FrameReader, FrameWriter, MergedReader};
+use tickplant_io::{AnySource, Format, FrameWriter, Source};
 
 /// What a run produced, for the summary, the stats file and tests.
 #[derive(Debug, Serialize)]
@@ -29,6 +31,48 @@ pub struct ArbReport {
     pub frames: u64,
     pub wall_seconds: f64,
     pub frames_per_second: f64,
+    /// Live inputs: what each received and what the kernel dropped on its socket.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<LiveInputStats>,
+    /// Outputs sent on to groups: datagrams sent and send errors, by output.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sent: BTreeMap<String, SentStats>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct SentStats {
+    pub to: String,
+    pub datagrams: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// Where an output goes: a capture, or a group its packets' UDP payloads are sent to
+/// (their bytes unchanged).
+enum Output {
+    File(FrameWriter),
+    Udp(UdpSender),
+}
+
+impl Output {
+    fn open(p: &std::path::Path, link: LinkType) -> Result<Output> {
+        Ok(match Input::parse(p)? {
+            Input::Udp(u) => Output::Udp(UdpSender::open(&u)?),
+            Input::Capture(p) => Output::File(FrameWriter::create(&p, link, Format::for_path(&p))?),
+        })
+    }
+    #[inline]
+    fn put(&mut self, ts_ns: u64, frame: &[u8], payload_offset: u16) -> Result<()> {
+        match self {
+            Output::File(w) => w.write(ts_ns, frame).map_err(Into::into),
+            Output::Udp(u) => {
+                u.send(live::udp_payload(frame, payload_offset));
+                Ok(())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -42,8 +86,8 @@ pub struct DelayStats {
 }
 
 struct Sink {
-    ll: Option<FrameWriter>,
-    hr: Option<FrameWriter>,
+    ll: Option<Output>,
+    hr: Option<Output>,
     other: Option<FrameWriter>,
     gaps: Option<BufWriter<File>>,
     gaps_path: PathBuf,
@@ -84,7 +128,7 @@ impl ArbSink for Sink {
     #[inline]
     fn ll(&mut self, f: &Released<'_>) {
         if let Some(w) = self.ll.as_mut() {
-            let r = w.write(f.release_ns, f.frame).map_err(Into::into);
+            let r = w.put(f.release_ns, f.frame, f.payload_offset);
             self.keep(r);
         }
     }
@@ -96,7 +140,7 @@ impl ArbSink for Sink {
         }
         self.delay.saturating_record(d);
         if let Some(w) = self.hr.as_mut() {
-            let res = w.write(r.release_ns, r.frame).map_err(Into::into);
+            let res = w.put(r.release_ns, r.frame, r.payload_offset);
             self.keep(res);
         }
     }
@@ -147,10 +191,10 @@ impl ArbSink for Sink {
     }
 }
 
-/// Run the arbitrator over the A and B captures.
+/// Run the arbitrator over the A and B inputs (captures, or live groups).
 pub fn run(args: &ArbArgs) -> Result<ArbReport> {
-    let a_path = args.a.clone().ok_or_else(|| anyhow!("--a A.pcap is required"))?;
-    let b_path = args.b.clone().ok_or_else(|| anyhow!("--b B.pcap is required"))?;
+    let a_path = args.a.clone().ok_or_else(|| anyhow!("--a A.pcap (or udp://GROUP:PORT) is required"))?;
+    let b_path = args.b.clone().ok_or_else(|| anyhow!("--b B.pcap (or udp://GROUP:PORT) is required"))?;
     let seq = Sequencer::new(args.sequencer_config()?).map_err(|e| anyhow!(e))?;
     let cfg = args.arb_config()?;
     let changes = args.changes()?;
@@ -160,22 +204,36 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     if args.no_hr && args.hr_out.is_some() {
         bail!("--hr-out given but --no-hr switches that output off");
     }
-    let ra = FrameReader::open(&a_path)?;
-    let rb = FrameReader::open(&b_path)?;
-    let link = ra.link_type();
-    if rb.link_type() != link {
+    if args.other_out.as_deref().is_some_and(Input::is_live) {
+        bail!("--other-out takes a capture path: other traffic is not sent on to a group");
+    }
+    let is_live = Input::is_live(&a_path) || Input::is_live(&b_path);
+    let mut opts = LiveOptions::default();
+    if is_live {
+        // A live run ends at SIGINT or SIGTERM, or after --duration: drained, the
+        // arbitrator flushed (the gaps still waiting reported), outputs closed, exit 0.
+        opts.stop = live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
+        opts.duration = args.duration.map(|d| crate::seconds(d, "--duration")).transpose()?;
+    } else if args.duration.is_some() {
+        bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
+    }
+    let mut source = AnySource::open(&[a_path.clone(), b_path.clone()], &opts).map_err(|e| anyhow!("{e}"))?;
+    let link = source.link_type(0);
+    if source.link_type(1) != link {
         bail!(
             "{} has link type {:?} but {} has {:?}: outputs need one link type",
             a_path.display(),
             link,
             b_path.display(),
-            rb.link_type()
+            source.link_type(1)
         );
     }
     let mut arb = Arbitrator::new(cfg, seq).map_err(|e| anyhow!(e))?;
-    arb.set_link(0, ra.link_type());
-    arb.set_link(1, rb.link_type());
-    let open = |p: &Option<PathBuf>| -> Result<Option<FrameWriter>> {
+    arb.set_link(0, source.link_type(0));
+    arb.set_link(1, source.link_type(1));
+    let open =
+        |p: &Option<PathBuf>| -> Result<Option<Output>> { p.as_deref().map(|p| Output::open(p, link)).transpose() };
+    let open_file = |p: &Option<PathBuf>| -> Result<Option<FrameWriter>> {
         Ok(match p {
             Some(p) => Some(FrameWriter::create(p, link, Format::for_path(p))?),
             None => None,
@@ -192,7 +250,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let mut sink = Sink {
         ll: open(&args.ll_out)?,
         hr: open(&args.hr_out)?,
-        other: open(&args.other_out)?,
+        other: open_file(&args.other_out)?,
         gaps,
         gaps_path: args.gaps.clone().unwrap_or_default(),
         error: None,
@@ -206,10 +264,9 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         quiet: args.quiet,
     };
     let started = std::time::Instant::now();
-    let mut merged = MergedReader::new(vec![ra, rb]);
     // The runner every arbitrating command shares (tickplant_io::runner); nothing timed.
     let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes };
-    let done = runner::run(&mut merged, &mut arb, &mut sink, &mut Ticks::new(), opts).map_err(|e| anyhow!("{e}"))?;
+    let done = runner::run(&mut source, &mut arb, &mut sink, &mut Ticks::new(), opts).map_err(|e| anyhow!("{e}"))?;
     if let Some(e) = sink.error.take() {
         return Err(e);
     }
@@ -220,7 +277,34 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
             changes.len() - done.changes_applied
         );
     }
-    for w in [sink.ll.take(), sink.hr.take(), sink.other.take()].into_iter().flatten() {
+    let mut sent = BTreeMap::new();
+    for (name, o) in [("ll", sink.ll.take()), ("hr", sink.hr.take())] {
+        match o {
+            Some(Output::File(w)) => w.finish()?,
+            Some(Output::Udp(u)) => {
+                if u.errors > 0 && !args.quiet {
+                    eprintln!(
+                        "warning: {name} output to {}: {} send errors (last: {})",
+                        u.url(),
+                        u.errors,
+                        u.last_error.as_deref().unwrap_or("")
+                    );
+                }
+                sent.insert(
+                    name.to_string(),
+                    SentStats {
+                        to: u.url().to_string(),
+                        datagrams: u.sent,
+                        bytes: u.bytes,
+                        errors: u.errors,
+                        last_error: u.last_error.clone(),
+                    },
+                );
+            }
+            None => {}
+        }
+    }
+    if let Some(w) = sink.other.take() {
         w.finish()?;
     }
     if let Some(mut g) = sink.gaps.take() {
@@ -248,6 +332,8 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         frames,
         wall_seconds: wall,
         frames_per_second: frames as f64 / wall.max(1e-9),
+        live: source.live_stats(),
+        sent,
     };
     if let Some(p) = &args.stats {
         let json = serde_json::to_string_pretty(&report)?;

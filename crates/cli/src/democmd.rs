@@ -75,7 +75,7 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     };
     simcmd::impair_cmd(&imp)?;
     eprintln!("demo: 3/4 running the pipeline (examples/demo.toml): arbitrate, decode, books, 4 consumers");
-    let out = crate::runcmd::run(&cfg, d.quiet)?;
+    let out = crate::runcmd::run(&cfg, d.quiet, None)?;
     let r = &out.report;
 
     eprintln!("demo: 4/4 checking against the simulator's ground truth");

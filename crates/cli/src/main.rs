@@ -7,6 +7,7 @@ mod democmd;
 mod fastcmd;
 mod itchcmd;
 mod matchcmd;
+mod replaycmd;
 mod runcmd;
 mod simcmd;
 mod tradecmd;
@@ -26,8 +27,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Merge redundant A/B captures into a low-latency and a high-reliability output.
+    /// Merge redundant A/B feeds (captures or live groups) into a low-latency and a
+    /// high-reliability output (captures, or groups they are sent on to).
     Arb(Box<tickplant_io::config::ArbArgs>),
+    /// Send captures as live UDP traffic, paced against absolute deadlines (recorded
+    /// spacing, a fixed rate, or as fast as it goes); report the rate and the lateness.
+    Replay(replaycmd::ReplayArgs),
     /// Simulators: feed generators and the A/B impairer.
     #[command(subcommand)]
     Sim(simcmd::SimCmd),
@@ -35,13 +40,18 @@ enum Cmd {
     #[command(subcommand)]
     Itch(itchcmd::ItchCmd),
     /// Run the feed-handler pipeline a TOML file describes (see examples/ and
-    /// docs/feed-handler.md): captures in, arbitrated, decoded, books, consumers, report.
+    /// docs/feed-handler.md): captures or live groups in, arbitrated, decoded, books,
+    /// consumers, report.
     Run {
         /// The pipeline's TOML file.
         config: PathBuf,
         /// No progress lines on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Live inputs: end after this many seconds (otherwise at SIGINT or SIGTERM;
+        /// overrides [run] duration-s).
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<f64>,
     },
     /// Match strategies (conjunctions of predicates) against events, one JSON line out per
     /// event: {"event": i, "matches": [ids ascending]}. See docs/matching.md.
@@ -122,11 +132,14 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Itch(itchcmd::ItchCmd::Stats(a)) => itchcmd::stats(&a)?,
         Cmd::Itch(itchcmd::ItchCmd::Book(a)) => itchcmd::book(&a)?,
-        Cmd::Run { config, quiet } => {
+        Cmd::Run { config, quiet, duration } => {
             let cfg = tickplant_io::config::RunConfig::load(&config)?;
-            runcmd::run(&cfg, quiet)?;
+            runcmd::run(&cfg, quiet, duration)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Replay(a) => {
+            replaycmd::run(&a)?;
+        }
         Cmd::Sim(simcmd::SimCmd::FixMd(a)) => tradecmd::fix_md(&a)?,
         Cmd::Sim(simcmd::SimCmd::Exchange(a)) => tradecmd::exchange(&a)?,
         Cmd::Trade(a) => {
@@ -152,4 +165,13 @@ pub(crate) fn tempdir(what: &str) -> Result<PathBuf> {
     let d = std::env::temp_dir().join(format!("tickplant-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&d).with_context(|| format!("{}: cannot create", d.display()))?;
     Ok(d)
+}
+
+/// A positive, finite number of seconds from the command line.
+pub fn seconds(s: f64, flag: &str) -> Result<std::time::Duration> {
+    if s > 0.0 && s.is_finite() {
+        Ok(std::time::Duration::from_secs_f64(s))
+    } else {
+        anyhow::bail!("{flag} {s}: a number of seconds above 0")
+    }
 }

@@ -7,8 +7,18 @@ use tickplant_io::config::RunConfig;
 use tickplant_io::pipeline::{self, Outcome};
 
 /// Run a loaded config; prints the report to stderr (and JSON where asked).
-pub fn run(cfg: &RunConfig, quiet: bool) -> Result<Outcome> {
-    let spec = cfg.spec(!quiet)?;
+pub fn run(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Outcome> {
+    let mut spec = cfg.spec(!quiet)?;
+    if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
+        // A live run ends at SIGINT or SIGTERM (or after its duration): drained, the
+        // arbitrator flushed, the report written, exit 0.
+        spec.live.stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
+        if let Some(d) = duration {
+            spec.live.duration = Some(crate::seconds(d, "--duration")?);
+        }
+    } else if duration.is_some() {
+        anyhow::bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
+    }
     let out = pipeline::run(&spec)?;
     eprint!("{}", pipeline::summary(&out.report));
     if let Some(p) = &cfg.run.report {

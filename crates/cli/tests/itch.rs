@@ -474,6 +474,7 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
         ("no-hr", "true"),
         ("no-ll", "true"),
         ("quiet", "true"),
+        ("duration", "5"),
         ("a", "\"a.pcap\""),
     ] {
         std::fs::write(p.join("bad.toml"), config(&format!("{key} = {value}"))).unwrap();

@@ -434,6 +434,16 @@ pub(crate) fn udp_headers(link: LinkType, frame: &[u8]) -> Result<UdpHeaders, Ot
     })
 }
 
+/// Where a frame's UDP payload lies in it, or why the frame is not a UDP datagram (not
+/// IPv4, not UDP, a fragment, malformed): what a replay sends of a captured frame.
+pub fn udp_payload_range(link: LinkType, frame: &[u8]) -> Result<std::ops::Range<usize>, Other> {
+    let h = match udp_quick(link, frame) {
+        Some(h) => h,
+        None => udp_headers(link, frame)?,
+    };
+    Ok(h.payload_offset..h.payload_offset + h.payload_len)
+}
+
 /// Reads sequence numbers from frames. Cheap to clone; holds no state.
 #[derive(Debug, Clone)]
 pub struct Sequencer {

@@ -141,11 +141,12 @@ pub struct ArbArgs {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// Capture of feed A (pcap or pcapng).
-    #[arg(long, value_name = "A.pcap")]
+    /// Feed A: a capture (pcap or pcapng), or a live group
+    /// (udp://GROUP:PORT[?iface=ADDR&rcvbuf=BYTES]).
+    #[arg(long, value_name = "A.pcap|udp://GROUP:PORT")]
     pub a: Option<PathBuf>,
-    /// Capture of feed B (pcap or pcapng).
-    #[arg(long, value_name = "B.pcap")]
+    /// Feed B: a capture, or a live group.
+    #[arg(long, value_name = "B.pcap|udp://GROUP:PORT")]
     pub b: Option<PathBuf>,
     /// Packet header layout: a preset, or custom with --seq-offset etc. [default: moldudp64]
     #[arg(long, value_name = "moldudp64|xdp|opra|custom")]
@@ -206,11 +207,12 @@ pub struct ArbArgs {
     #[arg(long)]
     #[serde(default)]
     pub no_hr: bool,
-    /// Write the low-latency output here (.pcapng for pcapng).
-    #[arg(long, value_name = "ll.pcap")]
+    /// Write the low-latency output here (.pcapng for pcapng), or send its packets on to a
+    /// group (udp://GROUP:PORT[?iface=ADDR&ttl=N&loop=0|1]), their bytes unchanged.
+    #[arg(long, value_name = "ll.pcap|udp://GROUP:PORT")]
     pub ll_out: Option<PathBuf>,
-    /// Write the high-reliability output here.
-    #[arg(long, value_name = "hr.pcap")]
+    /// Write the high-reliability output here, or send it on to a group (as --ll-out).
+    #[arg(long, value_name = "hr.pcap|udp://GROUP:PORT")]
     pub hr_out: Option<PathBuf>,
     /// Write frames that are not market data here.
     #[arg(long, value_name = "other.pcap")]
@@ -225,6 +227,9 @@ pub struct ArbArgs {
     #[arg(long, short)]
     #[serde(default)]
     pub quiet: bool,
+    /// Live inputs: end after this many seconds (otherwise at SIGINT or SIGTERM).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -257,7 +262,7 @@ impl ArbArgs {
         // Paths in the file are relative to the file.
         for p in [&mut f.a, &mut f.b, &mut f.ll_out, &mut f.hr_out, &mut f.other_out, &mut f.gaps] {
             if let Some(x) = p.as_mut() {
-                if x.is_relative() {
+                if x.is_relative() && !crate::live::Input::is_live(x) {
                     *x = base.join(&*x);
                 }
             }
@@ -269,7 +274,7 @@ impl ArbArgs {
         }
         let s = &mut self;
         merge_opts!(s, f; a, b, protocol, seq_offset, seq_bytes, seq_endian, count_offset, count_bytes, mode, timeout_us, max_msgs,
-            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats);
+            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration);
         if s.accept.is_empty() {
             s.accept = f.accept;
         }
@@ -507,6 +512,11 @@ pub struct RunSection {
     pub latency_sample: u32,
     /// Write the report as JSON here ("-" for stdout).
     pub report: Option<PathBuf>,
+    /// Live inputs: end the run after this many seconds (otherwise at SIGINT or SIGTERM).
+    pub duration_s: Option<f64>,
+    /// Live inputs: spin on the sockets rather than sleep when they are empty (for a
+    /// producer with a core to itself, `producer-core`).
+    pub busy_poll: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -562,6 +572,8 @@ impl Default for RunSection {
             decode_core: None,
             latency_sample: crate::pipeline::DEFAULT_LATENCY_SAMPLE,
             report: None,
+            duration_s: None,
+            busy_poll: false,
         }
     }
 }
@@ -588,7 +600,7 @@ impl RunConfig {
     pub fn relative_to(&mut self, base: &Path) {
         let fix = |p: &mut Option<PathBuf>| {
             if let Some(x) = p.as_mut() {
-                if x.is_relative() && x.as_os_str() != "-" {
+                if x.is_relative() && x.as_os_str() != "-" && !crate::live::Input::is_live(x) {
                     *x = base.join(&*x);
                 }
             }
@@ -619,6 +631,20 @@ impl RunConfig {
         let a = self.source.a.clone().ok_or_else(|| invalid("[source] needs `a` (the capture, or feed A)"))?;
         let mut inputs = vec![a];
         inputs.extend(self.source.b.clone());
+        for (key, p) in ["a", "b"].iter().zip(&inputs) {
+            crate::live::Input::parse(p).map_err(|e| invalid(format!("[source] {key}: {e}")))?;
+        }
+        let live_inputs = inputs.iter().filter(|p| crate::live::Input::is_live(p)).count();
+        if live_inputs != 0 && live_inputs != inputs.len() {
+            return Err(invalid("[source] a and b: both captures or both live groups (udp://...), not one of each"));
+        }
+        let duration = match self.run.duration_s {
+            Some(d) if !(d > 0.0 && d.is_finite()) => {
+                return Err(invalid(format!("run.duration-s = {d}: a number of seconds above 0")))
+            }
+            Some(d) => Some(std::time::Duration::from_secs_f64(d)),
+            None => None,
+        };
         let arb = &self.arbitration;
         if arb.a.is_some() || arb.b.is_some() {
             return Err(invalid("[arbitration] a and b: captures go in [source] a and b"));
@@ -636,6 +662,7 @@ impl RunConfig {
             (arb.no_hr, "no-hr", "the run decodes the HR stream"),
             (arb.no_ll, "no-ll", "the run has no LL stream to switch off"),
             (arb.quiet, "quiet", "use `tickplant run --quiet`"),
+            (arb.duration.is_some(), "duration", "use [run] duration-s or `tickplant run --duration`"),
         ] {
             if set {
                 return Err(invalid(format!("[arbitration] {key}: not a key of a run config ({why})")));
@@ -728,6 +755,7 @@ impl RunConfig {
             decode_core: self.run.decode_core,
             latency_sample: self.run.latency_sample,
             progress,
+            live: crate::live::LiveOptions { duration, busy_poll: self.run.busy_poll, ..Default::default() },
         })
     }
 }

@@ -13,13 +13,16 @@ pub mod fix_store;
 pub mod fixnet;
 pub mod hist;
 pub mod itch;
+pub mod live;
 pub mod pcap;
 pub mod pipeline;
+pub mod replay;
 pub mod runner;
 pub mod source;
 pub mod tstamp;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};
+pub use source::{AnySource, Source, SourceError};
 
 /// Ask the OS to back `len` bytes at `addr` with huge pages (Linux `madvise`,
 /// `MADV_HUGEPAGE`) where transparent huge pages are on "madvise", the usual default; a

@@ -37,6 +37,9 @@ pub trait Feed: ArbSink {
     /// frames in its messages).
     #[inline(always)]
     fn frame(&mut self, _input: usize) {}
+    /// A live source has nothing yet: pass on what is held back for a batch (nothing else
+    /// would push it out on a quiet line).
+    fn idle(&mut self) {}
 }
 
 /// How the runner goes.
@@ -136,7 +139,19 @@ pub fn run<S: Source, F: Feed>(
     let mut change_at = if changes.is_empty() { u64::MAX } else { 0 };
     let mut base = None;
     let mut next_progress = started + Duration::from_secs(1);
-    while let Some((input, f)) = source.next_frame().map_err(RunError::Source)? {
+    loop {
+        let Some((input, f)) = source.next_frame().map_err(RunError::Source)? else {
+            // A live source with nothing yet: its clock moves the arbitrator's (waits end on
+            // time on a quiet line), then frames again. A capture's end: the loop's.
+            let Some(now) = source.idle() else { break };
+            last_ts = last_ts.max(now);
+            arb.advance_to(last_ts, feed);
+            feed.idle();
+            if feed.stopped() {
+                return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
+            }
+            continue;
+        };
         frames += 1;
         feed.frame(input);
         last_ts = last_ts.max(f.ts_ns);

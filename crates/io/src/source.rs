@@ -1,8 +1,8 @@
 //! Where frames come from. A [`Source`] gives each frame with its input and its receive
 //! time; the runner ([`crate::runner`]) drives the arbitrator and the later stages from it,
 //! the same way whatever the source is. Captures replayed in time order
-//! ([`MergedReader`]) are a source today; a live socket is one more implementation, with
-//! nothing downstream changed.
+//! ([`MergedReader`]) are one source, live groups ([`crate::live::LiveSource`]) another;
+//! [`AnySource`] is either, for the commands that take both.
 
 use tickplant_core::LinkType;
 
@@ -23,6 +23,17 @@ pub trait Source {
     fn input_name(&self, input: usize) -> String;
     /// Frames read so far from an input (the last one handed out included).
     fn frames_read(&self, input: usize) -> u64;
+    /// After [`Source::next_frame`] gave `Ok(None)`: `None` when every input has ended
+    /// (a capture's end, a live run's stop); `Some(now)`, the time on the frames' clock,
+    /// when a live source has nothing yet but goes on: the runner moves the arbitrator's
+    /// clock to it (its waits end on time on a quiet line) and asks for frames again.
+    fn idle(&mut self) -> Option<u64> {
+        None
+    }
+    /// A live source's counts per input (datagrams, kernel drops); empty for captures.
+    fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
+        Vec::new()
+    }
 }
 
 impl Source for MergedReader {
@@ -42,5 +53,121 @@ impl Source for MergedReader {
     }
     fn frames_read(&self, input: usize) -> u64 {
         self.readers()[input].frames_read()
+    }
+}
+
+/// A capture replay or live groups: what `tickplant run` and `tickplant arb` read.
+#[derive(Debug)]
+pub enum AnySource {
+    Captures(MergedReader),
+    Live(crate::live::LiveSource),
+}
+
+/// Why [`AnySource`] could not give a frame.
+#[derive(Debug)]
+pub enum SourceError {
+    Capture(PcapError),
+    Live(crate::live::LiveError),
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceError::Capture(e) => e.fmt(f),
+            SourceError::Live(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SourceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SourceError::Capture(e) => Some(e),
+            SourceError::Live(e) => Some(e),
+        }
+    }
+}
+
+impl Source for AnySource {
+    type Error = SourceError;
+    #[inline]
+    fn next_frame(&mut self) -> Result<Option<(usize, Frame<'_>)>, SourceError> {
+        match self {
+            AnySource::Captures(m) => m.next_frame().map_err(SourceError::Capture),
+            AnySource::Live(l) => l.next_frame().map_err(SourceError::Live),
+        }
+    }
+    fn idle(&mut self) -> Option<u64> {
+        match self {
+            AnySource::Captures(_) => None,
+            AnySource::Live(l) => l.idle(),
+        }
+    }
+    fn inputs(&self) -> usize {
+        match self {
+            AnySource::Captures(m) => Source::inputs(m),
+            AnySource::Live(l) => l.inputs(),
+        }
+    }
+    fn link_type(&self, input: usize) -> LinkType {
+        match self {
+            AnySource::Captures(m) => Source::link_type(m, input),
+            AnySource::Live(l) => l.link_type(input),
+        }
+    }
+    fn input_name(&self, input: usize) -> String {
+        match self {
+            AnySource::Captures(m) => Source::input_name(m, input),
+            AnySource::Live(l) => l.input_name(input),
+        }
+    }
+    fn frames_read(&self, input: usize) -> u64 {
+        match self {
+            AnySource::Captures(m) => Source::frames_read(m, input),
+            AnySource::Live(l) => l.frames_read(input),
+        }
+    }
+    fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
+        match self {
+            AnySource::Captures(_) => Vec::new(),
+            AnySource::Live(l) => l.stats(),
+        }
+    }
+}
+
+impl AnySource {
+    /// The inputs as given (`udp://...` a live group, anything else a capture): all
+    /// captures, or all live; a mix is refused (a capture's times are not the wall clock's).
+    pub fn open(inputs: &[std::path::PathBuf], live: &crate::live::LiveOptions) -> Result<AnySource, SourceError> {
+        use crate::live::{Input, LiveError, LiveSource};
+        let parsed = inputs.iter().map(|p| Input::parse(p)).collect::<Result<Vec<_>, _>>().map_err(|e| {
+            SourceError::Live(LiveError {
+                input: e.url.clone(),
+                what: "bad URL",
+                error: std::io::Error::other(e.reason),
+            })
+        })?;
+        let urls: Vec<_> = parsed.iter().filter_map(|i| if let Input::Udp(u) = i { Some(*u) } else { None }).collect();
+        if urls.is_empty() {
+            let readers = inputs
+                .iter()
+                .map(crate::FrameReader::open)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(SourceError::Capture)?;
+            return Ok(AnySource::Captures(MergedReader::new(readers)));
+        }
+        if urls.len() != inputs.len() {
+            let names: Vec<String> = parsed.iter().map(|i| i.to_string()).collect();
+            return Err(SourceError::Live(LiveError {
+                input: names.join(" + "),
+                what: "inputs",
+                error: std::io::Error::other("captures and live groups cannot be mixed in one run"),
+            }));
+        }
+        LiveSource::open(&urls, live.clone()).map(AnySource::Live).map_err(SourceError::Live)
+    }
+    /// Whether the inputs are live groups.
+    pub fn is_live(&self) -> bool {
+        matches!(self, AnySource::Live(_))
     }
 }

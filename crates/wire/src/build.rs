@@ -41,9 +41,23 @@ pub fn udp_frame(flow: &Flow, ident: u16, payload: &[u8]) -> Vec<u8> {
 
 /// Like [`udp_frame`], into `out` (resized to fit).
 pub fn write_udp_frame(flow: &Flow, ident: u16, payload: &[u8], out: &mut Vec<u8>) {
-    let (eh, ih, uh) = (ethernet::HEADER_LEN, ipv4::HEADER_LEN, udp::HEADER_LEN);
     out.clear();
-    out.resize(eh + ih + uh + payload.len(), 0);
+    out.resize(UDP_HEADERS_LEN + payload.len(), 0);
+    write_udp_headers(flow, ident, payload.len(), out);
+    out[UDP_HEADERS_LEN..].copy_from_slice(payload);
+    let (eh, ih) = (ethernet::HEADER_LEN, ipv4::HEADER_LEN);
+    udp::Packet::new_unchecked(&mut out[eh + ih..]).fill_checksum(flow.src_ip, flow.dst_ip);
+}
+
+/// The bytes of the Ethernet II, IPv4 and UDP headers before a payload.
+pub const UDP_HEADERS_LEN: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
+
+/// The Ethernet II, IPv4 and UDP headers of a frame carrying `payload_len` bytes, into the
+/// first [`UDP_HEADERS_LEN`] bytes of `out`, with no UDP checksum (zero: none, which IPv4
+/// allows). A live source puts them before each datagram it receives, so that what
+/// follows reads a received datagram as it reads a captured frame.
+pub fn write_udp_headers(flow: &Flow, ident: u16, payload_len: usize, out: &mut [u8]) {
+    let (eh, ih, uh) = (ethernet::HEADER_LEN, ipv4::HEADER_LEN, udp::HEADER_LEN);
     ethernet::Repr {
         dst_addr: flow.dst_mac(),
         src_addr: flow.src_mac,
@@ -55,17 +69,14 @@ pub fn write_udp_frame(flow: &Flow, ident: u16, payload: &[u8], out: &mut Vec<u8
         src_addr: flow.src_ip,
         dst_addr: flow.dst_ip,
         protocol: ipv4::protocol::UDP,
-        payload_len: uh + payload.len(),
+        payload_len: uh + payload_len,
         ttl: 64,
         ident,
         dscp_ecn: 0,
         dont_frag: true,
     }
     .emit(&mut out[eh..]);
-    udp::Repr { src_port: flow.src_port, dst_port: flow.dst_port, payload_len: payload.len() }
-        .emit(&mut out[eh + ih..]);
-    out[eh + ih + uh..].copy_from_slice(payload);
-    udp::Packet::new_unchecked(&mut out[eh + ih..]).fill_checksum(flow.src_ip, flow.dst_ip);
+    udp::Repr { src_port: flow.src_port, dst_port: flow.dst_port, payload_len }.emit(&mut out[eh + ih..]);
 }
 
 /// A MoldUDP64 payload: header and message blocks.

@@ -13,6 +13,9 @@ impl Feed for HandoffSink {
     fn flush(&mut self) {
         self.send();
     }
+    fn idle(&mut self) {
+        self.send();
+    }
 }
 
 /// Packets released by the arbitrator (their UDP payloads) and gaps, in release order: what

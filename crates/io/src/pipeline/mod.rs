@@ -66,8 +66,10 @@ use tickplant_wire::itch50;
 use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
 use crate::hist::{latency, Ticks};
-use crate::pcap::{FrameReader, MergedReader, PcapError};
+use crate::live::{LiveError, LiveOptions};
+use crate::pcap::{FrameReader, PcapError};
 use crate::runner::{self, Feed, RunError, RunOptions, Sampler};
+use crate::source::{AnySource, Source, SourceError};
 
 pub use tickplant_core::event::Bbo;
 
@@ -250,8 +252,11 @@ pub struct OpraFastSpec {
 #[derive(Debug, Clone)]
 pub struct PipelineSpec {
     pub decoder: FeedDecoder,
-    /// One capture, or A and B.
+    /// One capture, or A and B; or live groups (`udp://GROUP:PORT?...`, see
+    /// [`crate::live`]), all of the inputs.
     pub inputs: Vec<PathBuf>,
+    /// How live inputs run: their stop flag, duration and polling.
+    pub live: LiveOptions,
     pub sequencer: SequencerConfig,
     pub arb: ArbConfig,
     /// The stream the books follow (ITCH); the other stream's events carry no book-derived
@@ -323,12 +328,22 @@ fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
 
 /// A run that stopped early, as the captures' error: a destination conflict names the
 /// capture and the frame.
-fn capture_error(e: RunError<PcapError>) -> PcapError {
+fn run_error(e: RunError<SourceError>) -> PipelineError {
     match e {
-        RunError::Source(e) => e,
-        RunError::Destinations { input, frame, conflict } => {
-            PcapError { path: input.into(), frame: Some(frame), offset: None, reason: conflict.to_string() }
-        }
+        RunError::Source(e) => source_error(e),
+        RunError::Destinations { input, frame, conflict } => PipelineError::Capture(PcapError {
+            path: input.into(),
+            frame: Some(frame),
+            offset: None,
+            reason: conflict.to_string(),
+        }),
+    }
+}
+
+fn source_error(e: SourceError) -> PipelineError {
+    match e {
+        SourceError::Capture(e) => PipelineError::Capture(e),
+        SourceError::Live(e) => PipelineError::Live(e),
     }
 }
 
@@ -338,6 +353,8 @@ pub enum PipelineError {
     /// A capture could not be read (its path, and the frame and byte where they apply), or
     /// it holds two feeds.
     Capture(PcapError),
+    /// A live input could not be opened or read.
+    Live(LiveError),
     /// The spec cannot run as it is: what is wrong with it.
     Spec(String),
     /// A thread of the run could not start, panicked, or ended with an error (a consumer's
@@ -349,6 +366,7 @@ impl std::fmt::Display for PipelineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PipelineError::Capture(e) => e.fmt(f),
+            PipelineError::Live(e) => e.fmt(f),
             PipelineError::Spec(reason) => f.write_str(reason),
             PipelineError::Thread { thread, reason } => write!(f, "{thread}: {reason}"),
         }
@@ -359,6 +377,7 @@ impl std::error::Error for PipelineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PipelineError::Capture(e) => Some(e),
+            PipelineError::Live(e) => Some(e),
             _ => None,
         }
     }
@@ -423,8 +442,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
     check_cores(spec).map_err(cfg_err)?;
-    let readers = spec.inputs.iter().map(FrameReader::open).collect::<Result<Vec<_>, _>>()?;
-    let links: Vec<LinkType> = readers.iter().map(|r| r.link_type()).collect();
+    let mut source = AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?;
+    let links: Vec<LinkType> = (0..source.inputs()).map(|i| source.link_type(i)).collect();
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
@@ -432,7 +451,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         return Err(cfg_err("book.stream = \"ll\": opra-fast keeps no books to follow a stream".into()));
     }
     let mut arb_cfg = spec.arb.clone();
-    arb_cfg.inputs = readers.len();
+    arb_cfg.inputs = links.len();
     arb_cfg.low_latency = ll_on;
     arb_cfg.high_reliability = true;
     let mut arb = Arbitrator::new(arb_cfg, seq).map_err(|e| cfg_err(e.to_string()))?;
@@ -498,7 +517,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         FeedDecoder::Itch50 => None,
         FeedDecoder::OpraFast(o) => {
             let mut p = (*o.program).clone();
-            if o.profile_blocks > 0 {
+            if o.profile_blocks > 0 && !source.is_live() {
                 specialised = specialise_opra(&mut p, &spec.inputs[0], &spec.sequencer, o)?;
             }
             Some(p)
@@ -553,7 +572,6 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let started = Instant::now();
     let producer_cpu0 = crate::clock::thread_cpu_ns();
     let mut producer_cpu = 0;
-    let mut merged = MergedReader::new(readers);
     let opts = RunOptions { sample: spec.latency_sample, progress: spec.progress, changes: &spec.policy_changes };
     // Called once the decode thread (if any) is started: see `pin`.
     let pin_producer = || {
@@ -596,7 +614,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 waited: 0,
             };
             pin_producer();
-            let read = runner::run(&mut merged, &mut arb, &mut sink, &mut h_arb, opts);
+            let read = runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
@@ -606,12 +624,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
             Ok::<_, PipelineError>((read, down))
         })?;
         down = d;
-        read.map_err(capture_error)?.frames
+        read.map_err(run_error)?.frames
     } else {
         pin_producer();
-        let read = runner::run(&mut merged, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, opts);
+        let read = runner::run(&mut source, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, opts);
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
-        read.map_err(capture_error)?.frames
+        read.map_err(run_error)?.frames
     };
     if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
         *d = dir.clone();
@@ -679,6 +697,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let books = hr_books.or(ll_books).unwrap_or_else(|| Books::new(spec.book));
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
+        live: source.live_stats(),
         feed: feed_name.to_string(),
         frames,
         arbitration: Some(stats),

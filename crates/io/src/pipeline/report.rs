@@ -73,6 +73,9 @@ pub struct StreamReport {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub inputs: Vec<String>,
+    /// Live inputs: what each received, and what the kernel dropped on its socket.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<crate::live::LiveInputStats>,
     /// `itch50` or `opra-fast`.
     pub feed: String,
     pub frames: u64,
@@ -203,6 +206,13 @@ pub fn summary(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "tickplant run: {} frames from {}", r.frames, r.inputs.join(" + "));
+    for l in &r.live {
+        let _ = writeln!(
+            s,
+            "  live {}: {} datagrams, {} dropped in the kernel, {} truncated",
+            l.input, l.datagrams, l.kernel_drops, l.truncated
+        );
+    }
     if let Some(a) = &r.arbitration {
         for (i, st) in a.inputs.iter().enumerate() {
             let _ = writeln!(

@@ -1,0 +1,246 @@
+//! Paced replay: captures sent as live traffic (`tickplant replay`).
+//!
+//! Each capture goes to its own destination; several are merged in capture-time order, so
+//! that A and B keep their recorded skew. Each frame's UDP payload is sent at a deadline
+//! fixed from the first frame (the recorded spacing divided by the speed, or a fixed rate,
+//! or none), never from the previous send: a late send does not push the rest later, so
+//! a long replay does not drift. The thread sleeps while the next deadline is more than
+//! [`SPIN_NS`] away and spins the rest, since a sleep wakes tens of microseconds late.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tickplant_core::seq::udp_payload_range;
+
+use crate::live::{UdpSender, UdpUrl, UrlError};
+use crate::pcap::{FrameReader, MergedReader, PcapError};
+
+/// Below this much time to the next deadline the sender spins rather than sleeps.
+pub const SPIN_NS: u64 = 200_000;
+
+/// One capture and where its datagrams go: `FILE=GROUP:PORT[@IFACE_ADDR]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayTarget {
+    pub path: PathBuf,
+    pub to: UdpUrl,
+}
+
+impl std::str::FromStr for ReplayTarget {
+    type Err = UrlError;
+    fn from_str(s: &str) -> Result<ReplayTarget, UrlError> {
+        let err = |reason: &str| UrlError { url: s.to_string(), reason: reason.to_string() };
+        let (path, dest) = s.rsplit_once('=').ok_or_else(|| err("not FILE=GROUP:PORT[@IFACE_ADDR]"))?;
+        if path.is_empty() {
+            return Err(err("no FILE before '='"));
+        }
+        let (addr, iface) = match dest.split_once('@') {
+            Some((a, i)) => (a, Some(i)),
+            None => (dest, None),
+        };
+        let mut url = format!("udp://{addr}");
+        if let Some(i) = iface {
+            url += &format!("?iface={i}");
+        }
+        let to: UdpUrl = url.parse().map_err(|e: UrlError| UrlError { url: s.to_string(), reason: e.reason })?;
+        Ok(ReplayTarget { path: PathBuf::from(path), to })
+    }
+}
+
+/// How fast the frames go.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// The recorded spacing divided by this (1: as recorded).
+    Speed(f64),
+    /// A fixed rate, packets a second, whatever the recorded spacing.
+    Pps(f64),
+    /// As fast as the sockets take them.
+    Max,
+}
+
+/// How a replay runs.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub pace: Pace,
+    /// Play the captures this many times (each pass after the first starts where the last
+    /// ended, on the same clock).
+    pub loops: u32,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Raised to stop early (SIGINT, SIGTERM).
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReplayReport {
+    /// Datagrams sent, by target (in the order given).
+    pub sent: Vec<u64>,
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    /// Frames that are not UDP datagrams (ARP, TCP, fragments, ...): skipped.
+    pub skipped_not_udp: u64,
+    /// Sends the OS refused (a full buffer, no route): counted, the replay goes on.
+    pub send_errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_send_error: Option<String>,
+    pub seconds: f64,
+    pub packets_per_s: f64,
+    /// How late each send was against its deadline, ns (0 for --max).
+    pub late_p50_ns: u64,
+    pub late_p99_ns: u64,
+    pub late_max_ns: u64,
+    /// Whether it was stopped (signal or duration) before the end of the captures.
+    pub stopped: bool,
+}
+
+/// Why a replay could not run.
+#[derive(Debug)]
+pub enum ReplayError {
+    Capture(PcapError),
+    Send(crate::live::LiveError),
+    Options(String),
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayError::Capture(e) => e.fmt(f),
+            ReplayError::Send(e) => e.fmt(f),
+            ReplayError::Options(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+impl From<PcapError> for ReplayError {
+    fn from(e: PcapError) -> Self {
+        ReplayError::Capture(e)
+    }
+}
+
+/// Send every frame of the targets' captures to their destinations, paced; `progress` is
+/// called about once a second with the frames sent so far.
+pub fn replay(
+    targets: &[ReplayTarget],
+    opts: &ReplayOptions,
+    mut progress: impl FnMut(u64),
+) -> Result<ReplayReport, ReplayError> {
+    if targets.is_empty() {
+        return Err(ReplayError::Options("nothing to replay: give FILE=GROUP:PORT".into()));
+    }
+    match opts.pace {
+        Pace::Speed(x) | Pace::Pps(x) if !(x > 0.0 && x.is_finite()) => {
+            return Err(ReplayError::Options(format!("{:?}: the speed or rate must be above 0", opts.pace)))
+        }
+        _ => {}
+    }
+    let mut senders =
+        targets.iter().map(|t| UdpSender::open(&t.to)).collect::<Result<Vec<_>, _>>().map_err(ReplayError::Send)?;
+    let mut late = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+    let mut report = ReplayReport { sent: vec![0; targets.len()], ..Default::default() };
+    let started = Instant::now();
+    let end_at = opts.duration.map(|d| started + d);
+    let mut next_progress = started + Duration::from_secs(1);
+    // The deadline clock: ns after `started`. A pass's frames are placed at `pass_base` plus
+    // their recorded offset (scaled); the next pass starts after the last one's end.
+    let mut pass_base = 0u64;
+    let mut n = 0u64;
+    'passes: for _ in 0..opts.loops.max(1) {
+        let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
+        let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
+        let mut merged = MergedReader::new(readers);
+        let mut first_ts = None;
+        let mut pass_end = pass_base;
+        while let Some((input, f)) = merged.next_frame()? {
+            let Ok(range) = udp_payload_range(links[input], f.data) else {
+                report.skipped_not_udp += 1;
+                continue;
+            };
+            let deadline = match opts.pace {
+                Pace::Max => None,
+                Pace::Speed(x) => {
+                    let t0 = *first_ts.get_or_insert(f.ts_ns);
+                    Some(pass_base + (f.ts_ns.saturating_sub(t0) as f64 / x) as u64)
+                }
+                Pace::Pps(r) => Some((n as f64 * 1e9 / r) as u64),
+            };
+            if let Some(d) = deadline {
+                pass_end = pass_end.max(d);
+                wait_until(started, d);
+                let now = started.elapsed().as_nanos() as u64;
+                late.saturating_record(now.saturating_sub(d).max(1));
+            }
+            let s = &mut senders[input];
+            let errors = s.errors;
+            s.send(&f.data[range]);
+            if s.errors == errors {
+                report.sent[input] += 1;
+            }
+            n += 1;
+            if n.is_multiple_of(1024) {
+                if opts.stop.load(Ordering::Relaxed) || end_at.is_some_and(|e| Instant::now() >= e) {
+                    report.stopped = true;
+                    break 'passes;
+                }
+                if Instant::now() >= next_progress {
+                    next_progress = Instant::now() + Duration::from_secs(1);
+                    progress(n);
+                }
+            }
+        }
+        // The next pass after this one's span, one recorded gap's worth later.
+        pass_base = pass_end + 1;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    report.frames_sent = report.sent.iter().sum();
+    report.bytes_sent = senders.iter().map(|s| s.bytes).sum();
+    report.send_errors = senders.iter().map(|s| s.errors).sum();
+    report.last_send_error = senders.iter().rev().find_map(|s| s.last_error.clone());
+    report.seconds = seconds;
+    report.packets_per_s = report.frames_sent as f64 / seconds.max(1e-9);
+    if !late.is_empty() {
+        report.late_p50_ns = late.value_at_quantile(0.5);
+        report.late_p99_ns = late.value_at_quantile(0.99);
+        report.late_max_ns = late.max();
+    }
+    Ok(report)
+}
+
+/// Sleep, then spin, until `deadline` ns after `started`.
+fn wait_until(started: Instant, deadline: u64) {
+    loop {
+        let now = started.elapsed().as_nanos() as u64;
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_and_say_what_is_wrong() {
+        let t: ReplayTarget = "a.pcap=239.1.1.1:5000@10.0.0.2".parse().unwrap();
+        assert_eq!(t.path, PathBuf::from("a.pcap"));
+        assert_eq!(t.to.port, 5000);
+        assert_eq!(t.to.iface, Some("10.0.0.2".parse().unwrap()));
+        let t: ReplayTarget = "dir/x=y.pcap=127.0.0.1:9".parse().unwrap();
+        assert_eq!(t.path, PathBuf::from("dir/x=y.pcap"), "the last '=' splits");
+        for bad in ["a.pcap", "=239.1.1.1:5000", "a.pcap=239.1.1.1", "a.pcap=239.1.1.1:5000@eth0"] {
+            let e = bad.parse::<ReplayTarget>().unwrap_err();
+            assert_eq!(e.url, bad, "{e}");
+        }
+    }
+}
