@@ -96,7 +96,7 @@ struct Sink {
     delayed: u64,
     gaps_by_reason: BTreeMap<String, u64>,
     policy_changes: u64,
-    names: [String; 2],
+    names: Vec<String>,
     frame_no: [u64; 2],
     warned: u32,
     quiet: bool,
@@ -194,9 +194,13 @@ impl ArbSink for Sink {
 /// Run the arbitrator over the A and B inputs (captures, or live groups).
 pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let a_path = args.a.clone().ok_or_else(|| anyhow!("--a A.pcap (or udp://GROUP:PORT) is required"))?;
-    let b_path = args.b.clone().ok_or_else(|| anyhow!("--b B.pcap (or udp://GROUP:PORT) is required"))?;
+    // One input is a line of its own: sequenced, gaps reported, written or sent on (a
+    // receiver of a republished stream).
+    let mut paths = vec![a_path];
+    paths.extend(args.b.clone());
     let seq = Sequencer::new(args.sequencer_config()?).map_err(|e| anyhow!(e))?;
-    let cfg = args.arb_config()?;
+    let mut cfg = args.arb_config()?;
+    cfg.inputs = paths.len();
     let changes = args.changes()?;
     if args.no_ll && args.ll_out.is_some() {
         bail!("--ll-out given but --no-ll switches that output off");
@@ -207,7 +211,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     if args.other_out.as_deref().is_some_and(Input::is_live) {
         bail!("--other-out takes a capture path: other traffic is not sent on to a group");
     }
-    let is_live = Input::is_live(&a_path) || Input::is_live(&b_path);
+    let is_live = paths.iter().any(|p| Input::is_live(p));
     let mut opts = LiveOptions::default();
     if is_live {
         // A live run ends at SIGINT or SIGTERM, or after --duration: drained, the
@@ -217,20 +221,21 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     } else if args.duration.is_some() {
         bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
     }
-    let mut source = AnySource::open(&[a_path.clone(), b_path.clone()], &opts).map_err(|e| anyhow!("{e}"))?;
+    let mut source = AnySource::open(&paths, &opts).map_err(|e| anyhow!("{e}"))?;
     let link = source.link_type(0);
-    if source.link_type(1) != link {
+    if paths.len() == 2 && source.link_type(1) != link {
         bail!(
             "{} has link type {:?} but {} has {:?}: outputs need one link type",
-            a_path.display(),
+            paths[0].display(),
             link,
-            b_path.display(),
+            paths[1].display(),
             source.link_type(1)
         );
     }
     let mut arb = Arbitrator::new(cfg, seq).map_err(|e| anyhow!(e))?;
-    arb.set_link(0, source.link_type(0));
-    arb.set_link(1, source.link_type(1));
+    for i in 0..paths.len() {
+        arb.set_link(i, source.link_type(i));
+    }
     let open =
         |p: &Option<PathBuf>| -> Result<Option<Output>> { p.as_deref().map(|p| Output::open(p, link)).transpose() };
     let open_file = |p: &Option<PathBuf>| -> Result<Option<FrameWriter>> {
@@ -258,7 +263,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         delayed: 0,
         gaps_by_reason: BTreeMap::new(),
         policy_changes: 0,
-        names: [a_path.display().to_string(), b_path.display().to_string()],
+        names: paths.iter().map(|p| p.display().to_string()).collect(),
         frame_no: [0; 2],
         warned: 0,
         quiet: args.quiet,
@@ -315,7 +320,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     check_stats(&st).map_err(|e| anyhow!("internal error, accounting does not balance: {e}"))?;
     let h = &sink.delay;
     let report = ArbReport {
-        inputs: [("a".to_string(), st.inputs[0]), ("b".to_string(), st.inputs[1])].into_iter().collect(),
+        inputs: ["a", "b"].iter().map(|n| n.to_string()).zip(st.inputs.iter().copied()).collect(),
         outputs: [("ll".to_string(), st.ll), ("hr".to_string(), st.hr)].into_iter().collect(),
         other_by_reason: st.other_by_reason.clone(),
         sequence_resets: st.sequence_resets,

@@ -1,0 +1,249 @@
+//! Live runs on the wire: `tickplant replay` sending captures, `tickplant arb` reading
+//! groups and sending its HR stream on, a receiver capturing it. The end-to-end test runs
+//! in network namespaces it creates (veth pairs; root only, as CI runs) and removes, even
+//! when it fails; every process it starts has a duration and is killed if it outlives it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tickplant_core::{LinkType, Protocol, Sequencer, SequencerConfig};
+use tickplant_io::FrameReader;
+
+mod common;
+use common::words;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn ok(dir: &Path, args: &[&str]) {
+    let o = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "tickplant {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The messages (sequence numbers) of a MoldUDP64 capture's data packets, in capture order.
+fn messages(path: &Path) -> Vec<u64> {
+    let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
+    let mut r = FrameReader::open(path).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        let info = seq.classify(LinkType::Ethernet, f.data).unwrap();
+        if info.count > 0 && info.count < 0xffff {
+            out.extend(info.seq..info.seq + u64::from(info.count));
+        }
+    }
+    out
+}
+
+/// Network namespaces and the processes started in them: all removed or killed on drop.
+struct Lab {
+    prefix: String,
+    names: Vec<String>,
+    children: Vec<Child>,
+}
+
+impl Lab {
+    fn ns(&self, n: &str) -> String {
+        format!("{}-{n}", self.prefix)
+    }
+    fn ip(&self, args: &str) {
+        let o = Command::new("ip").args(args.split_whitespace()).output().unwrap();
+        assert!(o.status.success(), "ip {args}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    fn add_ns(&mut self, n: &str) -> bool {
+        let name = self.ns(n);
+        let o = Command::new("ip").args(["netns", "add", &name]).output();
+        match o {
+            Ok(o) if o.status.success() => {
+                self.names.push(name.clone());
+                self.ip(&format!("-n {name} link set lo up"));
+                true
+            }
+            _ => false,
+        }
+    }
+    /// A veth pair from `a` to `b`, addressed `ip_a` and `ip_b` (/24), both up.
+    fn link(&self, a: &str, b: &str, tag: &str, ip_a: &str, ip_b: &str) {
+        let (na, nb) = (self.ns(a), self.ns(b));
+        let (ea, eb) = (format!("{}{tag}0", self.prefix), format!("{}{tag}1", self.prefix));
+        self.ip(&format!("link add {ea} netns {na} type veth peer name {eb} netns {nb}"));
+        self.ip(&format!("-n {na} addr add {ip_a}/24 dev {ea}"));
+        self.ip(&format!("-n {nb} addr add {ip_b}/24 dev {eb}"));
+        self.ip(&format!("-n {na} link set {ea} up"));
+        self.ip(&format!("-n {nb} link set {eb} up"));
+    }
+    fn spawn(&mut self, ns: &str, dir: &Path, args: &[&str]) -> usize {
+        let c = Command::new("ip")
+            .args(["netns", "exec", &self.ns(ns), BIN])
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.children.push(c);
+        self.children.len() - 1
+    }
+    /// Wait for child `k` (at most `limit`), and its success.
+    fn wait(&mut self, k: usize, limit: Duration) {
+        let t0 = Instant::now();
+        let c = &mut self.children[k];
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                let mut err = String::new();
+                use std::io::Read;
+                c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                assert!(st.success(), "a live process failed: {err}");
+                return;
+            }
+            assert!(t0.elapsed() < limit, "a live process outlived its duration");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// An impaired A/B pair replayed into the handler over two interfaces, its HR stream sent
+/// on to a group on a third, captured by a receiver in a third namespace: what the receiver
+/// got is the sorted union of what was sent on A and B, each message once; the handler's
+/// HR gaps are exactly the messages both lines lost; both runs' accounting balances (each
+/// checks its own before it exits 0).
+#[test]
+fn ab_over_veth_republished_hr_is_the_union() {
+    if !is_root() {
+        eprintln!("SKIPPED: network namespaces need root (CI runs as root and runs this test)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim moldudp64 --seed 11 --packets 4000 --out feed.pcap"));
+    ok(p, &words("sim impair --in feed.pcap --seed 11 --loss-a 0.04 --loss-b 0.04 --reorder 0.02 --dup 0.02 --skew-us 0..20 --out-a a.pcap --out-b b.pcap"));
+    let prefix = format!("tp{}", std::process::id() % 100_000);
+    let mut lab = Lab { prefix, names: Vec::new(), children: Vec::new() };
+    for n in ["src", "hdl", "rcv"] {
+        assert!(lab.add_ns(n), "ip netns add failed (as root: the kernel must allow network namespaces)");
+    }
+    lab.link("src", "hdl", "a", "10.77.1.1", "10.77.1.2");
+    lab.link("src", "hdl", "b", "10.77.2.1", "10.77.2.2");
+    lab.link("hdl", "rcv", "r", "10.77.3.1", "10.77.3.2");
+    let rcv = lab.spawn(
+        "rcv",
+        p,
+        &words("arb --a udp://239.77.3.1:6000?iface=10.77.3.2 --start-seq 1 --hr-out received.pcap --duration 6 -q"),
+    );
+    let hdl = lab.spawn(
+        "hdl",
+        p,
+        &words(
+            "arb --a udp://239.77.1.1:5001?iface=10.77.1.2 --b udp://239.77.2.1:5002?iface=10.77.2.2 \
+             --hr-out udp://239.77.3.1:6000?iface=10.77.3.1 --start-seq 1 --timeout-us 300000 \
+             --gaps gaps.csv --stats handler.json --duration 5 -q",
+        ),
+    );
+    // The sockets are joined well before the first datagram. The HR window (300 ms) is
+    // wider than any stall of the sender on a loaded machine: a stall between a packet on A
+    // and its copy on B is skew on the wire, and the handler would rightly give up on it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = Command::new("ip")
+        .args(["netns", "exec", &lab.ns("src"), BIN])
+        .args(words("replay -q a.pcap=239.77.1.1:5001@10.77.1.1 b.pcap=239.77.2.1:5002@10.77.2.1 --report replay.json"))
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "replay: {}", String::from_utf8_lossy(&o.stderr));
+    lab.wait(hdl, Duration::from_secs(30));
+    lab.wait(rcv, Duration::from_secs(30));
+
+    let (a, b) = (messages(&p.join("a.pcap")), messages(&p.join("b.pcap")));
+    let union: BTreeSet<u64> = a.iter().chain(&b).copied().collect();
+    let received = messages(&p.join("received.pcap"));
+    assert!(received.windows(2).all(|w| w[0] < w[1]), "the HR stream is in order, each message once");
+    let got: BTreeSet<u64> = received.iter().copied().collect();
+    let missing: Vec<_> = union.difference(&got).take(10).collect();
+    let extra: Vec<_> = got.difference(&union).take(10).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "HR is the union of A and B: missing {missing:?}, extra {extra:?}");
+    let last = *union.iter().next_back().unwrap();
+    let both_lost: BTreeSet<u64> = (1..=last).filter(|s| !union.contains(s)).collect();
+    let mut reported = BTreeSet::new();
+    for l in std::fs::read_to_string(p.join("gaps.csv")).unwrap().lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[0] == "hr" {
+            reported.extend(f[1].parse::<u64>().unwrap()..=f[2].parse::<u64>().unwrap());
+        }
+    }
+    assert_eq!(reported, both_lost, "the HR gaps are what both lines lost");
+    let st: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("handler.json")).unwrap()).unwrap();
+    let sent = st["sent"]["hr"]["datagrams"].as_u64().unwrap();
+    assert_eq!(sent, st["outputs"]["hr"]["packets"].as_u64().unwrap(), "every HR packet sent on");
+    assert_eq!(st["sent"]["hr"]["errors"], 0);
+    for i in 0..2 {
+        assert_eq!(st["live"][i]["kernel_drops"], 0, "no loss in the kernel at this rate");
+    }
+    let rp: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("replay.json")).unwrap()).unwrap();
+    assert_eq!(
+        st["live"][0]["datagrams"].as_u64().unwrap() + st["live"][1]["datagrams"].as_u64().unwrap(),
+        rp["frames_sent"].as_u64().unwrap(),
+        "the handler received every datagram sent"
+    );
+}
+
+/// Paced replay at a fixed rate: the receive stamps of what arrives (the HR output of a
+/// one-line receiver on loopback, stamped by the kernel) are spaced as the deadlines are.
+/// Loose bounds: the spacing's median within a fifth of the period, the whole span within
+/// a tenth (the test checks the pacing, not the machine's speed).
+#[test]
+fn replay_at_a_fixed_rate_is_spaced_as_the_deadlines() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim moldudp64 --seed 12 --packets 400 --out feed.pcap"));
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let mut rx = Command::new(BIN)
+        .args(words(&format!("arb --a udp://127.0.0.1:{port} --start-seq 1 --hr-out got.pcap --duration 4 -q")))
+        .current_dir(p)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    ok(p, &words(&format!("replay -q --pps 1000 feed.pcap=127.0.0.1:{port}")));
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = rx.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = rx.kill();
+            panic!("the receiver outlived its duration");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.success());
+    let mut r = FrameReader::open(p.join("got.pcap")).unwrap();
+    let mut ts = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        ts.push(f.ts_ns);
+    }
+    assert_eq!(ts.len(), 400, "every datagram arrived");
+    let mut gaps: Vec<u64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    let median = gaps[gaps.len() / 2] as f64;
+    assert!((800_000.0..1_200_000.0).contains(&median), "median spacing {median} ns against 1 ms");
+    let span = (ts[ts.len() - 1] - ts[0]) as f64;
+    assert!((399e6 * 0.9..399e6 * 1.1).contains(&span), "span {span} ns against 399 ms");
+}
