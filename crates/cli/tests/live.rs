@@ -247,3 +247,76 @@ fn replay_at_a_fixed_rate_is_spaced_as_the_deadlines() {
     let span = (ts[ts.len() - 1] - ts[0]) as f64;
     assert!((399e6 * 0.9..399e6 * 1.1).contains(&span), "span {span} ns against 399 ms");
 }
+
+/// The handler killed mid-stream and started again: the second run begins where it joins
+/// the line (no start sequence given) and delivers everything after that, in order and
+/// once, or reports it as a gap; nothing it delivers comes twice.
+#[test]
+fn a_handler_restarted_mid_stream_delivers_or_reports_everything_after() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim moldudp64 --seed 13 --packets 3000 --out feed.pcap"));
+    ok(p, &words("sim impair --in feed.pcap --seed 13 --loss-a 0.05 --loss-b 0.05 --out-a a.pcap --out-b b.pcap"));
+    let port = |_: u8| {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let (pa, pb) = (port(0), port(1));
+    let handler = |out: &str, extra: &str| {
+        Command::new(BIN)
+            .args(words(&format!(
+                "arb --a udp://127.0.0.1:{pa} --b udp://127.0.0.1:{pb} --timeout-us 300000 --hr-out {out}.pcap \
+                 --gaps {out}.csv {extra} -q"
+            )))
+            .current_dir(p)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = handler("first", "--duration 30");
+    std::thread::sleep(Duration::from_millis(500));
+    // About 5,700 frames of A and B at 4,000 a second: 1.4 s; the kill comes 0.5 s in.
+    let mut sender = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 4000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = first.kill();
+    let _ = first.wait();
+    let second = handler("second", "--duration 2.5");
+    let killer = std::thread::spawn(move || {
+        let mut second = second;
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = second.try_wait().unwrap() {
+                return st.success();
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = second.kill();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert!(sender.wait().unwrap().success());
+    assert!(killer.join().unwrap(), "the second run ends on its duration, exit 0");
+
+    let got = messages(&p.join("second.pcap"));
+    assert!(!got.is_empty(), "the second run received the rest of the day");
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, nothing twice");
+    let (a, b) = (messages(&p.join("a.pcap")), messages(&p.join("b.pcap")));
+    let union: BTreeSet<u64> = a.iter().chain(&b).copied().collect();
+    let (from, to) = (got[0], *union.iter().next_back().unwrap());
+    let mut reported = BTreeSet::new();
+    for l in std::fs::read_to_string(p.join("second.csv")).unwrap().lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[0] == "hr" {
+            reported.extend(f[1].parse::<u64>().unwrap()..=f[2].parse::<u64>().unwrap());
+        }
+    }
+    let delivered: BTreeSet<u64> = got.iter().copied().collect();
+    for s in from..=to {
+        assert!(delivered.contains(&s) ^ reported.contains(&s), "message {s}: delivered or reported, once");
+    }
+}
