@@ -607,6 +607,53 @@ impl UdpSender {
         Ok(UdpSender { url: *url, socket, dest, sent: 0, bytes: 0, errors: 0, last_error: None })
     }
 
+    /// Send the datagrams `buf[r]` for each range of `ranges`, in order, as few calls as
+    /// `sendmmsg` takes (one for up to [`BATCH`]): a replay at full speed spends most of a
+    /// datagram's time in the call (`tickplant replay --max`, docs/live.md).
+    #[allow(unsafe_code)] // sendmmsg
+    pub fn send_many(&mut self, buf: &[u8], ranges: &[std::ops::Range<usize>]) {
+        for chunk in ranges.chunks(BATCH) {
+            let mut iovs: Vec<libc::iovec> = chunk
+                .iter()
+                .map(|r| libc::iovec { iov_base: buf[r.clone()].as_ptr() as *mut libc::c_void, iov_len: r.len() })
+                .collect();
+            // SAFETY: mmsghdr is plain data; all-zero is a valid empty header, filled below.
+            let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; chunk.len()];
+            for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+                m.msg_hdr.msg_iov = iov;
+                m.msg_hdr.msg_iovlen = 1;
+                m.msg_hdr.msg_name = self.dest.as_ptr() as *mut libc::c_void;
+                m.msg_hdr.msg_namelen = self.dest.len();
+            }
+            let mut at = 0;
+            while at < msgs.len() {
+                // SAFETY: each header points at its iovec over `buf` (read only by the
+                // kernel) and at the destination address, all alive for the call; the count
+                // passed is the headers left.
+                let r = unsafe {
+                    libc::sendmmsg(
+                        self.socket.as_raw_fd(),
+                        msgs[at..].as_mut_ptr(),
+                        (msgs.len() - at) as libc::c_uint,
+                        0,
+                    )
+                };
+                if r < 0 {
+                    // The first datagram left failed: counted, the rest tried after it.
+                    self.errors += 1;
+                    self.last_error = Some(io::Error::last_os_error().to_string());
+                    at += 1;
+                } else {
+                    for m in &msgs[at..at + r as usize] {
+                        self.sent += 1;
+                        self.bytes += u64::from(m.msg_len);
+                    }
+                    at += r as usize;
+                }
+            }
+        }
+    }
+
     /// Send one datagram.
     #[inline]
     pub fn send(&mut self, payload: &[u8]) {

@@ -149,6 +149,13 @@ pub fn replay(
     // their recorded offset (scaled); the next pass starts after the last one's end.
     let mut pass_base = 0u64;
     let mut n = 0u64;
+    // Datagrams whose time has come, by target, sent together (`sendmmsg`) when a batch
+    // fills, before a wait for a later deadline, and at the end.
+    // Paced, each goes at once: a batch sent late makes the ones after it late too
+    // (`tickplant replay --pps 100000`: p99 lateness 32-44 us batched, 8 us not).
+    let mut pending: Vec<Pending> = targets.iter().map(|_| Pending::default()).collect();
+    let mut queued = 0usize;
+    let flush_at = if opts.pace == Pace::Max { FLUSH_AT } else { 1 };
     'passes: for _ in 0..opts.loops.max(1) {
         let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
         let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
@@ -170,15 +177,23 @@ pub fn replay(
             };
             if let Some(d) = deadline {
                 pass_end = pass_end.max(d);
-                wait_until(started, d);
+                if started.elapsed().as_nanos() as u64 >= d {
+                    // Its time has come already: it joins the batch.
+                } else {
+                    flush(&mut pending, &mut senders, &mut queued);
+                    wait_until(started, d);
+                }
                 let now = started.elapsed().as_nanos() as u64;
                 late.saturating_record(now.saturating_sub(d).max(1));
             }
-            let s = &mut senders[input];
-            let errors = s.errors;
-            s.send(&f.data[range]);
-            if s.errors == errors {
-                report.sent[input] += 1;
+            if flush_at == 1 {
+                senders[input].send(&f.data[range]);
+            } else {
+                pending[input].push(&f.data[range]);
+                queued += 1;
+                if queued >= flush_at {
+                    flush(&mut pending, &mut senders, &mut queued);
+                }
             }
             n += 1;
             if n.is_multiple_of(1024) {
@@ -195,7 +210,11 @@ pub fn replay(
         // The next pass after this one's span, one recorded gap's worth later.
         pass_base = pass_end + 1;
     }
+    flush(&mut pending, &mut senders, &mut queued);
     let seconds = started.elapsed().as_secs_f64();
+    for (k, s) in senders.iter().enumerate() {
+        report.sent[k] = s.sent;
+    }
     report.frames_sent = report.sent.iter().sum();
     report.bytes_sent = senders.iter().map(|s| s.bytes).sum();
     report.send_errors = senders.iter().map(|s| s.errors).sum();
@@ -208,6 +227,37 @@ pub fn replay(
         report.late_max_ns = late.max();
     }
     Ok(report)
+}
+
+/// Datagrams queued for one target: their bytes, one after another, and where each lies.
+#[derive(Debug, Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl Pending {
+    fn push(&mut self, d: &[u8]) {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(d);
+        self.ranges.push(at..at + d.len());
+    }
+}
+
+/// With `--max`, queued datagrams are sent this many at a time (`sendmmsg`): within a
+/// batch a target's datagrams go before the next target's, so A and B interleave by
+/// batches, not one by one.
+const FLUSH_AT: usize = 32;
+
+fn flush(pending: &mut [Pending], senders: &mut [UdpSender], queued: &mut usize) {
+    for (p, s) in pending.iter_mut().zip(senders.iter_mut()) {
+        if !p.ranges.is_empty() {
+            s.send_many(&p.bytes, &p.ranges);
+            p.bytes.clear();
+            p.ranges.clear();
+        }
+    }
+    *queued = 0;
 }
 
 /// Sleep, then spin, until `deadline` ns after `started`.
