@@ -140,12 +140,14 @@ pub fn end_to_end(dir: &Path, n: u64, mut out: impl FnMut(&str)) -> Result<f64> 
     })?;
     crate::simcmd::impair_cmd(&crate::simcmd::ImpairArgs {
         input: feed,
-        seed: 9,
-        loss_a: 0.01,
-        loss_b: 0.01,
-        reorder: 0.01,
-        dup: 0.0,
-        skew_us: "0..20".into(),
+        impair: crate::simcmd::ImpairFlags {
+            seed: 9,
+            loss_a: 0.01,
+            loss_b: 0.01,
+            reorder: 0.01,
+            dup: 0.0,
+            skew_us: "0..20".into(),
+        },
         out_a: a.clone(),
         out_b: b.clone(),
         truth: None,

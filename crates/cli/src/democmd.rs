@@ -62,12 +62,14 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     eprintln!("demo: 2/4 {packets} MoldUDP64 packets; impairing onto A and B: 1% loss each, 1% reorder, 0.5% duplicates, 0..30 us skew");
     let imp = simcmd::ImpairArgs {
         input: feed,
-        seed: d.seed,
-        loss_a: 0.01,
-        loss_b: 0.01,
-        reorder: 0.01,
-        dup: 0.005,
-        skew_us: "0..30".into(),
+        impair: crate::simcmd::ImpairFlags {
+            seed: d.seed,
+            loss_a: 0.01,
+            loss_b: 0.01,
+            reorder: 0.01,
+            dup: 0.005,
+            skew_us: "0..30".into(),
+        },
         out_a: cfg.source.a.clone().expect("demo.toml names a"),
         out_b: cfg.source.b.clone().expect("demo.toml names b"),
         truth: Some(dir.join("truth.csv")),

@@ -115,6 +115,10 @@ fn run(cli: Cli) -> Result<()> {
             let (na, nb) = simcmd::impair_cmd(&a)?;
             eprintln!("wrote {na} frames to {} and {nb} to {}", a.out_a.display(), a.out_b.display());
         }
+        Cmd::Sim(simcmd::SimCmd::Relay(a)) => {
+            let (n, [sa, sb]) = simcmd::relay_cmd(&a)?;
+            eprintln!("relayed {n} packets: {sa} copies sent to {}, {sb} to {}", a.out_a, a.out_b);
+        }
         Cmd::Sim(simcmd::SimCmd::OpraFast(a)) => {
             let (n, d) = simcmd::opra_fast_cmd(&a)?;
             eprintln!("wrote {n} OPRA FAST messages in {d} datagrams to {}", a.out.display());

@@ -15,6 +15,9 @@ pub enum SimCmd {
     Moldudp64(MoldArgs),
     /// Copy one capture onto two (A and B), each independently impaired.
     Impair(ImpairArgs),
+    /// Copy one live stream onto two groups (A and B), each copy independently losing,
+    /// duplicating, reordering and delaying packets, seeded; the truth written at the end.
+    Relay(RelayArgs),
     /// Generate an OPRA FAST v2 feed (option quotes and last sales, one block per UDP
     /// datagram behind a 5-byte sequence header), with the events it must decode to.
     OpraFast(OpraFastArgs),
@@ -163,11 +166,9 @@ pub struct MoldArgs {
     pub out: PathBuf,
 }
 
-#[derive(Debug, Args)]
-pub struct ImpairArgs {
-    /// Input capture.
-    #[arg(long = "in", value_name = "feed.pcap")]
-    pub input: PathBuf,
+/// How each copy is impaired (`sim impair`, `sim relay`).
+#[derive(Debug, Args, Clone)]
+pub struct ImpairFlags {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Probability that A loses a packet.
@@ -185,6 +186,30 @@ pub struct ImpairArgs {
     /// Per-copy delay range in microseconds, e.g. 0..50.
     #[arg(long, default_value = "0..0", value_name = "LO..HI")]
     pub skew_us: String,
+}
+
+impl ImpairFlags {
+    pub fn config(&self) -> Result<ImpairConfig> {
+        let cfg = ImpairConfig {
+            seed: self.seed,
+            loss_a: self.loss_a,
+            loss_b: self.loss_b,
+            reorder: self.reorder,
+            dup: self.dup,
+            skew_ns: parse_range_us(&self.skew_us)?,
+        };
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(cfg)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ImpairArgs {
+    /// Input capture.
+    #[arg(long = "in", value_name = "feed.pcap")]
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub impair: ImpairFlags,
     #[arg(long, value_name = "A.pcap")]
     pub out_a: PathBuf,
     #[arg(long, value_name = "B.pcap")]
@@ -195,6 +220,30 @@ pub struct ImpairArgs {
     /// Protocol used to fill the truth's seq and count columns.
     #[arg(long, default_value = "moldudp64")]
     pub protocol: Protocol,
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// The live stream to copy: udp://GROUP:PORT[?iface=ADDR].
+    #[arg(long = "in", value_name = "udp://GROUP:PORT")]
+    pub input: tickplant_io::live::UdpUrl,
+    #[command(flatten)]
+    pub impair: ImpairFlags,
+    /// Where copy A goes: udp://GROUP:PORT[?iface=ADDR&ttl=N].
+    #[arg(long, value_name = "udp://GROUP:PORT")]
+    pub out_a: tickplant_io::live::UdpUrl,
+    /// Where copy B goes.
+    #[arg(long, value_name = "udp://GROUP:PORT")]
+    pub out_b: tickplant_io::live::UdpUrl,
+    /// Write the ground truth as CSV at the end (as `sim impair --truth`).
+    #[arg(long, value_name = "truth.csv")]
+    pub truth: Option<PathBuf>,
+    /// Protocol used to fill the truth's seq and count columns.
+    #[arg(long, default_value = "moldudp64")]
+    pub protocol: Protocol,
+    /// Stop after this many seconds (otherwise at SIGINT or SIGTERM).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -288,15 +337,7 @@ pub fn moldudp64(a: &MoldArgs) -> Result<u64> {
 }
 
 pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
-    let cfg = ImpairConfig {
-        seed: a.seed,
-        loss_a: a.loss_a,
-        loss_b: a.loss_b,
-        reorder: a.reorder,
-        dup: a.dup,
-        skew_ns: parse_range_us(&a.skew_us)?,
-    };
-    cfg.validate().map_err(|e| anyhow!(e))?;
+    let cfg = a.impair.config()?;
     let mut r = FrameReader::open(&a.input)?;
     let link = r.link_type();
     let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -313,29 +354,115 @@ pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
         w.finish()?;
     }
     if let Some(p) = &a.truth {
-        let seq = Sequencer::new(SequencerConfig::preset(a.protocol)).map_err(|e| anyhow!(e))?;
-        let mut w = std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
-        );
-        writeln!(w, "index,seq,count,a_copies,b_copies,a_reordered,b_reordered")?;
-        for t in &im.truth {
-            let (s, c) = match seq.classify(link, &frames[t.index].1) {
-                Ok(i) => (i.seq.to_string(), i.count.to_string()),
-                Err(_) => (String::new(), String::new()),
-            };
-            writeln!(
-                w,
-                "{},{},{},{},{},{},{}",
-                t.index,
-                s,
-                c,
-                t.a_copies,
-                t.b_copies,
-                u8::from(t.a_reordered),
-                u8::from(t.b_reordered)
-            )?;
-        }
-        w.flush()?;
+        write_truth(p, a.protocol, &im.truth, |i| (link, &frames[i].1[..]))?;
     }
     Ok((im.a.len(), im.b.len()))
+}
+
+/// The truth as CSV: index,seq,count,a_copies,b_copies,a_reordered,b_reordered; `frame`
+/// gives each packet's frame, read with `protocol` for its seq and count.
+fn write_truth<'f>(
+    p: &std::path::Path,
+    protocol: Protocol,
+    truth: &[tickplant_sim::TruthRow],
+    frame: impl Fn(usize) -> (tickplant_core::LinkType, &'f [u8]),
+) -> Result<()> {
+    let seq = Sequencer::new(SequencerConfig::preset(protocol)).map_err(|e| anyhow!(e))?;
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
+    writeln!(w, "index,seq,count,a_copies,b_copies,a_reordered,b_reordered")?;
+    for t in truth {
+        let (link, f) = frame(t.index);
+        let (s, c) = match seq.classify(link, f) {
+            Ok(i) => (i.seq.to_string(), i.count.to_string()),
+            Err(_) => (String::new(), String::new()),
+        };
+        let (ar, br) = (u8::from(t.a_reordered), u8::from(t.b_reordered));
+        writeln!(w, "{},{s},{c},{},{},{ar},{br}", t.index, t.a_copies, t.b_copies)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// `sim relay`: one live stream copied onto two groups, each copy impaired as `sim impair`
+/// does it, until SIGINT, SIGTERM or the duration; the truth written at the end. Returns
+/// the packets relayed and the copies sent on A and B.
+pub fn relay_cmd(a: &RelayArgs) -> Result<(usize, [u64; 2])> {
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, HashMap};
+    use tickplant_io::live::{self, LiveOptions, LiveSource, UdpSender};
+    use tickplant_io::Source;
+    let mut imp = tickplant_sim::Streaming::new(a.impair.config()?);
+    let stop = live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
+    let duration = a.duration.map(|d| crate::seconds(d, "--duration")).transpose()?;
+    // Busy polling: a copy's delay is microseconds; the loop sleeps briefly only when
+    // nothing is due soon.
+    let mut src =
+        LiveSource::open(&[a.input], LiveOptions { stop, duration, busy_poll: true }).map_err(|e| anyhow!("{e}"))?;
+    let mut out = [
+        UdpSender::open(&a.out_a).map_err(|e| anyhow!("{e}"))?,
+        UdpSender::open(&a.out_b).map_err(|e| anyhow!("{e}"))?,
+    ];
+    // Frames kept for the truth (their seq and count) and for the copies still to send.
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    let mut left: HashMap<usize, u8> = HashMap::new();
+    let mut due: BinaryHeap<Reverse<tickplant_sim::impair::SendCopy>> = BinaryHeap::new();
+    let mut copies = Vec::new();
+    let send_due = |due: &mut BinaryHeap<Reverse<tickplant_sim::impair::SendCopy>>,
+                    left: &mut HashMap<usize, u8>,
+                    out: &mut [UdpSender; 2],
+                    frames: &[Vec<u8>],
+                    now: u64| {
+        while let Some(Reverse(c)) = due.peek().copied() {
+            if c.at > now {
+                break;
+            }
+            due.pop();
+            out[usize::from(c.line)].send(&frames[c.index][tickplant_wire::build::UDP_HEADERS_LEN..]);
+            if let Some(n) = left.get_mut(&c.index) {
+                *n -= 1;
+                if *n == 0 {
+                    left.remove(&c.index);
+                }
+            }
+        }
+    };
+    loop {
+        send_due(&mut due, &mut left, &mut out, &frames, live::realtime_ns());
+        match src.next_frame().map_err(|e| anyhow!("{e}"))? {
+            Some((_, f)) => {
+                let i = imp.offer(f.ts_ns, &mut copies);
+                frames.push(f.data.to_vec());
+                let t = imp.truth()[i];
+                left.insert(i, t.a_copies + t.b_copies);
+                due.extend(copies.drain(..).map(Reverse));
+            }
+            None => {
+                if src.idle().is_none() {
+                    break;
+                }
+                let now = live::realtime_ns();
+                if due.peek().is_none_or(|Reverse(c)| c.at > now + 100_000) {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                }
+            }
+        }
+    }
+    imp.finish(live::realtime_ns(), &mut copies);
+    due.extend(copies.drain(..).map(Reverse));
+    send_due(&mut due, &mut left, &mut out, &frames, u64::MAX);
+    if let Some(p) = &a.truth {
+        write_truth(p, a.protocol, imp.truth(), |i| (tickplant_core::LinkType::Ethernet, &frames[i][..]))?;
+    }
+    for (name, o) in [("A", &out[0]), ("B", &out[1])] {
+        if o.errors > 0 {
+            eprintln!(
+                "warning: copy {name} to {}: {} send errors (last: {})",
+                o.url(),
+                o.errors,
+                o.last_error.as_deref().unwrap_or("")
+            );
+        }
+    }
+    Ok((frames.len(), [out[0].sent, out[1].sent]))
 }

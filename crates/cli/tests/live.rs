@@ -320,3 +320,66 @@ fn a_handler_restarted_mid_stream_delivers_or_reports_everything_after() {
         assert!(delivered.contains(&s) ^ reported.contains(&s), "message {s}: delivered or reported, once");
     }
 }
+
+/// `sim relay` copies a live stream onto two lines, impaired: the handler fed by it
+/// delivers exactly the messages either line carried (by the relay's truth) and reports
+/// exactly those both lost.
+#[test]
+fn the_relay_impairs_live_as_its_truth_says() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim moldudp64 --seed 14 --packets 3000 --out feed.pcap"));
+    let port = || std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (pin, pa, pb) = (port(), port(), port());
+    let spawn =
+        |args: String| Command::new(BIN).args(words(&args)).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    let relay = spawn(format!(
+        "sim relay --in udp://127.0.0.1:{pin} --out-a udp://127.0.0.1:{pa} --out-b udp://127.0.0.1:{pb} \
+         --seed 14 --loss-a 0.05 --loss-b 0.05 --reorder 0.02 --dup 0.02 --skew-us 0..20 --truth truth.csv --duration 4"
+    ));
+    let handler = spawn(format!(
+        "arb --a udp://127.0.0.1:{pa} --b udp://127.0.0.1:{pb} --start-seq 1 --timeout-us 300000 \
+         --hr-out hr.pcap --gaps gaps.csv --duration 5 -q"
+    ));
+    std::thread::sleep(Duration::from_millis(700));
+    ok(p, &words(&format!("replay -q feed.pcap=127.0.0.1:{pin}")));
+    for mut c in [relay, handler] {
+        let t0 = Instant::now();
+        let st = loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = c.kill();
+                panic!("a live process outlived its duration");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(st.success());
+    }
+    let (mut carried, mut both_lost) = (BTreeSet::new(), BTreeSet::new());
+    let truth = std::fs::read_to_string(p.join("truth.csv")).unwrap();
+    for l in truth.lines().skip(1) {
+        let f: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+        let msgs = f[1]..f[1] + f[2];
+        if f[3] == 0 && f[4] == 0 {
+            both_lost.extend(msgs);
+        } else {
+            carried.extend(msgs);
+        }
+    }
+    assert_eq!(truth.lines().count(), 3001, "the truth has every packet");
+    assert!(!both_lost.is_empty(), "the seed loses some packets on both lines");
+    let got = messages(&p.join("hr.pcap"));
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, once");
+    assert_eq!(got.into_iter().collect::<BTreeSet<u64>>(), carried);
+    let mut reported = BTreeSet::new();
+    for l in std::fs::read_to_string(p.join("gaps.csv")).unwrap().lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[0] == "hr" {
+            reported.extend(f[1].parse::<u64>().unwrap()..=f[2].parse::<u64>().unwrap());
+        }
+    }
+    let last = *carried.iter().next_back().unwrap();
+    assert_eq!(reported, both_lost.into_iter().filter(|&s| s < last).collect::<BTreeSet<u64>>());
+}

@@ -12,7 +12,7 @@ pub mod moldudp64;
 pub mod opra_fast;
 
 pub use fix_md::{fix_symbol, FixMd, FixMdConfig};
-pub use impair::{impair, ImpairConfig, Impaired, TruthRow};
+pub use impair::{impair, ImpairConfig, Impaired, Streaming, TruthRow};
 pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};
