@@ -31,12 +31,39 @@ pub struct ArbReport {
     pub frames: u64,
     pub wall_seconds: f64,
     pub frames_per_second: f64,
+    /// Count and time-count windows: how fast the window fills at the run's message rate,
+    /// beside the waits the HR output made (the research's saturation model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<Saturation>,
     /// Live inputs: what each received and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<LiveInputStats>,
     /// Outputs sent on to groups: datagrams sent and send errors, by output.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sent: BTreeMap<String, SentStats>,
+}
+
+/// The saturation indicator of a count or time-count window. At a high enough message rate
+/// a window of `max-msgs` messages fills before the other line's copy of a lost packet can
+/// arrive: the HR output gives each such wait up by count, the copy then comes late, and HR
+/// is acting as the low-latency output.
+#[derive(Debug, Default, Serialize)]
+pub struct Saturation {
+    pub window_msgs: u64,
+    /// HR messages a second over the span of their arrivals.
+    pub message_rate_per_s: f64,
+    /// `window_msgs / rate`: how long the window lasts at that rate.
+    pub window_fill_ns: u64,
+    /// The HR output's buffering delay (release - arrival) of the packets that waited.
+    pub hr_delay_p99_ns: u64,
+    pub hr_delay_max_ns: u64,
+    /// HR waits given up because the window filled.
+    pub count_gaps: u64,
+    /// HR packets that arrived after their wait was given up.
+    pub hr_late: u64,
+    /// Waits given up by count whose packet then came: the window fills faster than a
+    /// packet can be waited for.
+    pub saturated: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -100,6 +127,8 @@ struct Sink {
     frame_no: [u64; 2],
     warned: u32,
     quiet: bool,
+    /// Arrival times of the first and last HR packets released.
+    arrivals: Option<(u64, u64)>,
 }
 
 impl Sink {
@@ -135,6 +164,9 @@ impl ArbSink for Sink {
     #[inline]
     fn hr(&mut self, r: &Released<'_>) {
         let d = r.release_ns - r.arrival_ns;
+        let (first, last) = self.arrivals.get_or_insert((r.arrival_ns, r.arrival_ns));
+        *first = (*first).min(r.arrival_ns);
+        *last = (*last).max(r.arrival_ns);
         if d > 0 {
             self.delayed += 1;
         }
@@ -267,6 +299,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         frame_no: [0; 2],
         warned: 0,
         quiet: args.quiet,
+        arrivals: None,
     };
     let started = std::time::Instant::now();
     // The runner every arbitrating command shares (tickplant_io::runner); nothing timed.
@@ -318,6 +351,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let wall = started.elapsed().as_secs_f64();
     let st = arb.stats();
     check_stats(&st).map_err(|e| anyhow!("internal error, accounting does not balance: {e}"))?;
+    let saturation = saturation(&arb.policy(), &st, &sink);
     let h = &sink.delay;
     let report = ArbReport {
         inputs: ["a", "b"].iter().map(|n| n.to_string()).zip(st.inputs.iter().copied()).collect(),
@@ -337,6 +371,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         frames,
         wall_seconds: wall,
         frames_per_second: frames as f64 / wall.max(1e-9),
+        saturation,
         live: source.live_stats(),
         sent,
     };
@@ -352,6 +387,24 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         eprint!("{}", summary(&report, &arb.policy()));
     }
     Ok(report)
+}
+
+/// The saturation indicator, for a count or time-count window.
+fn saturation(policy: &Policy, st: &ArbStats, sink: &Sink) -> Option<Saturation> {
+    let (Policy::Count { max_msgs } | Policy::TimeCount { max_msgs, .. }) = *policy else { return None };
+    let span_ns = sink.arrivals.map_or(0, |(a, b)| b - a);
+    let rate = if span_ns > 0 { st.hr.messages as f64 * 1e9 / span_ns as f64 } else { 0.0 };
+    let count_gaps = sink.gaps_by_reason.get("hr:count").copied().unwrap_or(0);
+    Some(Saturation {
+        window_msgs: max_msgs,
+        message_rate_per_s: rate,
+        window_fill_ns: if rate > 0.0 { (max_msgs as f64 / rate * 1e9) as u64 } else { u64::MAX },
+        hr_delay_p99_ns: sink.delay.value_at_quantile(0.99),
+        hr_delay_max_ns: sink.delay.max(),
+        count_gaps,
+        hr_late: st.hr.late,
+        saturated: count_gaps > 0 && st.hr.late > 0,
+    })
 }
 
 /// The human summary.
@@ -399,6 +452,25 @@ pub fn summary(r: &ArbReport, policy: &Policy) -> String {
             "  hr buffering delay: {} of {} packets waited; p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns",
             d.delayed, d.packets, d.p50, d.p99, d.p999, d.max
         );
+    }
+    if let Some(x) = &r.saturation {
+        let _ = writeln!(
+            s,
+            "  window: {} messages fill in {:.1} us at {:.0} messages/s; HR waits p99 {} ns, max {} ns; {} waits given up by count, {} packets late after",
+            x.window_msgs,
+            x.window_fill_ns as f64 / 1e3,
+            x.message_rate_per_s,
+            x.hr_delay_p99_ns,
+            x.hr_delay_max_ns,
+            x.count_gaps,
+            x.hr_late
+        );
+        if x.saturated {
+            let _ = writeln!(
+                s,
+                "  SATURATED: the window fills faster than a lost packet's copy arrives; HR is acting as the low-latency output (raise max-msgs, or use time or time-count)"
+            );
+        }
     }
     if r.sequence_resets > 0 {
         let _ = writeln!(s, "  sequence resets: {}", r.sequence_resets);

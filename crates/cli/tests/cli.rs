@@ -284,3 +284,30 @@ fn arb_holds_its_ground_against_stray_traffic() {
     assert_eq!(st["other_by_reason"]["filtered"].as_u64(), Some(n as u64));
     assert_eq!(st["sequence_resets"].as_u64(), Some(0));
 }
+
+/// The saturation indicator of a count window: a window of 5 messages fills in microseconds
+/// at the capture's rate, before the other line's copy of a lost packet arrives (given up by
+/// count, then late: saturated); one of 2,000 messages waits for it (not saturated). A time
+/// window has no indicator.
+#[test]
+fn arb_says_when_a_count_window_is_saturated() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim moldudp64 --seed 3 --packets 5000 --out feed.pcap"));
+    ok(p, &words("sim impair --in feed.pcap --seed 3 --loss-a 0.05 --loss-b 0.05 --skew-us 0..20 --out-a a.pcap --out-b b.pcap"));
+    let sat = |extra: &str| -> serde_json::Value {
+        ok(p, &words(&format!("arb --a a.pcap --b b.pcap --start-seq 1 --stats st.json -q {extra}")));
+        let st: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("st.json")).unwrap()).unwrap();
+        st["saturation"].clone()
+    };
+    let small = sat("--mode count --max-msgs 5");
+    assert_eq!(small["saturated"], true, "{small}");
+    assert!(small["count_gaps"].as_u64().unwrap() > 0 && small["hr_late"].as_u64().unwrap() > 0);
+    let rate = small["message_rate_per_s"].as_f64().unwrap();
+    let fill = small["window_fill_ns"].as_u64().unwrap() as f64;
+    assert!((fill - 5.0 / rate * 1e9).abs() < 2.0, "fill {fill} at {rate}/s");
+    let large = sat("--mode count --max-msgs 2000");
+    assert_eq!(large["saturated"], false, "{large}");
+    assert_eq!(large["hr_late"], 0);
+    assert!(sat("--mode time --timeout-us 1000").is_null());
+}
