@@ -3,6 +3,7 @@
 
 mod arbcmd;
 mod bench;
+mod benchrecv;
 mod democmd;
 mod fastcmd;
 mod itchcmd;
@@ -88,6 +89,19 @@ enum BenchCmd {
     /// Strategy matching: us/event, events/s, insert ns and bytes per strategy of the index,
     /// next to brute force on the same events.
     Match(matchcmd::BenchMatchArgs),
+    /// What receiving a datagram costs on one core: the live source's recvmmsg batches
+    /// beside plain recv, in the same run (docs/live.md).
+    Recv {
+        /// Datagrams a round.
+        #[arg(long, default_value_t = 100_000)]
+        datagrams: u64,
+        /// Bytes a datagram.
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+        /// Rounds of each (the best is reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -154,6 +168,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Fast(fastcmd::FastCmd::Compile(a)) => fastcmd::compile(&a)?,
         Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
+        Cmd::Bench(BenchCmd::Recv { datagrams, size, rounds }) => {
+            benchrecv::recv_cost(datagrams, size, rounds, |l| println!("{l}"))?;
+        }
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {
             bench::decision_cost(packets, rounds.max(1), |l| println!("{l}"));
             let dir = tempdir("bench")?;

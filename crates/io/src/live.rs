@@ -38,6 +38,9 @@ use crate::source::Source;
 pub const MAX_DATAGRAM: usize = 9216;
 /// Datagrams one `recvmmsg` call may take from one socket.
 const BATCH: usize = 32;
+/// A datagram's control buffer, in u64 words (aligned for cmsghdr): room for its receive
+/// time and the drop counter.
+const CONTROL_WORDS: usize = 16;
 /// Default socket receive buffer (the kernel may cap it at `net.core.rmem_max`; root
 /// goes past the cap with `SO_RCVBUFFORCE`).
 pub const DEFAULT_RCVBUF: usize = 8 << 20;
@@ -202,11 +205,7 @@ pub fn open_receiver(url: &UdpUrl) -> io::Result<Socket> {
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
-    let want = url.rcvbuf.unwrap_or(DEFAULT_RCVBUF);
-    // Past net.core.rmem_max only with CAP_NET_ADMIN; the plain call caps quietly.
-    if set_int(&s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, i32::try_from(want).unwrap_or(i32::MAX)).is_err() {
-        s.set_recv_buffer_size(want)?;
-    }
+    set_rcvbuf(&s, url.rcvbuf.unwrap_or(DEFAULT_RCVBUF))?;
     if url.group.is_multicast() {
         s.bind(&SockAddr::from(SocketAddrV4::new(url.group, url.port)))?;
         s.join_multicast_v4(&url.group, &url.iface.unwrap_or(Ipv4Addr::UNSPECIFIED))?;
@@ -217,6 +216,15 @@ pub fn open_receiver(url: &UdpUrl) -> io::Result<Socket> {
     set_int(&s, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
     s.set_nonblocking(true)?;
     Ok(s)
+}
+
+/// A socket's receive buffer: past `net.core.rmem_max` where the process may
+/// (`SO_RCVBUFFORCE`, CAP_NET_ADMIN), else as far as the cap allows.
+pub fn set_rcvbuf(s: &Socket, bytes: usize) -> io::Result<()> {
+    if set_int(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, i32::try_from(bytes).unwrap_or(i32::MAX)).is_err() {
+        s.set_recv_buffer_size(bytes)?;
+    }
+    Ok(())
 }
 
 #[allow(unsafe_code)] // setsockopt
@@ -260,6 +268,9 @@ struct LiveInput {
     drops_seen: u32,
     /// This input's batch: the slots, how many hold datagrams, the next to hand out.
     slots: Vec<Slot>,
+    /// Each slot's sender address and control messages, as `recvmmsg` fills them.
+    names: Vec<libc::sockaddr_in>,
+    control: Vec<[u64; CONTROL_WORDS]>,
     len: usize,
     pos: usize,
     /// When this input's socket was last found empty (the time taken before the call): a
@@ -340,6 +351,16 @@ impl LiveSource {
                             ts_ns: 0,
                         })
                         .collect(),
+                    names: vec![
+                        libc::sockaddr_in {
+                            sin_family: 0,
+                            sin_port: 0,
+                            sin_addr: libc::in_addr { s_addr: 0 },
+                            sin_zero: [0; 8],
+                        };
+                        BATCH
+                    ],
+                    control: vec![[0u64; CONTROL_WORDS]; BATCH],
                     len: 0,
                     pos: 0,
                     empty_at: 0,
@@ -418,25 +439,21 @@ impl LiveSource {
     /// Up to [`BATCH`] datagrams of input `i` into the slots, each behind its headers.
     #[allow(unsafe_code)] // recvmmsg and the walk of its control messages
     fn recv_batch(&mut self, i: usize) -> Result<usize, LiveError> {
-        const CONTROL_WORDS: usize = 16;
         let input = &mut self.inputs[i];
-        let mut iovs: Vec<libc::iovec> = input
-            .slots
-            .iter_mut()
-            .map(|s| libc::iovec { iov_base: s.buf[UDP_HEADERS_LEN..].as_mut_ptr().cast(), iov_len: MAX_DATAGRAM })
-            .collect();
-        // SAFETY: sockaddr_in is plain data; all-zero is valid, the kernel fills it.
-        let mut names: Vec<libc::sockaddr_in> = vec![unsafe { std::mem::zeroed() }; BATCH];
-        // u64 words keep each control buffer aligned for cmsghdr.
-        let mut control = vec![[0u64; CONTROL_WORDS]; BATCH];
-        // SAFETY: mmsghdr is plain data; all-zero is a valid empty header, filled in below.
-        let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; BATCH];
-        for (k, m) in msgs.iter_mut().enumerate() {
-            m.msg_hdr.msg_iov = &mut iovs[k];
+        // The headers on the stack, the names and control buffers the input's own: no
+        // allocation a call (`tickplant bench recv`).
+        // SAFETY: iovec and mmsghdr are plain data; all-zero is valid, filled in below.
+        let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for (k, ((m, iov), slot)) in msgs.iter_mut().zip(iovs.iter_mut()).zip(input.slots.iter_mut()).enumerate() {
+            iov.iov_base = slot.buf[UDP_HEADERS_LEN..].as_mut_ptr().cast();
+            iov.iov_len = MAX_DATAGRAM;
+            m.msg_hdr.msg_iov = iov;
             m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_name = (&mut names[k] as *mut libc::sockaddr_in).cast();
+            m.msg_hdr.msg_name = (&mut input.names[k] as *mut libc::sockaddr_in).cast();
             m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            m.msg_hdr.msg_control = control[k].as_mut_ptr().cast();
+            m.msg_hdr.msg_control = input.control[k].as_mut_ptr().cast();
             m.msg_hdr.msg_controllen = std::mem::size_of::<[u64; CONTROL_WORDS]>() as _;
         }
         // SAFETY: every header points at its own iovec (over a slot of MAX_DATAGRAM bytes
@@ -491,7 +508,7 @@ impl LiveSource {
                 input.stats.unstamped += 1;
                 *now_ns.get_or_insert_with(realtime_ns)
             });
-            let name = &names[k];
+            let name = &input.names[k];
             let flow = Flow {
                 src_mac: [0x02, 0, 0, 0, 0, 0x01],
                 src_ip: name.sin_addr.s_addr.to_ne_bytes(),
