@@ -477,8 +477,7 @@ impl LiveSource {
         }
         let got = r as usize;
         let mut now_ns = None;
-        for k in 0..got {
-            let m = &msgs[k];
+        for (k, m) in msgs.iter().enumerate().take(got) {
             let len = (m.msg_len as usize).min(MAX_DATAGRAM);
             if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                 input.stats.truncated += 1;
