@@ -3,6 +3,7 @@
 
 mod arbcmd;
 mod bench;
+mod benchlive;
 mod benchrecv;
 mod democmd;
 mod fastcmd;
@@ -89,6 +90,10 @@ enum BenchCmd {
     /// Strategy matching: us/event, events/s, insert ns and bytes per strategy of the index,
     /// next to brute force on the same events.
     Match(matchcmd::BenchMatchArgs),
+    /// A simulated day sent as A and B into the handler at increasing rates: delivered,
+    /// lost in the kernel and on the wire, receive-to-consumer latency; --find-max bisects
+    /// for the highest loss-free rate (docs/live.md).
+    Live(benchlive::BenchLiveArgs),
     /// What receiving a datagram costs on one core: the live source's recvmmsg batches
     /// beside plain recv, in the same run (docs/live.md).
     Recv {
@@ -168,6 +173,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Fast(fastcmd::FastCmd::Compile(a)) => fastcmd::compile(&a)?,
         Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
+        Cmd::Bench(BenchCmd::Live(a)) => {
+            benchlive::bench_live(&a, |l| println!("{l}"))?;
+        }
         Cmd::Bench(BenchCmd::Recv { datagrams, size, rounds }) => {
             benchrecv::recv_cost(datagrams, size, rounds, |l| println!("{l}"))?;
         }

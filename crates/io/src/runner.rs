@@ -143,6 +143,8 @@ pub fn run<S: Source, F: Feed>(
         let Some((input, f)) = source.next_frame().map_err(RunError::Source)? else {
             // A live source with nothing yet: its clock moves the arbitrator's (waits end on
             // time on a quiet line), then frames again. A capture's end: the loop's.
+            // What is held back for a batch goes on before the wait: on a quiet line it
+            // would wait for the next packet otherwise.
             let Some(now) = source.idle() else { break };
             last_ts = last_ts.max(now);
             arb.advance_to(last_ts, feed);
@@ -150,6 +152,7 @@ pub fn run<S: Source, F: Feed>(
             if feed.stopped() {
                 return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
             }
+            source.wait();
             continue;
         };
         frames += 1;

@@ -30,6 +30,9 @@ pub trait Source {
     fn idle(&mut self) -> Option<u64> {
         None
     }
+    /// After [`Source::idle`] gave a time and the runner passed on what it held: wait a
+    /// little for frames (a live source's `poll`; nothing for one that spins).
+    fn wait(&mut self) {}
     /// A live source's counts per input (datagrams, kernel drops); empty for captures.
     fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
         Vec::new()
@@ -101,6 +104,11 @@ impl Source for AnySource {
         match self {
             AnySource::Captures(_) => None,
             AnySource::Live(l) => l.idle(),
+        }
+    }
+    fn wait(&mut self) {
+        if let AnySource::Live(l) = self {
+            l.wait();
         }
     }
     fn inputs(&self) -> usize {

@@ -142,6 +142,8 @@ pub(super) struct ConsumerResult {
     pub(super) by_action: [u64; 16],
     pub(super) bbo_instruments: u64,
     pub(super) ring: Ticks,
+    /// Live runs: ns from the kernel's receive stamp to the consumer, of the timed records.
+    pub(super) wire: Option<hdrhistogram::Histogram<u64>>,
     pub(super) cpu_ns: u64,
     pub(super) matching: Option<(MatchReport, Ticks)>,
     pub(super) trading: Option<crate::fixnet::TriggerTradeReport>,
@@ -237,6 +239,7 @@ pub(super) fn consumer_thread<T: Slot>(
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
     alone: bool,
+    live: bool,
 ) -> std::io::Result<ConsumerResult> {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
@@ -245,6 +248,7 @@ pub(super) fn consumer_thread<T: Slot>(
         by_action: [0; 16],
         bbo_instruments: 0,
         ring: Ticks::new(),
+        wire: live.then(|| hdrhistogram::Histogram::new_with_max(60_000_000_000, 3).expect("valid bounds")),
         cpu_ns: 0,
         matching: None,
         trading: None,
@@ -283,6 +287,8 @@ pub(super) fn consumer_thread<T: Slot>(
             // The whole chunk is popped at once: one time stamp for all its records (a read
             // per record cost the consumer more than counting them).
             let now = rdtsc();
+            // Live: the wall clock too, against the events' kernel receive stamps.
+            let wall = if live { crate::live::realtime_ns() } else { 0 };
             for slot in first.iter().chain(second) {
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
@@ -305,6 +311,9 @@ pub(super) fn consumer_thread<T: Slot>(
                 }
                 if published_tsc != NOT_TIMED {
                     res.ring.record(now.saturating_sub(published_tsc));
+                    if let Some(h) = res.wire.as_mut() {
+                        h.saturating_record(wall.saturating_sub(e.ts_recv).max(1));
+                    }
                 }
                 res.received += 1;
                 res.by_action[e.action.index()] += 1;

@@ -291,6 +291,21 @@ pub struct PipelineSpec {
 pub const DEFAULT_LATENCY_SAMPLE: u32 = 16;
 
 /// [`latency`] of the pipeline's own histograms.
+/// The quantiles of a histogram already in nanoseconds.
+fn ns_latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    }
+}
+
 fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
     latency(&t.to_hdr(), clock)
 }
@@ -493,6 +508,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         });
         let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
         let alone = alone_on(spec, core);
+        let live = source.is_live();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("consumer-{}", c.name))
@@ -501,8 +517,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                         pin(core);
                     }
                     match rx {
-                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone),
-                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone),
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live),
                     }
                 })
                 .map_err(|e| PipelineError::Thread {
@@ -655,6 +671,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         c.gaps_received = r.gaps;
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency_of(&r.ring, &clock);
+        c.receive_to_consumer_ns = r.wire.as_ref().map(ns_latency);
         c.cpu_s = r.cpu_ns as f64 / 1e9;
         c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency_of(h, &clock), ..m.clone() });
         c.trading = r.trading.clone();

@@ -35,6 +35,10 @@ pub struct ConsumerReport {
     /// Instruments with a BBO (action `bbo`).
     pub bbo_instruments: u64,
     pub ring_latency_ns: Latency,
+    /// Live runs: from the kernel's receive stamp of the packet to the consumer popping the
+    /// record, on the timed records (the wall clock; ns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receive_to_consumer_ns: Option<Latency>,
     /// CPU time the consumer's thread used, seconds.
     pub cpu_s: f64,
     /// What a matching consumer found.
@@ -343,6 +347,9 @@ pub fn summary(r: &Report) -> String {
     }
     for c in &r.consumers {
         row(&mut s, &format!("4 ring -> {}", c.name), &c.ring_latency_ns);
+        if let Some(l) = &c.receive_to_consumer_ns {
+            row(&mut s, &format!("  receive -> {}", c.name), l);
+        }
     }
     for c in &r.consumers {
         if let Some(m) = &c.matching {

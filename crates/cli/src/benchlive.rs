@@ -1,0 +1,375 @@
+//! `tickplant bench live`: the research's rate experiment on our own stack. A simulated
+//! ITCH day (the demo's generator) is sent as A and B (`tickplant replay`'s engine, both
+//! copies at the same offered rate) into a handler (`tickplant run` on the two groups, in a
+//! process of its own, one counting consumer) at increasing rates; each rate's row gives
+//! what was offered, what the consumer got, what the kernel dropped on the sockets, what
+//! the arbitrator reported lost (gaps), and the receive-to-consumer latency from the
+//! kernel's receive stamp. `--find-max` bisects for the highest rate with no loss.
+//! Loopback (a network namespace set-up is the end-to-end test's, tests/live.rs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use tickplant_io::replay::{self, Pace, ReplayOptions, ReplayTarget};
+
+#[derive(Debug, Args)]
+pub struct BenchLiveArgs {
+    /// Messages in the simulated day.
+    #[arg(long, default_value_t = 200_000)]
+    pub messages: u64,
+    /// Offered rates to run, messages a second (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [100_000u64, 250_000, 500_000, 1_000_000])]
+    pub rates: Vec<u64>,
+    /// After the rates, bisect for the highest rate with no loss (this many steps).
+    #[arg(long)]
+    pub find_max: bool,
+    #[arg(long, default_value_t = 6)]
+    pub steps: u32,
+    /// Write the table as CSV here.
+    #[arg(long, value_name = "FILE.csv")]
+    pub csv: Option<PathBuf>,
+    /// Draw latency and loss against offered rate as SVG here.
+    #[arg(long, value_name = "FILE.svg")]
+    pub svg: Option<PathBuf>,
+    /// Working folder (default: a fresh temporary one, removed at the end).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// One offered rate's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub offered_msgs_per_s: u64,
+    pub offered_packets_per_s: u64,
+    /// What the sender achieved (both copies' datagrams a second / 2).
+    pub sent_packets_per_s: f64,
+    pub messages: u64,
+    pub delivered: u64,
+    pub lost_in_kernel_datagrams: u64,
+    pub lost_on_wire_messages: u64,
+    pub latency_p50_ns: u64,
+    pub latency_p99_ns: u64,
+    pub latency_p999_ns: u64,
+    /// The sender reached less than 95% of the offered rate (it shares the machine's
+    /// cores with the handler): the row does not show that rate.
+    pub sender_limited: bool,
+    pub loss_free: bool,
+}
+
+const CONFIG: &str = r#"
+[source]
+a = "udp://127.0.0.1:PORT_A?rcvbuf=33554432"
+b = "udp://127.0.0.1:PORT_B?rcvbuf=33554432"
+decoder = "itch50"
+date = "2026-11-20"
+
+[arbitration]
+protocol = "moldudp64"
+timeout-us = 50000
+start-seq = 1
+
+[run]
+report = "live-report.json"
+latency-sample = 4
+
+[[consumer]]
+name = "all"
+action = "count"
+"#;
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Run one offered rate.
+fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> Result<Row> {
+    let pps = (rate as f64 * packets as f64 / messages as f64).max(1.0);
+    let (pa, pb) = (free_port()?, free_port()?);
+    let cfg = CONFIG.replace("PORT_A", &pa.to_string()).replace("PORT_B", &pb.to_string());
+    std::fs::write(dir.join("live.toml"), cfg)?;
+    let _ = std::fs::remove_file(dir.join("live-report.json"));
+    let send_s = packets as f64 / pps;
+    let duration = send_s + 2.0;
+    let handler = Command::new(std::env::current_exe()?)
+        .args(["run", "live.toml", "--quiet", "--duration", &format!("{duration:.3}")])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start the handler")?;
+    std::thread::sleep(Duration::from_millis(500));
+    let targets: Vec<ReplayTarget> =
+        [pa, pb].iter().map(|p| format!("{}=127.0.0.1:{p}", feed.display()).parse()).collect::<Result<_, _>>()?;
+    // Two copies of each packet: the pair's rate is twice the line's.
+    let opts =
+        ReplayOptions { pace: Pace::Pps(2.0 * pps), loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
+    let sent = replay::replay(&targets, &opts, |_| {})?;
+    let out = handler.wait_with_output()?;
+    if !out.status.success() {
+        bail!("the handler failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("live-report.json"))?)?;
+    let delivered = r["consumers"][0]["received"].as_u64().unwrap_or(0);
+    let kernel: u64 = r["live"].as_array().map_or(0, |a| a.iter().filter_map(|x| x["kernel_drops"].as_u64()).sum());
+    let wire: u64 = r["gaps"].as_array().map_or(0, |a| a.iter().filter_map(|g| g["messages"].as_u64()).sum());
+    let lat = &r["consumers"][0]["receive_to_consumer_ns"];
+    let decoded = r["decoded"].as_u64().unwrap_or(0);
+    Ok(Row {
+        offered_msgs_per_s: rate,
+        offered_packets_per_s: pps as u64,
+        sent_packets_per_s: sent.packets_per_s / 2.0,
+        messages,
+        delivered,
+        lost_in_kernel_datagrams: kernel,
+        lost_on_wire_messages: wire,
+        latency_p50_ns: lat["p50"].as_u64().unwrap_or(0),
+        latency_p99_ns: lat["p99"].as_u64().unwrap_or(0),
+        latency_p999_ns: lat["p999"].as_u64().unwrap_or(0),
+        sender_limited: sent.packets_per_s / 2.0 < 0.95 * pps,
+        loss_free: kernel == 0 && wire == 0 && decoded == messages,
+    })
+}
+
+fn print_row(r: &Row, out: &mut impl FnMut(&str)) {
+    out(&format!(
+        "  {:>10} {:>10} {:>10.0} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>10}  {}",
+        r.offered_msgs_per_s,
+        r.offered_packets_per_s,
+        r.sent_packets_per_s,
+        r.messages,
+        r.delivered,
+        r.lost_in_kernel_datagrams,
+        r.lost_on_wire_messages,
+        r.latency_p50_ns,
+        r.latency_p99_ns,
+        r.latency_p999_ns,
+        match (r.loss_free, r.sender_limited) {
+            (true, false) => "loss-free",
+            (true, true) => "loss-free, SENDER-LIMITED",
+            (false, false) => "LOSS",
+            (false, true) => "LOSS, SENDER-LIMITED",
+        }
+    ));
+}
+
+pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Row>> {
+    let (dir, temp) = match &a.dir {
+        Some(p) => {
+            std::fs::create_dir_all(p)?;
+            (p.clone(), false)
+        }
+        None => (crate::tempdir("bench-live")?, true),
+    };
+    let midnight = tickplant_core::itch::midnight_eastern_ns("2026-11-20").map_err(anyhow::Error::msg)?;
+    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
+        seed: 7,
+        symbols: 200,
+        messages: a.messages,
+        target_live: 0,
+    });
+    let feed = dir.join("feed.pcap");
+    let packets = crate::simcmd::write_itch_capture(&feed, &day.messages, 7, 8, midnight)? as u64;
+    let messages = day.messages.len() as u64;
+    out(&format!(
+        "bench live: {messages} ITCH messages in {packets} packets, sent as A and B on loopback into `tickplant run` (one counting consumer)"
+    ));
+    out("  offered/s  packets/s    sent/s   messages  delivered  kern.lost wire.lost  p50 ns     p99 ns     p99.9 ns");
+    let mut rows = Vec::new();
+    for &rate in &a.rates {
+        let r = one_rate(&dir, &feed, messages, packets, rate)?;
+        print_row(&r, &mut out);
+        rows.push(r);
+    }
+    if a.find_max {
+        // A rate counts as held only loss-free and actually offered; a sender that fell
+        // short bounds the search from above as a loss does.
+        let held = |r: &Row| r.loss_free && !r.sender_limited;
+        let mut lo = rows.iter().filter(|r| held(r)).map(|r| r.offered_msgs_per_s).max().unwrap_or(0);
+        let mut hi = rows.iter().filter(|r| !held(r)).map(|r| r.offered_msgs_per_s).filter(|&h| h > lo).min();
+        // No loss yet: double until there is some.
+        while hi.is_none() {
+            let rate = (lo * 2).max(100_000);
+            let r = one_rate(&dir, &feed, messages, packets, rate)?;
+            print_row(&r, &mut out);
+            if held(&r) {
+                lo = rate;
+            } else {
+                hi = Some(rate);
+            }
+            rows.push(r);
+            if rate > 100_000_000 {
+                break;
+            }
+        }
+        if let Some(mut h) = hi {
+            for _ in 0..a.steps {
+                let mid = (lo + h) / 2;
+                if mid <= lo || mid >= h {
+                    break;
+                }
+                let r = one_rate(&dir, &feed, messages, packets, mid)?;
+                print_row(&r, &mut out);
+                if held(&r) {
+                    lo = mid;
+                } else {
+                    h = mid;
+                }
+                rows.push(r);
+            }
+        }
+        let pps = lo as f64 * packets as f64 / messages as f64;
+        out(&format!(
+            "highest loss-free rate offered in full: {lo} messages/s ({pps:.0} packets/s a line); target >= 1,000,000 messages/s: {}",
+            if lo >= 1_000_000 { "meets" } else { "MISSES" }
+        ));
+        if lo > 0 {
+            let half = one_rate(&dir, &feed, messages, packets, lo / 2)?;
+            out(&format!(
+                "at half that rate ({} messages/s): receive-to-consumer p50 {} ns, p99 {} ns, p99.9 {} ns; target p99 < 50 us: {}",
+                lo / 2,
+                half.latency_p50_ns,
+                half.latency_p99_ns,
+                half.latency_p999_ns,
+                if half.latency_p99_ns < 50_000 { "meets" } else { "MISSES" }
+            ));
+            rows.push(half);
+        }
+    }
+    rows.sort_by_key(|r| r.offered_msgs_per_s);
+    if let Some(p) = &a.csv {
+        let mut s = String::from(
+            "offered_msgs_per_s,offered_packets_per_s,sent_packets_per_s,messages,delivered,lost_in_kernel_datagrams,lost_on_wire_messages,latency_p50_ns,latency_p99_ns,latency_p999_ns,sender_limited,loss_free\n",
+        );
+        for r in &rows {
+            s += &format!(
+                "{},{},{:.0},{},{},{},{},{},{},{},{},{}\n",
+                r.offered_msgs_per_s,
+                r.offered_packets_per_s,
+                r.sent_packets_per_s,
+                r.messages,
+                r.delivered,
+                r.lost_in_kernel_datagrams,
+                r.lost_on_wire_messages,
+                r.latency_p50_ns,
+                r.latency_p99_ns,
+                r.latency_p999_ns,
+                r.sender_limited,
+                r.loss_free
+            );
+        }
+        std::fs::write(p, s).with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    if let Some(p) = &a.svg {
+        std::fs::write(p, svg(&rows)).with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    if temp {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(rows)
+}
+
+/// Latency (p50, p99, µs, log scale) and loss (% of messages) against the offered rate.
+pub fn svg(rows: &[Row]) -> String {
+    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 70.0, 30.0, 50.0);
+    let max_rate = rows.iter().map(|r| r.offered_msgs_per_s).max().unwrap_or(1) as f64;
+    let x = |rate: u64| l + (rate as f64 / max_rate) * (w - l - r);
+    let lat_max = rows.iter().map(|r| r.latency_p99_ns).max().unwrap_or(1000).max(1000) as f64 / 1e3;
+    let (lo, hi) = (0.0f64, lat_max.log10().ceil().max(1.0));
+    let y_lat = |ns: u64| {
+        let us = (ns as f64 / 1e3).max(1.0);
+        h - b - (us.log10() - lo) / (hi - lo) * (h - t - b)
+    };
+    let loss = |r: &Row| {
+        let lost = r.messages.saturating_sub(r.delivered) as f64;
+        100.0 * lost / r.messages.max(1) as f64
+    };
+    let loss_max = rows.iter().map(loss).fold(1.0f64, f64::max);
+    let y_loss = |p: f64| h - b - p / loss_max * (h - t - b);
+    let line = |pts: Vec<(f64, f64)>, color: &str| {
+        let d: Vec<String> = pts.iter().map(|(a, c)| format!("{a:.1},{c:.1}")).collect();
+        format!(r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, d.join(" "))
+    };
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/>
+<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>
+<line x1="{}" y1="{t}" x2="{}" y2="{}" stroke="black"/>
+<text x="{}" y="{}" text-anchor="middle">offered rate, messages/s (max {max_rate:.0})</text>
+<text x="15" y="{}" transform="rotate(-90 15 {})" text-anchor="middle">receive-to-consumer latency, µs (log)</text>
+<text x="{}" y="{}" transform="rotate(90 {} {})" text-anchor="middle">messages lost, %</text>
+"#,
+        h - b,
+        w - r,
+        h - b,
+        h - b,
+        w - r,
+        w - r,
+        h - b,
+        (l + w - r) / 2.0,
+        h - 12.0,
+        (t + h - b) / 2.0,
+        (t + h - b) / 2.0,
+        w - 20.0,
+        (t + h - b) / 2.0,
+        w - 20.0,
+        (t + h - b) / 2.0,
+    );
+    for k in 0..=(hi as i32) {
+        let yy = h - b - (k as f64 - lo) / (hi - lo) * (h - t - b);
+        s += &format!(r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#, l - 5.0, yy + 4.0, 10f64.powi(k));
+        s += "\n";
+    }
+    s += &format!(r#"<text x="{}" y="{:.1}">{loss_max:.2}</text>"#, w - r + 5.0, t + 4.0);
+    s += "\n";
+    s += &line(rows.iter().map(|r| (x(r.offered_msgs_per_s), y_lat(r.latency_p50_ns))).collect(), "steelblue");
+    s += &line(rows.iter().map(|r| (x(r.offered_msgs_per_s), y_lat(r.latency_p99_ns))).collect(), "navy");
+    s += &line(rows.iter().map(|r| (x(r.offered_msgs_per_s), y_loss(loss(r)))).collect(), "firebrick");
+    s += &format!(
+        r#"
+<text x="{}" y="{}" fill="steelblue">p50</text><text x="{}" y="{}" fill="navy">p99</text><text x="{}" y="{}" fill="firebrick">loss %</text>
+</svg>
+"#,
+        l + 10.0,
+        t + 12.0,
+        l + 50.0,
+        t + 12.0,
+        l + 90.0,
+        t + 12.0
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plot_has_its_three_lines_and_axes() {
+        let row = |rate: u64, p99: u64, delivered: u64| Row {
+            offered_msgs_per_s: rate,
+            offered_packets_per_s: rate / 4,
+            sent_packets_per_s: (rate / 4) as f64,
+            messages: 1000,
+            delivered,
+            lost_in_kernel_datagrams: 0,
+            lost_on_wire_messages: 1000 - delivered,
+            latency_p50_ns: p99 / 4,
+            latency_p99_ns: p99,
+            latency_p999_ns: p99 * 2,
+            sender_limited: false,
+            loss_free: delivered == 1000,
+        };
+        let s = svg(&[row(100_000, 20_000, 1000), row(200_000, 40_000, 990)]);
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        assert_eq!(s.matches("<polyline").count(), 3);
+        assert!(s.contains("offered rate") && s.contains("latency") && s.contains("lost"));
+        assert!(!s.contains("NaN") && !s.contains("inf"), "{s}");
+    }
+}
