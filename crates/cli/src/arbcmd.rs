@@ -13,9 +13,10 @@ use tickplant_core::arb::{check_stats, ArbSink, Released};
 use tickplant_core::*;
 use tickplant_io::config::ArbArgs;
 use tickplant_io::hist::Ticks;
-use tickplant_io::live::{self, Input, LiveInputStats, LiveOptions, UdpSender};
+use tickplant_io::live::{self, Input, LiveInputStats, LiveOptions};
+use tickplant_io::outputs::{Outputs, SentStats};
 use tickplant_io::runner::{self, Feed, RunOptions};
-use tickplant_io::{AnySource, Format, FrameWriter, Source};
+use tickplant_io::{AnySource, Source};
 
 /// What a run produced, for the summary, the stats file and tests.
 #[derive(Debug, Serialize)]
@@ -67,42 +68,6 @@ pub struct Saturation {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct SentStats {
-    pub to: String,
-    pub datagrams: u64,
-    pub bytes: u64,
-    pub errors: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-}
-
-/// Where an output goes: a capture, or a group its packets' UDP payloads are sent to
-/// (their bytes unchanged).
-enum Output {
-    File(FrameWriter),
-    Udp(UdpSender),
-}
-
-impl Output {
-    fn open(p: &std::path::Path, link: LinkType) -> Result<Output> {
-        Ok(match Input::parse(p)? {
-            Input::Udp(u) => Output::Udp(UdpSender::open(&u)?),
-            Input::Capture(p) => Output::File(FrameWriter::create(&p, link, Format::for_path(&p))?),
-        })
-    }
-    #[inline]
-    fn put(&mut self, ts_ns: u64, frame: &[u8], payload_offset: u16) -> Result<()> {
-        match self {
-            Output::File(w) => w.write(ts_ns, frame).map_err(Into::into),
-            Output::Udp(u) => {
-                u.send(live::udp_payload(frame, payload_offset));
-                Ok(())
-            }
-        }
-    }
-}
-
-#[derive(Debug, Default, Serialize)]
 pub struct DelayStats {
     pub packets: u64,
     pub delayed: u64,
@@ -113,9 +78,7 @@ pub struct DelayStats {
 }
 
 struct Sink {
-    ll: Option<Output>,
-    hr: Option<Output>,
-    other: Option<FrameWriter>,
+    outs: Outputs,
     gaps: Option<BufWriter<File>>,
     gaps_path: PathBuf,
     error: Option<anyhow::Error>,
@@ -145,7 +108,7 @@ const MAX_WARNINGS: u32 = 10;
 
 impl Feed for Sink {
     fn stopped(&self) -> bool {
-        self.error.is_some()
+        self.error.is_some() || self.outs.error.is_some()
     }
     #[inline(always)]
     fn frame(&mut self, input: usize) {
@@ -156,10 +119,7 @@ impl Feed for Sink {
 impl ArbSink for Sink {
     #[inline]
     fn ll(&mut self, f: &Released<'_>) {
-        if let Some(w) = self.ll.as_mut() {
-            let r = w.put(f.release_ns, f.frame, f.payload_offset);
-            self.keep(r);
-        }
+        self.outs.ll(f);
     }
     #[inline]
     fn hr(&mut self, r: &Released<'_>) {
@@ -171,10 +131,7 @@ impl ArbSink for Sink {
             self.delayed += 1;
         }
         self.delay.saturating_record(d);
-        if let Some(w) = self.hr.as_mut() {
-            let res = w.put(r.release_ns, r.frame, r.payload_offset);
-            self.keep(res);
-        }
+        self.outs.hr(r);
     }
     fn other(&mut self, now: u64, input: usize, frame: &[u8], other: &tickplant_core::Other) {
         if other.reason == OtherReason::Malformed && !self.quiet {
@@ -188,10 +145,7 @@ impl ArbSink for Sink {
             }
             self.warned += 1;
         }
-        if let Some(w) = self.other.as_mut() {
-            let r = w.write(now, frame).map_err(Into::into);
-            self.keep(r);
-        }
+        self.outs.other(now, frame);
     }
     fn gap(&mut self, g: &GapReport) {
         *self.gaps_by_reason.entry(format!("{}:{}", g.output.as_str(), g.reason.as_str())).or_default() += 1;
@@ -240,9 +194,6 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     if args.no_hr && args.hr_out.is_some() {
         bail!("--hr-out given but --no-hr switches that output off");
     }
-    if args.other_out.as_deref().is_some_and(Input::is_live) {
-        bail!("--other-out takes a capture path: other traffic is not sent on to a group");
-    }
     let is_live = paths.iter().any(|p| Input::is_live(p));
     let mut opts = LiveOptions::default();
     if is_live {
@@ -268,14 +219,8 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     for i in 0..paths.len() {
         arb.set_link(i, source.link_type(i));
     }
-    let open =
-        |p: &Option<PathBuf>| -> Result<Option<Output>> { p.as_deref().map(|p| Output::open(p, link)).transpose() };
-    let open_file = |p: &Option<PathBuf>| -> Result<Option<FrameWriter>> {
-        Ok(match p {
-            Some(p) => Some(FrameWriter::create(p, link, Format::for_path(p))?),
-            None => None,
-        })
-    };
+    let rotate = args.rotate()?;
+    let outs = Outputs::open(args.ll_out.as_deref(), args.hr_out.as_deref(), args.other_out.as_deref(), link, rotate)?;
     let gaps = match &args.gaps {
         Some(p) => {
             let mut w = BufWriter::new(File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
@@ -285,9 +230,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         None => None,
     };
     let mut sink = Sink {
-        ll: open(&args.ll_out)?,
-        hr: open(&args.hr_out)?,
-        other: open_file(&args.other_out)?,
+        outs,
         gaps,
         gaps_path: args.gaps.clone().unwrap_or_default(),
         error: None,
@@ -316,34 +259,16 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         );
     }
     let mut sent = BTreeMap::new();
-    for (name, o) in [("ll", sink.ll.take()), ("hr", sink.hr.take())] {
-        match o {
-            Some(Output::File(w)) => w.finish()?,
-            Some(Output::Udp(u)) => {
-                if u.errors > 0 && !args.quiet {
-                    eprintln!(
-                        "warning: {name} output to {}: {} send errors (last: {})",
-                        u.url(),
-                        u.errors,
-                        u.last_error.as_deref().unwrap_or("")
-                    );
-                }
-                sent.insert(
-                    name.to_string(),
-                    SentStats {
-                        to: u.url().to_string(),
-                        datagrams: u.sent,
-                        bytes: u.bytes,
-                        errors: u.errors,
-                        last_error: u.last_error.clone(),
-                    },
-                );
-            }
-            None => {}
+    for (name, st) in std::mem::take(&mut sink.outs).finish()? {
+        if st.errors > 0 && !args.quiet {
+            eprintln!(
+                "warning: {name} output to {}: {} send errors (last: {})",
+                st.to,
+                st.errors,
+                st.last_error.as_deref().unwrap_or("")
+            );
         }
-    }
-    if let Some(w) = sink.other.take() {
-        w.finish()?;
+        sent.insert(name.to_string(), st);
     }
     if let Some(mut g) = sink.gaps.take() {
         g.flush().with_context(|| format!("{}: write error", sink.gaps_path.display()))?;

@@ -407,8 +407,9 @@ fn opra_fast_doc_example_runs_and_matches_the_truth() {
 }
 
 /// `[arbitration]` of a run config means what the same keys mean to `tickplant arb`:
-/// `change-at` switches the policy at the same replay time and `gaps` writes the same HR
-/// gaps; the keys that have no meaning in a run are refused by name, with the file.
+/// `change-at` switches the policy at the same replay time, `gaps` writes the same HR
+/// gaps, `hr-out`, `ll-out` and `other-out` the same captures (`rotate` splits them); the
+/// keys that have no meaning in a run are refused by name, with the file.
 #[test]
 fn run_config_arbitration_keys_mean_what_arb_means() {
     let d = tempfile::tempdir().unwrap();
@@ -466,10 +467,42 @@ fn run_config_arbitration_keys_mean_what_arb_means() {
     assert!(run_gaps.contains(",skipped"), "{run_gaps}");
     assert_eq!(run_gaps, arb_hr);
 
+    // The streams written by a run are arb's, byte for byte; rotated, the same frames in
+    // files of at most the size.
+    std::fs::write(
+        p.join("outs.toml"),
+        config("hr-out = \"run_hr.pcap\"\nll-out = \"run_ll.pcap\"\nother-out = \"run_other.pcap\""),
+    )
+    .unwrap();
+    ok(p, &["run", "outs.toml", "--quiet"]);
+    ok(p, &words("arb --a a.pcap --b b.pcap --start-seq 1 --timeout-us 1000 --hr-out arb_hr.pcap --ll-out arb_ll.pcap --other-out arb_other.pcap -q"));
+    for s in ["hr", "ll", "other"] {
+        let (run, arb) = (p.join(format!("run_{s}.pcap")), p.join(format!("arb_{s}.pcap")));
+        assert_eq!(std::fs::read(run).unwrap(), std::fs::read(arb).unwrap(), "{s}");
+    }
+    std::fs::write(p.join("rot.toml"), config("hr-out = \"rot.pcap\"\nrotate = \"64KB\"")).unwrap();
+    ok(p, &["run", "rot.toml", "--quiet"]);
+    let mut frames = Vec::new();
+    for k in 0.. {
+        let f = p.join(format!("rot-{k:03}.pcap"));
+        if !f.exists() {
+            assert!(k > 2, "{k} files");
+            break;
+        }
+        assert!(std::fs::metadata(&f).unwrap().len() <= 24 + 65536, "{}", f.display());
+        let mut r = tickplant_io::FrameReader::open(&f).unwrap();
+        while let Some(fr) = r.next_frame().unwrap() {
+            frames.push((fr.ts_ns, fr.data.to_vec()));
+        }
+    }
+    let mut whole = Vec::new();
+    let mut r = tickplant_io::FrameReader::open(p.join("arb_hr.pcap")).unwrap();
+    while let Some(fr) = r.next_frame().unwrap() {
+        whole.push((fr.ts_ns, fr.data.to_vec()));
+    }
+    assert_eq!(frames, whole, "the rotated files hold the HR stream");
+
     for (key, value) in [
-        ("hr-out", "\"hr.pcap\""),
-        ("ll-out", "\"ll.pcap\""),
-        ("other-out", "\"other.pcap\""),
         ("stats", "\"stats.json\""),
         ("no-hr", "true"),
         ("no-ll", "true"),

@@ -217,6 +217,10 @@ pub struct ArbArgs {
     /// Write frames that are not market data here.
     #[arg(long, value_name = "other.pcap")]
     pub other_out: Option<PathBuf>,
+    /// Start a capture output's next file after this size or time (100MB, 1GB, 60s, 5m):
+    /// hr.pcap becomes hr-000.pcap, hr-001.pcap, ...
+    #[arg(long, value_name = "SIZE|TIME")]
+    pub rotate: Option<String>,
     /// Write gap reports as CSV: output,first_seq,last_seq,messages,reason.
     #[arg(long, value_name = "gaps.csv")]
     pub gaps: Option<PathBuf>,
@@ -274,7 +278,7 @@ impl ArbArgs {
         }
         let s = &mut self;
         merge_opts!(s, f; a, b, protocol, seq_offset, seq_bytes, seq_endian, count_offset, count_bytes, mode, timeout_us, max_msgs,
-            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration);
+            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration, rotate);
         if s.accept.is_empty() {
             s.accept = f.accept;
         }
@@ -338,6 +342,11 @@ impl ArbArgs {
 
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         make_policy(self.mode.unwrap_or(ModeArg::Time), self.timeout_us.unwrap_or(1000), self.max_msgs.unwrap_or(1000))
+    }
+
+    /// `rotate`, read.
+    pub fn rotate(&self) -> Result<Option<crate::outputs::Rotate>, ConfigError> {
+        self.rotate.as_deref().map(|r| r.parse().map_err(|e: String| invalid(format!("rotate: {e}")))).transpose()
     }
 
     pub fn arb_config(&self) -> Result<ArbConfig, ConfigError> {
@@ -611,6 +620,9 @@ impl RunConfig {
         fix(&mut self.book.final_books);
         fix(&mut self.run.report);
         fix(&mut self.arbitration.gaps);
+        fix(&mut self.arbitration.hr_out);
+        fix(&mut self.arbitration.ll_out);
+        fix(&mut self.arbitration.other_out);
         for c in &mut self.consumers {
             fix(&mut c.path);
             fix(&mut c.strategies);
@@ -651,13 +663,6 @@ impl RunConfig {
         }
         // The keys of `tickplant arb` that have no meaning in a run: refused by name.
         for (set, key, why) in [
-            (arb.hr_out.is_some(), "hr-out", "the run decodes the HR stream; it writes no capture of it"),
-            (arb.ll_out.is_some(), "ll-out", "the run writes no capture of the LL stream"),
-            (
-                arb.other_out.is_some(),
-                "other-out",
-                "the run writes no capture of other traffic (see the report's counts)",
-            ),
             (arb.stats.is_some(), "stats", "the run's report holds the arbitrator's statistics: use [run] report"),
             (arb.no_hr, "no-hr", "the run decodes the HR stream"),
             (arb.no_ll, "no-ll", "the run has no LL stream to switch off"),
@@ -756,6 +761,12 @@ impl RunConfig {
             latency_sample: self.run.latency_sample,
             progress,
             live: crate::live::LiveOptions { duration, busy_poll: self.run.busy_poll, ..Default::default() },
+            outputs: crate::pipeline::OutputPaths {
+                ll: arb.ll_out.clone(),
+                hr: arb.hr_out.clone(),
+                other: arb.other_out.clone(),
+                rotate: arb.rotate()?,
+            },
         })
     }
 }

@@ -67,6 +67,7 @@ use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
 use crate::hist::{latency, Ticks};
 use crate::live::{LiveError, LiveOptions};
+use crate::outputs::{Outputs, Tee};
 use crate::pcap::{FrameReader, PcapError};
 use crate::runner::{self, Feed, RunError, RunOptions, Sampler};
 use crate::source::{AnySource, Source, SourceError};
@@ -248,6 +249,16 @@ pub struct OpraFastSpec {
     pub profile_blocks: usize,
 }
 
+/// Where the run writes or sends the arbitrated streams (capture paths or `udp://`
+/// groups; `other` a capture only), and how capture files rotate.
+#[derive(Debug, Clone, Default)]
+pub struct OutputPaths {
+    pub ll: Option<PathBuf>,
+    pub hr: Option<PathBuf>,
+    pub other: Option<PathBuf>,
+    pub rotate: Option<crate::outputs::Rotate>,
+}
+
 /// The whole pipeline.
 #[derive(Debug, Clone)]
 pub struct PipelineSpec {
@@ -257,6 +268,9 @@ pub struct PipelineSpec {
     pub inputs: Vec<PathBuf>,
     /// How live inputs run: their stop flag, duration and polling.
     pub live: LiveOptions,
+    /// The arbitrated streams written or sent on besides the decoding (`[arbitration]`
+    /// ll-out, hr-out, other-out, rotate).
+    pub outputs: OutputPaths,
     pub sequencer: SequencerConfig,
     pub arb: ArbConfig,
     /// The stream the books follow (ITCH); the other stream's events carry no book-derived
@@ -467,9 +481,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     let mut arb_cfg = spec.arb.clone();
     arb_cfg.inputs = links.len();
-    arb_cfg.low_latency = ll_on;
+    arb_cfg.low_latency = ll_on || spec.outputs.ll.is_some();
     arb_cfg.high_reliability = true;
     let mut arb = Arbitrator::new(arb_cfg, seq).map_err(|e| cfg_err(e.to_string()))?;
+    let o = &spec.outputs;
+    let mut stream_outs = Outputs::open(o.ll.as_deref(), o.hr.as_deref(), o.other.as_deref(), links[0], o.rotate)
+        .map_err(|e| cfg_err(e.to_string()))?;
     for (i, l) in links.iter().enumerate() {
         arb.set_link(i, *l);
     }
@@ -630,7 +647,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 waited: 0,
             };
             pin_producer();
-            let read = runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts);
+            let read = if stream_outs.is_empty() {
+                runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts)
+            } else {
+                let mut tee = Tee { inner: &mut sink, outs: &mut stream_outs, pass_ll: ll_on };
+                runner::run(&mut source, &mut arb, &mut tee, &mut h_arb, opts)
+            };
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
@@ -643,10 +665,17 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         read.map_err(run_error)?.frames
     } else {
         pin_producer();
-        let read = runner::run(&mut source, &mut arb, &mut Sink { down: &mut down }, &mut h_arb, opts);
+        let mut sink = Sink { down: &mut down };
+        let read = if stream_outs.is_empty() {
+            runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts)
+        } else {
+            let mut tee = Tee { inner: &mut sink, outs: &mut stream_outs, pass_ll: ll_on };
+            runner::run(&mut source, &mut arb, &mut tee, &mut h_arb, opts)
+        };
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read.map_err(run_error)?.frames
     };
+    let sent = std::mem::take(&mut stream_outs).finish()?;
     if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
         *d = dir.clone();
     }
@@ -715,6 +744,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
         live: source.live_stats(),
+        sent: sent.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         feed: feed_name.to_string(),
         frames,
         arbitration: Some(stats),

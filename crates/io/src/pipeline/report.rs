@@ -80,6 +80,9 @@ pub struct Report {
     /// Live inputs: what each received, and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<crate::live::LiveInputStats>,
+    /// Streams sent on to groups (`hr-out = "udp://..."`): datagrams, bytes, send errors.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sent: BTreeMap<String, crate::outputs::SentStats>,
     /// `itch50` or `opra-fast`.
     pub feed: String,
     pub frames: u64,
