@@ -157,7 +157,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Itch(itchcmd::ItchCmd::Book(a)) => itchcmd::book(&a)?,
         Cmd::Run { config, quiet, duration } => {
             let cfg = tickplant_io::config::RunConfig::load(&config)?;
-            runcmd::run(&cfg, quiet, duration)?;
+            runcmd::run_all(&cfg, quiet, duration)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
         Cmd::Replay(a) => {

@@ -6,29 +6,82 @@ use anyhow::{anyhow, Context, Result};
 use tickplant_io::config::RunConfig;
 use tickplant_io::pipeline::{self, Outcome};
 
-/// Run a loaded config; prints the report to stderr (and JSON where asked).
-pub fn run(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Outcome> {
-    let mut spec = cfg.spec(!quiet)?;
-    if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
-        // A live run ends at SIGINT or SIGTERM (or after its duration): drained, the
-        // arbitrator flushed, the report written, exit 0.
-        spec.live.stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
-        if let Some(d) = duration {
-            spec.live.duration = Some(crate::seconds(d, "--duration")?);
+/// Run a loaded config; prints the report to stderr (and JSON where asked). With
+/// `[[feed]]` tables every feed runs at once, each on threads of its own (its producer,
+/// its decode thread, its consumers), and the outcomes come back in the feeds' order.
+pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Vec<(String, Outcome)>> {
+    let feeds = cfg.feed_configs()?;
+    let mut specs = Vec::new();
+    let mut stop = None;
+    for (name, c) in &feeds {
+        let mut spec = c.spec(!quiet).with_context(|| feed_label(name))?;
+        if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
+            // A live run ends at SIGINT or SIGTERM (or after its duration): drained, the
+            // arbitrator flushed, the report written, exit 0. One flag stops every feed.
+            if stop.is_none() {
+                stop = Some(tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?);
+            }
+            spec.live.stop = stop.clone().expect("set above");
+            if let Some(d) = duration {
+                spec.live.duration = Some(crate::seconds(d, "--duration")?);
+            }
+        } else if duration.is_some() {
+            anyhow::bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
         }
-    } else if duration.is_some() {
-        anyhow::bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
+        specs.push(spec);
     }
-    let out = pipeline::run(&spec)?;
-    eprint!("{}", pipeline::summary(&out.report));
+    let outcomes: Vec<Result<Outcome, pipeline::PipelineError>> = if specs.len() == 1 {
+        vec![pipeline::run(&specs[0])]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = specs.iter().map(|spec| scope.spawn(move || pipeline::run(spec))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a feed's run panicked"))).collect()
+        })
+    };
+    let mut done = Vec::new();
+    for ((name, c), out) in feeds.into_iter().zip(outcomes) {
+        let out = out.with_context(|| feed_label(&name))?;
+        if !name.is_empty() {
+            eprintln!("feed {name}:");
+        }
+        finish(&c, &out).with_context(|| feed_label(&name))?;
+        done.push((name, out));
+    }
     if let Some(p) = &cfg.run.report {
-        let json = serde_json::to_string_pretty(&out.report)?;
+        let json = if cfg.feeds.is_empty() {
+            serde_json::to_string_pretty(&done[0].1.report)?
+        } else {
+            let feeds: serde_json::Map<String, serde_json::Value> =
+                done.iter().map(|(n, o)| Ok((n.clone(), serde_json::to_value(&o.report)?))).collect::<Result<_>>()?;
+            serde_json::to_string_pretty(&serde_json::json!({ "feeds": feeds }))?
+        };
         if p.as_os_str() == "-" {
             println!("{json}");
         } else {
             std::fs::write(p, json + "\n").with_context(|| format!("{}: cannot write", p.display()))?;
         }
     }
+    Ok(done)
+}
+
+fn feed_label(name: &str) -> String {
+    if name.is_empty() {
+        "the run".to_string()
+    } else {
+        format!("feed {name}")
+    }
+}
+
+/// Run a one-feed config (the demo's).
+pub fn run(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Outcome> {
+    let mut all = run_all(cfg, quiet, duration)?;
+    anyhow::ensure!(all.len() == 1, "{} feeds: use run_all", all.len());
+    Ok(all.remove(0).1)
+}
+
+/// A feed's summary, gaps and final books, and its accounting checked.
+fn finish(cfg: &RunConfig, out: &Outcome) -> Result<()> {
+    eprint!("{}", pipeline::summary(&out.report));
     if let Some(p) = &cfg.arbitration.gaps {
         // As `tickplant arb --gaps` writes them (the run has the HR output only).
         let mut s = String::from("output,first_seq,last_seq,messages,reason\n");
@@ -48,5 +101,5 @@ pub fn run(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Outcom
         std::fs::write(p, s).with_context(|| format!("{}: cannot write", p.display()))?;
     }
     out.report.check().map_err(|e| anyhow!("accounting does not balance: {e}"))?;
-    Ok(out)
+    Ok(())
 }

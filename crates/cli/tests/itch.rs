@@ -548,3 +548,60 @@ fn final_books_of_a_damaged_file_say_where() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("bad.itch") && err.contains(&format!("byte {}", 2 + first + 2)), "{err}");
 }
+
+/// Two feeds in one run (`[[feed]]`): each arbitrates its own A/B pair, keeps its own
+/// books and serves its own consumers; each feed's final books equal its own day's truth
+/// (B clean, A lossy: HR recovers everything), and the report holds both.
+#[test]
+fn two_feeds_in_one_run_each_equal_their_truth() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    for (k, seed) in [(1, 21), (2, 22)] {
+        ok(
+            p,
+            &words(&format!(
+                "sim itch --seed {seed} --symbols 20 --messages 20000 --out f{k}.pcap --truth truth{k}.jsonl"
+            )),
+        );
+        ok(p, &words(&format!("sim impair --in f{k}.pcap --seed {seed} --loss-a 0.05 --reorder 0.02 --skew-us 0..10 --out-a a{k}.pcap --out-b b{k}.pcap")));
+    }
+    let feed = |k: u32| {
+        format!(
+            "[[feed]]\nname = \"ch{k}\"\n[feed.source]\na = \"a{k}.pcap\"\nb = \"b{k}.pcap\"\n\
+             [feed.arbitration]\nprotocol = \"moldudp64\"\nstart-seq = 1\ntimeout-us = 1000\n\
+             [feed.book]\nfinal-books = \"books{k}.jsonl\"\ndepth = 1000000\n"
+        )
+    };
+    let consumer = |k: u32| format!("[[consumer]]\nname = \"count{k}\"\nfeed = \"ch{k}\"\n");
+    let cfg = format!("[run]\nreport = \"report.json\"\n{}{}{}{}", feed(1), feed(2), consumer(1), consumer(2));
+    std::fs::write(p.join("two.toml"), &cfg).unwrap();
+    ok(p, &["run", "two.toml", "--quiet"]);
+    let parse = |s: &str| s.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
+    for k in [1, 2] {
+        let books = std::fs::read_to_string(p.join(format!("books{k}.jsonl"))).unwrap();
+        let truth = std::fs::read_to_string(p.join(format!("truth{k}.jsonl"))).unwrap();
+        assert_eq!(parse(&books), parse(&truth), "feed ch{k}");
+    }
+    assert_ne!(
+        std::fs::read(p.join("books1.jsonl")).unwrap(),
+        std::fs::read(p.join("books2.jsonl")).unwrap(),
+        "two different days"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("report.json")).unwrap()).unwrap();
+    for k in [1, 2] {
+        let f = &r["feeds"][format!("ch{k}")];
+        assert_eq!(f["decoded"], 20_000, "ch{k}");
+        assert_eq!(f["consumers"][0]["name"], format!("count{k}"));
+        assert_eq!(f["consumers"][0]["received"], f["consumers"][0]["delivered"]);
+    }
+    // A consumer must name its feed, and a feed that exists.
+    for (c, says) in [
+        ("[[consumer]]\nname = \"x\"\n", "names its feed"),
+        ("[[consumer]]\nname = \"x\"\nfeed = \"ch9\"\n", "no feed 'ch9'"),
+    ] {
+        std::fs::write(p.join("bad.toml"), format!("{}{}{c}", feed(1), feed(2))).unwrap();
+        let o = std::process::Command::new(BIN).args(["run", "bad.toml", "--quiet"]).current_dir(p).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("bad.toml") && err.contains(says), "{err}");
+    }
+}

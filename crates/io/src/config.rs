@@ -424,6 +424,8 @@ pub struct RunConfig {
     /// The file it was read from (errors name it).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+    /// The one feed's inputs and decoder (or, with `[[feed]]` tables, none).
+    #[serde(default)]
     pub source: Source,
     /// Any option of `tickplant arb` (protocol, mode, timeout-us, max-msgs, start-seq,
     /// capacity-packets...), except the files.
@@ -435,6 +437,10 @@ pub struct RunConfig {
     pub run: RunSection,
     #[serde(default, rename = "consumer")]
     pub consumers: Vec<ConsumerSection>,
+    /// Several feeds in one process (a venue's channels): each its own `source`,
+    /// `arbitration` and `book`, run on threads of its own; consumers name their feed.
+    #[serde(default, rename = "feed")]
+    pub feeds: Vec<FeedSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -528,10 +534,28 @@ pub struct RunSection {
     pub busy_poll: bool,
 }
 
+/// One feed of a multi-feed run (`[[feed]]`, with `[feed.source]`, `[feed.arbitration]`
+/// and `[feed.book]` as the one feed's tables).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FeedSection {
+    pub name: String,
+    pub source: Source,
+    #[serde(default)]
+    pub arbitration: ArbArgs,
+    #[serde(default)]
+    pub book: BookSection,
+    /// Pin this feed's producer and decode threads (`[run]`'s keys apply to every feed).
+    pub producer_core: Option<usize>,
+    pub decode_core: Option<usize>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConsumerSection {
     pub name: String,
+    /// With `[[feed]]` tables: the feed it reads (required there).
+    pub feed: Option<String>,
     /// count | csv | jsonl | bbo | match | trade
     #[serde(default)]
     pub action: ConsumerKind,
@@ -614,19 +638,93 @@ impl RunConfig {
                 }
             }
         };
-        fix(&mut self.source.a);
-        fix(&mut self.source.b);
-        fix(&mut self.source.templates);
-        fix(&mut self.book.final_books);
+        let feed = |source: &mut Source, book: &mut BookSection, arb: &mut ArbArgs| {
+            for p in [
+                &mut source.a,
+                &mut source.b,
+                &mut source.templates,
+                &mut book.final_books,
+                &mut arb.gaps,
+                &mut arb.hr_out,
+                &mut arb.ll_out,
+                &mut arb.other_out,
+            ] {
+                fix(p);
+            }
+        };
+        feed(&mut self.source, &mut self.book, &mut self.arbitration);
+        for f in &mut self.feeds {
+            feed(&mut f.source, &mut f.book, &mut f.arbitration);
+        }
         fix(&mut self.run.report);
-        fix(&mut self.arbitration.gaps);
-        fix(&mut self.arbitration.hr_out);
-        fix(&mut self.arbitration.ll_out);
-        fix(&mut self.arbitration.other_out);
         for c in &mut self.consumers {
             fix(&mut c.path);
             fix(&mut c.strategies);
         }
+    }
+
+    /// Each feed's config as a one-feed config of its own (its source, arbitration and
+    /// book; the consumers that name it; `[run]` with its cores): one, named "", without
+    /// `[[feed]]` tables. An error names the file, the feed or the consumer.
+    pub fn feed_configs(&self) -> Result<Vec<(String, RunConfig)>, ConfigError> {
+        let in_file = |e: ConfigError| match &self.path {
+            Some(p) => e.in_file(p),
+            None => e,
+        };
+        if self.feeds.is_empty() {
+            if let Some(c) = self.consumers.iter().find(|c| c.feed.is_some()) {
+                return Err(in_file(invalid(format!(
+                    "consumer {}: `feed` names one of the [[feed]] tables, and this config has none",
+                    c.name
+                ))));
+            }
+            return Ok(vec![(String::new(), self.clone())]);
+        }
+        if self.source.a.is_some() || self.source.b.is_some() {
+            return Err(in_file(invalid("[source] with [[feed]] tables: each feed has its own [feed.source]")));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for f in &self.feeds {
+            if f.name.is_empty() || !names.insert(f.name.as_str()) {
+                return Err(in_file(invalid(format!("[[feed]] name '{}': empty or given twice", f.name))));
+            }
+        }
+        for c in &self.consumers {
+            match &c.feed {
+                None => {
+                    return Err(in_file(invalid(format!(
+                        "consumer {}: with [[feed]] tables each consumer names its feed (feed = \"{}\")",
+                        c.name, self.feeds[0].name
+                    ))))
+                }
+                Some(f) if !names.contains(f.as_str()) => {
+                    let known: Vec<&str> = names.iter().copied().collect();
+                    return Err(in_file(invalid(format!(
+                        "consumer {}: no feed '{f}' (the feeds: {})",
+                        c.name,
+                        known.join(", ")
+                    ))));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(self
+            .feeds
+            .iter()
+            .map(|f| {
+                let mut c = self.clone();
+                c.feeds = Vec::new();
+                c.source = f.source.clone();
+                c.arbitration = f.arbitration.clone();
+                c.book = f.book.clone();
+                c.run.producer_core = f.producer_core.or(self.run.producer_core);
+                c.run.decode_core = f.decode_core.or(self.run.decode_core);
+                c.run.report = None;
+                c.consumers =
+                    self.consumers.iter().filter(|x| x.feed.as_deref() == Some(f.name.as_str())).cloned().collect();
+                (f.name.clone(), c)
+            })
+            .collect())
     }
 
     /// The pipeline this config describes; an error names the config file.
