@@ -136,26 +136,42 @@ fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> 
     })
 }
 
+impl Row {
+    /// The row's values, in the CSV's column order.
+    fn cells(&self) -> [String; 12] {
+        [
+            self.offered_msgs_per_s.to_string(),
+            self.offered_packets_per_s.to_string(),
+            format!("{:.0}", self.sent_packets_per_s),
+            self.messages.to_string(),
+            self.delivered.to_string(),
+            self.lost_in_kernel_datagrams.to_string(),
+            self.lost_on_wire_messages.to_string(),
+            self.latency_p50_ns.to_string(),
+            self.latency_p99_ns.to_string(),
+            self.latency_p999_ns.to_string(),
+            self.sender_limited.to_string(),
+            self.loss_free.to_string(),
+        ]
+    }
+}
+
+const CSV_HEADER: &str = "offered_msgs_per_s,offered_packets_per_s,sent_packets_per_s,messages,delivered,lost_in_kernel_datagrams,lost_on_wire_messages,latency_p50_ns,latency_p99_ns,latency_p999_ns,sender_limited,loss_free";
+
 fn print_row(r: &Row, out: &mut impl FnMut(&str)) {
-    out(&format!(
-        "  {:>10} {:>10} {:>10.0} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>10}  {}",
-        r.offered_msgs_per_s,
-        r.offered_packets_per_s,
-        r.sent_packets_per_s,
-        r.messages,
-        r.delivered,
-        r.lost_in_kernel_datagrams,
-        r.lost_on_wire_messages,
-        r.latency_p50_ns,
-        r.latency_p99_ns,
-        r.latency_p999_ns,
-        match (r.loss_free, r.sender_limited) {
-            (true, false) => "loss-free",
-            (true, true) => "loss-free, SENDER-LIMITED",
-            (false, false) => "LOSS",
-            (false, true) => "LOSS, SENDER-LIMITED",
-        }
-    ));
+    let c = r.cells();
+    let widths = [10, 10, 10, 10, 10, 9, 9, 10, 10, 10];
+    let mut line = String::from(" ");
+    for (v, w) in c.iter().zip(widths) {
+        line += &format!(" {v:>w$}");
+    }
+    let verdict = match (r.loss_free, r.sender_limited) {
+        (true, false) => "loss-free",
+        (true, true) => "loss-free, SENDER-LIMITED",
+        (false, false) => "LOSS",
+        (false, true) => "LOSS, SENDER-LIMITED",
+    };
+    out(&format!("{line}  {verdict}"));
 }
 
 pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Row>> {
@@ -243,25 +259,10 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
     }
     rows.sort_by_key(|r| r.offered_msgs_per_s);
     if let Some(p) = &a.csv {
-        let mut s = String::from(
-            "offered_msgs_per_s,offered_packets_per_s,sent_packets_per_s,messages,delivered,lost_in_kernel_datagrams,lost_on_wire_messages,latency_p50_ns,latency_p99_ns,latency_p999_ns,sender_limited,loss_free\n",
-        );
+        let mut s = format!("{CSV_HEADER}\n");
         for r in &rows {
-            s += &format!(
-                "{},{},{:.0},{},{},{},{},{},{},{},{},{}\n",
-                r.offered_msgs_per_s,
-                r.offered_packets_per_s,
-                r.sent_packets_per_s,
-                r.messages,
-                r.delivered,
-                r.lost_in_kernel_datagrams,
-                r.lost_on_wire_messages,
-                r.latency_p50_ns,
-                r.latency_p99_ns,
-                r.latency_p999_ns,
-                r.sender_limited,
-                r.loss_free
-            );
+            s += &r.cells().join(",");
+            s.push('\n');
         }
         std::fs::write(p, s).with_context(|| format!("{}: cannot write", p.display()))?;
     }

@@ -24,6 +24,22 @@ pub struct Latency {
     pub max: u64,
 }
 
+/// The quantiles of a histogram recorded in ns (the kernel's or the wall clock, not the
+/// time-stamp counter).
+pub(crate) fn latency_ns(h: &Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    }
+}
+
 /// The quantiles of `h` (time-stamp ticks) in nanoseconds.
 pub(crate) fn latency(h: &Histogram<u64>, clock: &TscClock) -> Latency {
     if h.is_empty() {

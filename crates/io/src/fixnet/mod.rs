@@ -32,7 +32,7 @@ use tickplant_wire::fix::{self, FieldIndex, Message};
 use crate::clock::{rdtsc, TscClock};
 
 mod trigger;
-use crate::hist::{hist, latency, Latency};
+use crate::hist::{hist, latency, latency_ns, Latency};
 pub use trigger::{TriggerTradeReport, TriggerTrader, TriggerTraderConfig};
 
 /// UNIX ns now (SendingTime; the session's clock).
@@ -648,7 +648,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     }
     r.wire_missing += wire.len() as u64;
     if stamping.is_ok() {
-        r.latency_ns.insert("wire-to-wire".to_string(), latency_of_ns(&h_wire));
+        r.latency_ns.insert("wire-to-wire".to_string(), latency_ns(&h_wire));
     }
     r.risk_rejects = refusals(&fttc);
     Ok(r)
@@ -663,21 +663,6 @@ fn refusals(fttc: &Fttc) -> std::collections::BTreeMap<String, u64> {
         .filter(|&(_, n)| n > 0)
         .map(|(why, n)| (why.to_string(), n))
         .collect()
-}
-
-/// Percentiles of a histogram recorded in ns (the kernel's clock, not the TSC).
-fn latency_of_ns(h: &Histogram<u64>) -> Latency {
-    if h.is_empty() {
-        return Latency::default();
-    }
-    Latency {
-        count: h.len(),
-        p50: h.value_at_quantile(0.5),
-        p90: h.value_at_quantile(0.9),
-        p99: h.value_at_quantile(0.99),
-        p999: h.value_at_quantile(0.999),
-        max: h.max(),
-    }
 }
 
 /// The MsgSeqNum of a market-data datagram (for gap counting): its first MsgSeqNum (34)

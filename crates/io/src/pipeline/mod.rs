@@ -305,21 +305,6 @@ pub struct PipelineSpec {
 pub const DEFAULT_LATENCY_SAMPLE: u32 = 16;
 
 /// [`latency`] of the pipeline's own histograms.
-/// The quantiles of a histogram already in nanoseconds.
-fn ns_latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
-    if h.is_empty() {
-        return Latency::default();
-    }
-    Latency {
-        count: h.len(),
-        p50: h.value_at_quantile(0.5),
-        p90: h.value_at_quantile(0.9),
-        p99: h.value_at_quantile(0.99),
-        p999: h.value_at_quantile(0.999),
-        max: h.max(),
-    }
-}
-
 fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
     latency(&t.to_hdr(), clock)
 }
@@ -700,7 +685,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         c.gaps_received = r.gaps;
         c.bbo_instruments = r.bbo_instruments;
         c.ring_latency_ns = latency_of(&r.ring, &clock);
-        c.receive_to_consumer_ns = r.wire.as_ref().map(ns_latency);
+        c.receive_to_consumer_ns = r.wire.as_ref().map(crate::hist::latency_ns);
         c.cpu_s = r.cpu_ns as f64 / 1e9;
         c.matching = r.matching.as_ref().map(|(m, h)| MatchReport { latency_ns: latency_of(h, &clock), ..m.clone() });
         c.trading = r.trading.clone();
