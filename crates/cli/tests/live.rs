@@ -205,7 +205,8 @@ fn ab_over_veth_republished_hr_is_the_union() {
 /// Paced replay at a fixed rate: the receive stamps of what arrives (the HR output of a
 /// one-line receiver on loopback, stamped by the kernel) are spaced as the deadlines are.
 /// Loose bounds: the spacing's median within a fifth of the period, the whole span within
-/// a tenth (the test checks the pacing, not the machine's speed).
+/// a fifth or a quarter (the test checks the pacing, not the machine's speed; CI runs other
+/// tests beside it on two cores).
 #[test]
 fn replay_at_a_fixed_rate_is_spaced_as_the_deadlines() {
     let d = tempfile::tempdir().unwrap();
@@ -245,7 +246,7 @@ fn replay_at_a_fixed_rate_is_spaced_as_the_deadlines() {
     let median = gaps[gaps.len() / 2] as f64;
     assert!((800_000.0..1_200_000.0).contains(&median), "median spacing {median} ns against 1 ms");
     let span = (ts[ts.len() - 1] - ts[0]) as f64;
-    assert!((399e6 * 0.9..399e6 * 1.1).contains(&span), "span {span} ns against 399 ms");
+    assert!((399e6 * 0.8..399e6 * 1.25).contains(&span), "span {span} ns against 399 ms");
 }
 
 /// The handler killed mid-stream and started again: the second run begins where it joins
