@@ -5,7 +5,8 @@
 //! what was offered, what the consumer got, what the kernel dropped on the sockets, what
 //! the arbitrator reported lost (gaps), and the receive-to-consumer latency from the
 //! kernel's receive stamp. `--find-max` bisects for the highest rate with no loss.
-//! Loopback (a network namespace set-up is the end-to-end test's, tests/live.rs).
+//! On loopback, or (`--netns`, root) between two network namespaces joined by a veth pair
+//! a line, the sender in one and the handler in the other.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,6 +41,11 @@ pub struct BenchLiveArgs {
     /// Working folder (default: a fresh temporary one, removed at the end).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Run the sender and the handler in two network namespaces joined by a veth pair a
+    /// line (multicast A and B), made and removed by the bench (root only), instead of on
+    /// loopback.
+    #[arg(long)]
+    pub netns: bool,
 }
 
 /// One offered rate's outcome.
@@ -64,8 +70,8 @@ pub struct Row {
 
 const CONFIG: &str = r#"
 [source]
-a = "udp://127.0.0.1:PORT_A?rcvbuf=33554432"
-b = "udp://127.0.0.1:PORT_B?rcvbuf=33554432"
+a = "INPUT_A"
+b = "INPUT_B"
 decoder = "itch50"
 date = "2026-11-20"
 
@@ -87,16 +93,64 @@ fn free_port() -> Result<u16> {
     Ok(std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// Where the sender and the handler meet.
+enum Net {
+    Loopback,
+    /// Namespaces `src` and `hdl`, A over 10.78.1.0/24, B over 10.78.2.0/24.
+    Namespaces(tickplant_io::netns::Lab),
+}
+
+impl Net {
+    fn namespaces() -> Result<Net> {
+        if !tickplant_io::netns::Lab::allowed() {
+            bail!("--netns makes network namespaces: run it as root (or without --netns, on loopback)");
+        }
+        let mut lab = tickplant_io::netns::Lab::new(&format!("tpb{}", std::process::id() % 100_000));
+        lab.add("src")?;
+        lab.add("hdl")?;
+        lab.link("src", "hdl", "a", "10.78.1.1", "10.78.1.2")?;
+        lab.link("src", "hdl", "b", "10.78.2.1", "10.78.2.2")?;
+        Ok(Net::Namespaces(lab))
+    }
+    /// The handler's two inputs and the sender's two destinations.
+    fn ends(&self) -> Result<([String; 2], [String; 2])> {
+        Ok(match self {
+            Net::Loopback => {
+                let (pa, pb) = (free_port()?, free_port()?);
+                (
+                    [format!("udp://127.0.0.1:{pa}?rcvbuf=33554432"), format!("udp://127.0.0.1:{pb}?rcvbuf=33554432")],
+                    [format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}")],
+                )
+            }
+            Net::Namespaces(_) => (
+                [
+                    "udp://239.78.1.1:5001?iface=10.78.1.2&rcvbuf=33554432".into(),
+                    "udp://239.78.2.1:5002?iface=10.78.2.2&rcvbuf=33554432".into(),
+                ],
+                ["239.78.1.1:5001@10.78.1.1".into(), "239.78.2.1:5002@10.78.2.1".into()],
+            ),
+        })
+    }
+    fn command(&self, ns: &str) -> Result<Command> {
+        let exe = std::env::current_exe()?;
+        Ok(match self {
+            Net::Loopback => Command::new(exe),
+            Net::Namespaces(lab) => lab.command(ns, exe),
+        })
+    }
+}
+
 /// Run one offered rate.
-fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> Result<Row> {
+fn one_rate(net: &Net, dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> Result<Row> {
     let pps = (rate as f64 * packets as f64 / messages as f64).max(1.0);
-    let (pa, pb) = (free_port()?, free_port()?);
-    let cfg = CONFIG.replace("PORT_A", &pa.to_string()).replace("PORT_B", &pb.to_string());
+    let ([in_a, in_b], [to_a, to_b]) = net.ends()?;
+    let cfg = CONFIG.replace("INPUT_A", &in_a).replace("INPUT_B", &in_b);
     std::fs::write(dir.join("live.toml"), cfg)?;
     let _ = std::fs::remove_file(dir.join("live-report.json"));
     let send_s = packets as f64 / pps;
     let duration = send_s + 2.0;
-    let handler = Command::new(std::env::current_exe()?)
+    let handler = net
+        .command("hdl")?
         .args(["run", "live.toml", "--quiet", "--duration", &format!("{duration:.3}")])
         .current_dir(dir)
         .stdout(Stdio::null())
@@ -104,12 +158,37 @@ fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> 
         .spawn()
         .context("cannot start the handler")?;
     std::thread::sleep(Duration::from_millis(500));
-    let targets: Vec<ReplayTarget> =
-        [pa, pb].iter().map(|p| format!("{}=127.0.0.1:{p}", feed.display()).parse()).collect::<Result<_, _>>()?;
     // Two copies of each packet: the pair's rate is twice the line's.
-    let opts =
-        ReplayOptions { pace: Pace::Pps(2.0 * pps), loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
-    let sent = replay::replay(&targets, &opts, |_| {})?;
+    let sent_pps = match net {
+        Net::Loopback => {
+            let targets: Vec<ReplayTarget> = [&to_a, &to_b]
+                .iter()
+                .map(|t| format!("{}={t}", feed.display()).parse())
+                .collect::<Result<_, _>>()?;
+            let opts = ReplayOptions {
+                pace: Pace::Pps(2.0 * pps),
+                loops: 1,
+                duration: None,
+                stop: Arc::new(AtomicBool::new(false)),
+            };
+            replay::replay(&targets, &opts, |_| {})?.packets_per_s
+        }
+        Net::Namespaces(_) => {
+            let f = feed.display().to_string();
+            let o = net
+                .command("src")?
+                .args(["replay", "-q", "--pps", &(2.0 * pps).to_string(), "--report", "replay.json"])
+                .arg(format!("{f}={to_a}"))
+                .arg(format!("{f}={to_b}"))
+                .current_dir(dir)
+                .output()?;
+            if !o.status.success() {
+                bail!("the sender failed: {}", String::from_utf8_lossy(&o.stderr));
+            }
+            let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("replay.json"))?)?;
+            r["packets_per_s"].as_f64().unwrap_or(0.0)
+        }
+    };
     let out = handler.wait_with_output()?;
     if !out.status.success() {
         bail!("the handler failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -123,7 +202,7 @@ fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> 
     Ok(Row {
         offered_msgs_per_s: rate,
         offered_packets_per_s: pps as u64,
-        sent_packets_per_s: sent.packets_per_s / 2.0,
+        sent_packets_per_s: sent_pps / 2.0,
         messages,
         delivered,
         lost_in_kernel_datagrams: kernel,
@@ -131,7 +210,7 @@ fn one_rate(dir: &Path, feed: &Path, messages: u64, packets: u64, rate: u64) -> 
         latency_p50_ns: lat["p50"].as_u64().unwrap_or(0),
         latency_p99_ns: lat["p99"].as_u64().unwrap_or(0),
         latency_p999_ns: lat["p999"].as_u64().unwrap_or(0),
-        sender_limited: sent.packets_per_s / 2.0 < 0.95 * pps,
+        sender_limited: sent_pps / 2.0 < 0.95 * pps,
         loss_free: kernel == 0 && wire == 0 && decoded == messages,
     })
 }
@@ -189,16 +268,20 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
         messages: a.messages,
         target_live: 0,
     });
+    // The sender and the handler run in `dir`: paths absolute.
+    let dir = dir.canonicalize()?;
+    let net = if a.netns { Net::namespaces()? } else { Net::Loopback };
     let feed = dir.join("feed.pcap");
     let packets = crate::simcmd::write_itch_capture(&feed, &day.messages, 7, 8, midnight)? as u64;
     let messages = day.messages.len() as u64;
     out(&format!(
-        "bench live: {messages} ITCH messages in {packets} packets, sent as A and B on loopback into `tickplant run` (one counting consumer)"
+        "bench live: {messages} ITCH messages in {packets} packets, sent as A and B {} into `tickplant run` (one counting consumer)",
+        if a.netns { "over two veth pairs between network namespaces" } else { "on loopback" }
     ));
     out("  offered/s  packets/s    sent/s   messages  delivered  kern.lost wire.lost  p50 ns     p99 ns     p99.9 ns");
     let mut rows = Vec::new();
     for &rate in &a.rates {
-        let r = one_rate(&dir, &feed, messages, packets, rate)?;
+        let r = one_rate(&net, &dir, &feed, messages, packets, rate)?;
         print_row(&r, &mut out);
         rows.push(r);
     }
@@ -211,7 +294,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
         // No loss yet: double until there is some.
         while hi.is_none() {
             let rate = (lo * 2).max(100_000);
-            let r = one_rate(&dir, &feed, messages, packets, rate)?;
+            let r = one_rate(&net, &dir, &feed, messages, packets, rate)?;
             print_row(&r, &mut out);
             if held(&r) {
                 lo = rate;
@@ -229,7 +312,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
                 if mid <= lo || mid >= h {
                     break;
                 }
-                let r = one_rate(&dir, &feed, messages, packets, mid)?;
+                let r = one_rate(&net, &dir, &feed, messages, packets, mid)?;
                 print_row(&r, &mut out);
                 if held(&r) {
                     lo = mid;
@@ -245,7 +328,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
             if lo >= 1_000_000 { "meets" } else { "MISSES" }
         ));
         if lo > 0 {
-            let half = one_rate(&dir, &feed, messages, packets, lo / 2)?;
+            let half = one_rate(&net, &dir, &feed, messages, packets, lo / 2)?;
             out(&format!(
                 "at half that rate ({} messages/s): receive-to-consumer p50 {} ns, p99 {} ns, p99.9 {} ns; target p99 < 50 us: {}",
                 lo / 2,

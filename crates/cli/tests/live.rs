@@ -35,46 +35,18 @@ fn messages(path: &Path) -> Vec<u64> {
     out
 }
 
-/// Network namespaces and the processes started in them: all removed or killed on drop.
+/// Network namespaces (`tickplant_io::netns::Lab`) and the processes started in them:
+/// all killed or removed on drop (the processes first).
 struct Lab {
-    prefix: String,
-    names: Vec<String>,
     children: Vec<Child>,
+    net: tickplant_io::netns::Lab,
 }
 
 impl Lab {
-    fn ns(&self, n: &str) -> String {
-        format!("{}-{n}", self.prefix)
-    }
-    fn ip(&self, args: &str) {
-        let o = Command::new("ip").args(args.split_whitespace()).output().unwrap();
-        assert!(o.status.success(), "ip {args}: {}", String::from_utf8_lossy(&o.stderr));
-    }
-    fn add_ns(&mut self, n: &str) -> bool {
-        let name = self.ns(n);
-        let o = Command::new("ip").args(["netns", "add", &name]).output();
-        match o {
-            Ok(o) if o.status.success() => {
-                self.names.push(name.clone());
-                self.ip(&format!("-n {name} link set lo up"));
-                true
-            }
-            _ => false,
-        }
-    }
-    /// A veth pair from `a` to `b`, addressed `ip_a` and `ip_b` (/24), both up.
-    fn link(&self, a: &str, b: &str, tag: &str, ip_a: &str, ip_b: &str) {
-        let (na, nb) = (self.ns(a), self.ns(b));
-        let (ea, eb) = (format!("{}{tag}0", self.prefix), format!("{}{tag}1", self.prefix));
-        self.ip(&format!("link add {ea} netns {na} type veth peer name {eb} netns {nb}"));
-        self.ip(&format!("-n {na} addr add {ip_a}/24 dev {ea}"));
-        self.ip(&format!("-n {nb} addr add {ip_b}/24 dev {eb}"));
-        self.ip(&format!("-n {na} link set {ea} up"));
-        self.ip(&format!("-n {nb} link set {eb} up"));
-    }
     fn spawn(&mut self, ns: &str, dir: &Path, args: &[&str]) -> usize {
-        let c = Command::new("ip")
-            .args(["netns", "exec", &self.ns(ns), BIN])
+        let c = self
+            .net
+            .command(ns, BIN)
             .args(args)
             .current_dir(dir)
             .stdout(Stdio::null())
@@ -108,14 +80,7 @@ impl Drop for Lab {
             let _ = c.kill();
             let _ = c.wait();
         }
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
     }
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
 
 /// An impaired A/B pair replayed into the handler over two interfaces, its HR stream sent
@@ -125,7 +90,7 @@ fn is_root() -> bool {
 /// checks its own before it exits 0).
 #[test]
 fn ab_over_veth_republished_hr_is_the_union() {
-    if !is_root() {
+    if !tickplant_io::netns::Lab::allowed() {
         eprintln!("SKIPPED: network namespaces need root (CI runs as root and runs this test)");
         return;
     }
@@ -134,13 +99,13 @@ fn ab_over_veth_republished_hr_is_the_union() {
     ok(p, &words("sim moldudp64 --seed 11 --packets 4000 --out feed.pcap"));
     ok(p, &words("sim impair --in feed.pcap --seed 11 --loss-a 0.04 --loss-b 0.04 --reorder 0.02 --dup 0.02 --skew-us 0..20 --out-a a.pcap --out-b b.pcap"));
     let prefix = format!("tp{}", std::process::id() % 100_000);
-    let mut lab = Lab { prefix, names: Vec::new(), children: Vec::new() };
+    let mut lab = Lab { children: Vec::new(), net: tickplant_io::netns::Lab::new(&prefix) };
     for n in ["src", "hdl", "rcv"] {
-        assert!(lab.add_ns(n), "ip netns add failed (as root: the kernel must allow network namespaces)");
+        lab.net.add(n).expect("ip netns add (as root: the kernel must allow network namespaces)");
     }
-    lab.link("src", "hdl", "a", "10.77.1.1", "10.77.1.2");
-    lab.link("src", "hdl", "b", "10.77.2.1", "10.77.2.2");
-    lab.link("hdl", "rcv", "r", "10.77.3.1", "10.77.3.2");
+    lab.net.link("src", "hdl", "a", "10.77.1.1", "10.77.1.2").unwrap();
+    lab.net.link("src", "hdl", "b", "10.77.2.1", "10.77.2.2").unwrap();
+    lab.net.link("hdl", "rcv", "r", "10.77.3.1", "10.77.3.2").unwrap();
     let rcv = lab.spawn(
         "rcv",
         p,
@@ -159,8 +124,9 @@ fn ab_over_veth_republished_hr_is_the_union() {
     // wider than any stall of the sender on a loaded machine: a stall between a packet on A
     // and its copy on B is skew on the wire, and the handler would rightly give up on it.
     std::thread::sleep(Duration::from_millis(1500));
-    let o = Command::new("ip")
-        .args(["netns", "exec", &lab.ns("src"), BIN])
+    let o = lab
+        .net
+        .command("src", BIN)
         .args(words("replay -q a.pcap=239.77.1.1:5001@10.77.1.1 b.pcap=239.77.2.1:5002@10.77.2.1 --report replay.json"))
         .current_dir(p)
         .output()

@@ -14,6 +14,7 @@ pub mod fixnet;
 pub mod hist;
 pub mod itch;
 pub mod live;
+pub mod netns;
 pub mod outputs;
 pub mod pcap;
 pub mod pipeline;
