@@ -161,10 +161,8 @@ fn one_rate(net: &Net, dir: &Path, feed: &Path, messages: u64, packets: u64, rat
     // Two copies of each packet: the pair's rate is twice the line's.
     let sent_pps = match net {
         Net::Loopback => {
-            let targets: Vec<ReplayTarget> = [&to_a, &to_b]
-                .iter()
-                .map(|t| format!("{}={t}", feed.display()).parse())
-                .collect::<Result<_, _>>()?;
+            let targets: Vec<ReplayTarget> =
+                [&to_a, &to_b].iter().map(|t| format!("{}={t}", feed.display()).parse()).collect::<Result<_, _>>()?;
             let opts = ReplayOptions {
                 pace: Pace::Pps(2.0 * pps),
                 loops: 1,
