@@ -57,6 +57,12 @@ pub fn moldudp64(data: &[u8]) {
 pub fn xdp(data: &[u8]) {
     if let Ok(p) = xdp::Packet::new_checked(data) {
         let _ = (p.messages().count(), p.is_sequence_reset());
+        // Each message through the Integrated Feed layouts: fields or an error.
+        for (_, m) in p.messages().flatten() {
+            if let Ok((l, f)) = tickplant_wire::xdp_integrated::fields(&m) {
+                assert_eq!(f.len(), l.fields.len());
+            }
+        }
         let r = xdp::Repr::parse(&p).expect("checked packet parses");
         let mut out = vec![0u8; 16];
         r.emit(&mut out);

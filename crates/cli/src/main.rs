@@ -5,6 +5,7 @@ mod arbcmd;
 mod bench;
 mod benchlive;
 mod benchrecv;
+mod decodecmd;
 mod democmd;
 mod fastcmd;
 mod itchcmd;
@@ -32,6 +33,9 @@ enum Cmd {
     /// Merge redundant A/B feeds (captures or live groups) into a low-latency and a
     /// high-reliability output (captures, or groups they are sent on to).
     Arb(Box<tickplant_io::config::ArbArgs>),
+    /// One JSON line per message of a capture, every field under the specification's name
+    /// (feeds: nyse-xdp; ITCH 5.0 has `itch decode`).
+    Decode(decodecmd::DecodeArgs),
     /// Send captures as live UDP traffic, paced against absolute deadlines (recorded
     /// spacing, a fixed rate, or as fast as it goes); report the rate and the lateness.
     Replay(replaycmd::ReplayArgs),
@@ -160,6 +164,11 @@ fn run(cli: Cli) -> Result<()> {
             runcmd::run_all(&cfg, quiet, duration)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Decode(a) => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            decodecmd::decode(&a, &mut out)?;
+            std::io::Write::flush(&mut out)?;
+        }
         Cmd::Replay(a) => {
             replaycmd::run(&a)?;
         }

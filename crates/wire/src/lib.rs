@@ -21,6 +21,7 @@ pub mod moldudp64;
 pub mod opra;
 pub mod udp;
 pub mod xdp;
+pub mod xdp_integrated;
 
 pub use error::{Error, Result};
 

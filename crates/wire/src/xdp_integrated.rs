@@ -1,0 +1,304 @@
+//! NYSE Integrated Feed messages in the XDP v2.1 layout: each message type's fields as a
+//! table (name, width, kind), read from a message of an XDP packet ([`crate::xdp`]).
+//!
+//! All integers are little-endian and unsigned. Text fields are ASCII, NUL-padded (a value
+//! ends at its first NUL); reserved fields are kept as bytes. Field names are the
+//! specification's, in snake_case (the Open Markets Initiative's dissector's labels, which
+//! the real captures in `../shared/data/nyse` are checked against).
+//!
+//! The layouts here are those of the message types the real captures hold: sequence number
+//! reset (1), source time reference (2), symbol index mapping (3), security status (34),
+//! add order (100), order execution (103), replace order (104) and imbalance (105).
+
+use crate::xdp::Message;
+use crate::{Error, Result};
+
+/// How a field is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    U8,
+    U16,
+    U32,
+    U64,
+    /// ASCII of this many bytes, NUL-padded.
+    Text(u8),
+    /// Reserved bytes.
+    Reserved(u8),
+}
+
+impl Kind {
+    pub const fn width(self) -> usize {
+        match self {
+            Kind::U8 => 1,
+            Kind::U16 => 2,
+            Kind::U32 => 4,
+            Kind::U64 => 8,
+            Kind::Text(n) | Kind::Reserved(n) => n as usize,
+        }
+    }
+}
+
+/// One field of a message type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub name: &'static str,
+    pub kind: Kind,
+}
+
+/// A message type's layout: its number, its name and its fields after the 4-byte header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub msg_type: u16,
+    pub name: &'static str,
+    pub fields: &'static [Field],
+}
+
+impl Layout {
+    /// Bytes of the fields (the message less its 4-byte header).
+    pub fn body_len(&self) -> usize {
+        self.fields.iter().map(|f| f.kind.width()).sum()
+    }
+}
+
+const fn f(name: &'static str, kind: Kind) -> Field {
+    Field { name, kind }
+}
+
+use Kind::{Reserved, Text, U16, U32, U64, U8};
+
+/// Every layout this module knows, by message type.
+pub const LAYOUTS: &[Layout] = &[
+    Layout {
+        msg_type: 1,
+        name: "sequence_number_reset_message",
+        fields: &[f("source_time", U32), f("source_time_ns", U32), f("product_id", U8), f("channel_id", U8)],
+    },
+    Layout {
+        msg_type: 2,
+        name: "source_time_reference_message",
+        fields: &[f("id", U32), f("symbol_seq_num", U32), f("source_time", U32)],
+    },
+    Layout {
+        msg_type: 3,
+        name: "symbol_index_mapping_message",
+        fields: &[
+            f("symbol_index", U32),
+            f("symbol", Text(11)),
+            f("reserved_1", Reserved(1)),
+            f("market_id", U16),
+            f("system_id", U8),
+            f("exchange_code", Text(1)),
+            f("price_scale_code", U8),
+            f("security_type", Text(1)),
+            f("lot_size", U16),
+            f("prev_close_price", U32),
+            f("prev_close_volume", U32),
+            f("price_resolution", U8),
+            f("round_lot", Text(1)),
+            f("mpv", U16),
+            f("unit_of_trade", U16),
+            f("reserved_2", Reserved(2)),
+        ],
+    },
+    Layout {
+        msg_type: 34,
+        name: "security_status_message",
+        fields: &[
+            f("source_time", U32),
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("security_status", Text(1)),
+            f("halt_condition", Text(1)),
+            f("reserved_4", Reserved(4)),
+            f("price_1", U32),
+            f("price_2", U32),
+            f("ssr_triggering_exchange_id", Text(1)),
+            f("ssr_triggering_volume", U32),
+            f("time", U32),
+            f("ssr_state", Text(1)),
+            f("market_state", Text(1)),
+            f("session_state", Text(1)),
+        ],
+    },
+    Layout {
+        msg_type: 100,
+        name: "add_order_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("price", U32),
+            f("volume", U32),
+            f("side", Text(1)),
+            f("firm_id", Text(5)),
+            f("num_parity_splits", U8),
+        ],
+    },
+    Layout {
+        msg_type: 103,
+        name: "order_execution_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("trade_id", U32),
+            f("price", U32),
+            f("volume", U32),
+            f("printable_flag", U8),
+            f("num_parity_splits", U8),
+            f("db_exec_id", U32),
+        ],
+    },
+    Layout {
+        msg_type: 104,
+        name: "replace_order_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("new_order_id", U64),
+            f("price", U32),
+            f("volume", U32),
+            f("prev_price_parity_splits", U8),
+            f("new_price_parity_splits", U8),
+        ],
+    },
+    Layout {
+        msg_type: 105,
+        name: "imbalance_message",
+        fields: &[
+            f("source_time", U32),
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("reference_price", U32),
+            f("paired_qty", U32),
+            f("total_imbalance_qty", U32),
+            f("market_imbalance_qty", U32),
+            f("auction_time", U16),
+            f("auction_type", Text(1)),
+            f("imbalance_side", Text(1)),
+            f("continuous_book_clearing_price", U32),
+            f("closing_only_clearing_price", U32),
+            f("ssr_filing_price", U32),
+            f("indicative_match_price", U32),
+            f("upper_collar", U32),
+            f("lower_collar", U32),
+            f("auction_status", U8),
+            f("freeze_status", U8),
+            f("num_extensions", U8),
+        ],
+    },
+];
+
+/// The layout of a message type, if this module knows it.
+pub fn layout(msg_type: u16) -> Option<&'static Layout> {
+    LAYOUTS.iter().find(|l| l.msg_type == msg_type)
+}
+
+/// A field's value as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
+    Uint(u64),
+    /// The text up to its first NUL.
+    Text(&'a [u8]),
+    Bytes(&'a [u8]),
+}
+
+impl std::fmt::Display for Value<'_> {
+    /// Integers in decimal, text as it is (non-ASCII bytes replaced), reserved bytes in hex
+    /// separated by colons (`30:30:20:30`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Uint(v) => write!(f, "{v}"),
+            Value::Text(t) => f.write_str(&String::from_utf8_lossy(t)),
+            Value::Bytes(b) => {
+                for (i, x) in b.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(":")?;
+                    }
+                    write!(f, "{x:02x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A message's layout and its fields in order; an error for a type this module has no
+/// layout for, or a message shorter than its layout (with the offset in the message).
+pub fn fields<'a>(m: &Message<'a>) -> Result<(&'static Layout, Vec<(&'static str, Value<'a>)>)> {
+    let l = layout(m.msg_type).ok_or(Error::Malformed {
+        what: "xdp integrated message type (no layout)",
+        offset: 2,
+        value: u64::from(m.msg_type),
+    })?;
+    let need = 4 + l.body_len();
+    crate::error::check("xdp integrated message", m.bytes, 0, need)?;
+    let mut at = 4;
+    let mut out = Vec::with_capacity(l.fields.len());
+    for fd in l.fields {
+        let b = &m.bytes[at..at + fd.kind.width()];
+        let v = match fd.kind {
+            Kind::U8 | Kind::U16 | Kind::U32 | Kind::U64 => Value::Uint(crate::read_uint(b, false)),
+            Kind::Text(_) => Value::Text(&b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]),
+            Kind::Reserved(_) => Value::Bytes(b),
+        };
+        out.push((fd.name, v));
+        at += fd.kind.width();
+    }
+    Ok((l, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_unique_and_sized() {
+        for (i, l) in LAYOUTS.iter().enumerate() {
+            assert!(LAYOUTS[..i].iter().all(|o| o.msg_type != l.msg_type), "type {} twice", l.msg_type);
+            assert!(l.body_len() > 0);
+        }
+        // Sizes of the specification (message size less the 4-byte header).
+        for (t, len) in [(1, 10), (2, 12), (3, 40), (34, 42), (100, 35), (103, 38), (104, 38), (105, 63)] {
+            assert_eq!(layout(t).unwrap().body_len(), len, "type {t}");
+        }
+    }
+
+    #[test]
+    fn a_short_message_or_an_unknown_type_is_an_error() {
+        let mut m = vec![0u8; 4 + 35];
+        m[..2].copy_from_slice(&39u16.to_le_bytes());
+        m[2..4].copy_from_slice(&100u16.to_le_bytes());
+        assert!(fields(&Message { msg_type: 100, bytes: &m }).is_ok());
+        assert!(fields(&Message { msg_type: 100, bytes: &m[..30] }).is_err());
+        assert!(fields(&Message { msg_type: 9999, bytes: &m }).is_err());
+    }
+
+    /// Any bytes, any type, any length: an error or fields, never a panic.
+    #[test]
+    fn arbitrary_messages_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut buf = [0u8; 80];
+        for round in 0..20_000u32 {
+            for b in buf.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            let len = (x as usize >> 8) % buf.len();
+            let t =
+                if round % 2 == 0 { LAYOUTS[round as usize / 2 % LAYOUTS.len()].msg_type } else { (x >> 20) as u16 };
+            if let Ok((l, f)) = fields(&Message { msg_type: t, bytes: &buf[..len] }) {
+                assert_eq!(f.len(), l.fields.len());
+                assert!(len >= 4 + l.body_len());
+            }
+        }
+    }
+}
