@@ -1,10 +1,14 @@
-//! Everything of tickplant that touches the OS. So far: pcap and pcapng files, read and
-//! written, with time-ordered merging of several captures for replay.
+//! Everything of tickplant that touches the OS: pcap and pcapng files, read and written,
+//! with time-ordered merging of several captures for replay (`pcap`); live UDP groups as a
+//! source and as outputs (`live`, `outputs`); paced replay (`replay`); the feed-handler
+//! pipeline and its threads (`pipeline`, driven by `runner` from any `source`); FIX over
+//! TCP (`fixnet`); network namespaces for tests and benchmarks (`netns`).
 //!
 //! Unsafe code is denied here but for the calls into the OS that need it, each allowed
 //! where it stands with its `SAFETY` note: `madvise` ([`huge_pages`]), the time-stamp
 //! counter and the thread's CPU clock (`clock`), `setsockopt`/`recvmsg` for kernel receive
-//! time stamps (`tstamp`), and the memory maps of captures (`pcap`) and ITCH files (`itch`).
+//! time stamps (`tstamp`), `setsockopt`/`recvmmsg`/`poll`/`sendmmsg` of live groups
+//! (`live`), and the memory maps of captures (`pcap`) and ITCH files (`itch`).
 #![deny(unsafe_code)]
 
 pub mod clock;
