@@ -1,6 +1,6 @@
 //! `tickplant bench live`: the research's rate experiment on our own stack. A simulated
-//! ITCH day (the demo's generator) is sent as A and B (`tickplant replay`'s engine, both
-//! copies at the same offered rate) into a handler (`tickplant run` on the two groups, in a
+//! ITCH day (the demo's generator) is sent as A and B (`tickplant replay`, both copies at
+//! the same offered rate) into a handler (`tickplant run` on the two groups, in a
 //! process of its own, one counting consumer) at increasing rates; each rate's row gives
 //! what was offered, what the consumer got, what the kernel dropped on the sockets, what
 //! the arbitrator reported lost (gaps), and the receive-to-consumer latency from the
@@ -10,14 +10,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tickplant_io::replay::{self, Pace, ReplayOptions, ReplayTarget};
 
 #[derive(Debug, Args)]
 pub struct BenchLiveArgs {
@@ -158,35 +155,21 @@ fn one_rate(net: &Net, dir: &Path, feed: &Path, messages: u64, packets: u64, rat
         .spawn()
         .context("cannot start the handler")?;
     std::thread::sleep(Duration::from_millis(500));
-    // Two copies of each packet: the pair's rate is twice the line's.
-    let sent_pps = match net {
-        Net::Loopback => {
-            let targets: Vec<ReplayTarget> =
-                [&to_a, &to_b].iter().map(|t| format!("{}={t}", feed.display()).parse()).collect::<Result<_, _>>()?;
-            let opts = ReplayOptions {
-                pace: Pace::Pps(2.0 * pps),
-                loops: 1,
-                duration: None,
-                stop: Arc::new(AtomicBool::new(false)),
-            };
-            replay::replay(&targets, &opts, |_| {})?.packets_per_s
-        }
-        Net::Namespaces(_) => {
-            let f = feed.display().to_string();
-            let o = net
-                .command("src")?
-                .args(["replay", "-q", "--pps", &(2.0 * pps).to_string(), "--report", "replay.json"])
-                .arg(format!("{f}={to_a}"))
-                .arg(format!("{f}={to_b}"))
-                .current_dir(dir)
-                .output()?;
-            if !o.status.success() {
-                bail!("the sender failed: {}", String::from_utf8_lossy(&o.stderr));
-            }
-            let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("replay.json"))?)?;
-            r["packets_per_s"].as_f64().unwrap_or(0.0)
-        }
-    };
+    // Two copies of each packet: the pair's rate is twice the line's. The sender is
+    // `tickplant replay`, in the sender's namespace where there is one.
+    let f = feed.display().to_string();
+    let o = net
+        .command("src")?
+        .args(["replay", "-q", "--pps", &(2.0 * pps).to_string(), "--report", "replay.json"])
+        .arg(format!("{f}={to_a}"))
+        .arg(format!("{f}={to_b}"))
+        .current_dir(dir)
+        .output()?;
+    if !o.status.success() {
+        bail!("the sender failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let sent: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("replay.json"))?)?;
+    let sent_pps = sent["packets_per_s"].as_f64().unwrap_or(0.0);
     let out = handler.wait_with_output()?;
     if !out.status.success() {
         bail!("the handler failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -354,34 +354,37 @@ pub fn impair_cmd(a: &ImpairArgs) -> Result<(usize, usize)> {
         w.finish()?;
     }
     if let Some(p) = &a.truth {
-        write_truth(p, a.protocol, &im.truth, |i| (link, &frames[i].1[..]))?;
+        let seq = Sequencer::new(SequencerConfig::preset(a.protocol)).map_err(|e| anyhow!(e))?;
+        write_truth(p, &im.truth, |i| seq_count(&seq, link, &frames[i].1))?;
     }
     Ok((im.a.len(), im.b.len()))
 }
 
 /// The truth as CSV: index,seq,count,a_copies,b_copies,a_reordered,b_reordered; `frame`
 /// gives each packet's frame, read with `protocol` for its seq and count.
-fn write_truth<'f>(
+fn write_truth(
     p: &std::path::Path,
-    protocol: Protocol,
     truth: &[tickplant_sim::TruthRow],
-    frame: impl Fn(usize) -> (tickplant_core::LinkType, &'f [u8]),
+    seq_count: impl Fn(usize) -> Option<(u64, u32)>,
 ) -> Result<()> {
-    let seq = Sequencer::new(SequencerConfig::preset(protocol)).map_err(|e| anyhow!(e))?;
     let mut w =
         std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
     writeln!(w, "index,seq,count,a_copies,b_copies,a_reordered,b_reordered")?;
     for t in truth {
-        let (link, f) = frame(t.index);
-        let (s, c) = match seq.classify(link, f) {
-            Ok(i) => (i.seq.to_string(), i.count.to_string()),
-            Err(_) => (String::new(), String::new()),
+        let (s, c) = match seq_count(t.index) {
+            Some((s, c)) => (s.to_string(), c.to_string()),
+            None => (String::new(), String::new()),
         };
         let (ar, br) = (u8::from(t.a_reordered), u8::from(t.b_reordered));
         writeln!(w, "{},{s},{c},{},{},{ar},{br}", t.index, t.a_copies, t.b_copies)?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// A frame's sequence number and message count, as `protocol` reads them.
+fn seq_count(seq: &Sequencer, link: tickplant_core::LinkType, frame: &[u8]) -> Option<(u64, u32)> {
+    seq.classify(link, frame).ok().map(|i| (i.seq, i.count))
 }
 
 /// `sim relay`: one live stream copied onto two groups, each copy impaired as `sim impair`
@@ -403,38 +406,44 @@ pub fn relay_cmd(a: &RelayArgs) -> Result<(usize, [u64; 2])> {
         UdpSender::open(&a.out_a).map_err(|e| anyhow!("{e}"))?,
         UdpSender::open(&a.out_b).map_err(|e| anyhow!("{e}"))?,
     ];
-    // Frames kept for the truth (their seq and count) and for the copies still to send.
-    let mut frames: Vec<Vec<u8>> = Vec::new();
-    let mut left: HashMap<usize, u8> = HashMap::new();
+    // Per packet, its seq and count for the truth; its payload only until its last copy
+    // is sent (a relay runs all day: nothing else is kept).
+    let seq = Sequencer::new(SequencerConfig::preset(a.protocol)).map_err(|e| anyhow!(e))?;
+    let mut seqs: Vec<Option<(u64, u32)>> = Vec::new();
+    let mut held: HashMap<usize, (Vec<u8>, u8)> = HashMap::new();
     let mut due: BinaryHeap<Reverse<tickplant_sim::impair::SendCopy>> = BinaryHeap::new();
     let mut copies = Vec::new();
     let send_due = |due: &mut BinaryHeap<Reverse<tickplant_sim::impair::SendCopy>>,
-                    left: &mut HashMap<usize, u8>,
+                    held: &mut HashMap<usize, (Vec<u8>, u8)>,
                     out: &mut [UdpSender; 2],
-                    frames: &[Vec<u8>],
                     now: u64| {
         while let Some(Reverse(c)) = due.peek().copied() {
             if c.at > now {
                 break;
             }
             due.pop();
-            out[usize::from(c.line)].send(&frames[c.index][tickplant_wire::build::UDP_HEADERS_LEN..]);
-            if let Some(n) = left.get_mut(&c.index) {
-                *n -= 1;
-                if *n == 0 {
-                    left.remove(&c.index);
+            if let Some((payload, left)) = held.get_mut(&c.index) {
+                out[usize::from(c.line)].send(payload);
+                *left -= 1;
+                if *left == 0 {
+                    held.remove(&c.index);
                 }
             }
         }
     };
     loop {
-        send_due(&mut due, &mut left, &mut out, &frames, live::realtime_ns());
+        send_due(&mut due, &mut held, &mut out, live::realtime_ns());
         match src.next_frame().map_err(|e| anyhow!("{e}"))? {
             Some((_, f)) => {
                 let i = imp.offer(f.ts_ns, &mut copies);
-                frames.push(f.data.to_vec());
+                seqs.push(seq_count(&seq, tickplant_core::LinkType::Ethernet, f.data));
                 let t = imp.truth()[i];
-                left.insert(i, t.a_copies + t.b_copies);
+                if t.a_copies + t.b_copies > 0 {
+                    held.insert(
+                        i,
+                        (f.data[tickplant_wire::build::UDP_HEADERS_LEN..].to_vec(), t.a_copies + t.b_copies),
+                    );
+                }
                 due.extend(copies.drain(..).map(Reverse));
             }
             None => {
@@ -450,9 +459,9 @@ pub fn relay_cmd(a: &RelayArgs) -> Result<(usize, [u64; 2])> {
     }
     imp.finish(live::realtime_ns(), &mut copies);
     due.extend(copies.drain(..).map(Reverse));
-    send_due(&mut due, &mut left, &mut out, &frames, u64::MAX);
+    send_due(&mut due, &mut held, &mut out, u64::MAX);
     if let Some(p) = &a.truth {
-        write_truth(p, a.protocol, imp.truth(), |i| (tickplant_core::LinkType::Ethernet, &frames[i][..]))?;
+        write_truth(p, imp.truth(), |i| seqs[i])?;
     }
     for (name, o) in [("A", &out[0]), ("B", &out[1])] {
         if o.errors > 0 {
@@ -464,5 +473,5 @@ pub fn relay_cmd(a: &RelayArgs) -> Result<(usize, [u64; 2])> {
             );
         }
     }
-    Ok((frames.len(), [out[0].sent, out[1].sent]))
+    Ok((seqs.len(), [out[0].sent, out[1].sent]))
 }

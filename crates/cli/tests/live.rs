@@ -35,6 +35,28 @@ fn messages(path: &Path) -> Vec<u64> {
     out
 }
 
+/// Wait for a child at most `limit`: killed and a failure if it outlives it; on exit, its
+/// success, with its stderr in the message when it failed.
+fn finish(c: &mut Child, limit: Duration) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = c.stderr.take() {
+                use std::io::Read;
+                e.read_to_string(&mut err).unwrap();
+            }
+            assert!(st.success(), "a live process failed: {err}");
+            return;
+        }
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            panic!("a live process outlived its duration");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Network namespaces (`tickplant_io::netns::Lab`) and the processes started in them:
 /// all killed or removed on drop (the processes first).
 struct Lab {
@@ -58,19 +80,7 @@ impl Lab {
     }
     /// Wait for child `k` (at most `limit`), and its success.
     fn wait(&mut self, k: usize, limit: Duration) {
-        let t0 = Instant::now();
-        let c = &mut self.children[k];
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                let mut err = String::new();
-                use std::io::Read;
-                c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                assert!(st.success(), "a live process failed: {err}");
-                return;
-            }
-            assert!(t0.elapsed() < limit, "a live process outlived its duration");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        finish(&mut self.children[k], limit);
     }
 }
 
@@ -189,18 +199,7 @@ fn replay_at_a_fixed_rate_is_spaced_as_the_deadlines() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     ok(p, &words(&format!("replay -q --pps 1000 feed.pcap=127.0.0.1:{port}")));
-    let t0 = Instant::now();
-    let st = loop {
-        if let Some(st) = rx.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = rx.kill();
-            panic!("the receiver outlived its duration");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(st.success());
+    finish(&mut rx, Duration::from_secs(30));
     let mut r = FrameReader::open(p.join("got.pcap")).unwrap();
     let mut ts = Vec::new();
     while let Some(f) = r.next_frame().unwrap() {
@@ -251,23 +250,10 @@ fn a_handler_restarted_mid_stream_delivers_or_reports_everything_after() {
     std::thread::sleep(Duration::from_millis(500));
     let _ = first.kill();
     let _ = first.wait();
-    let second = handler("second", "--duration 2.5");
-    let killer = std::thread::spawn(move || {
-        let mut second = second;
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = second.try_wait().unwrap() {
-                return st.success();
-            }
-            if t0.elapsed() > Duration::from_secs(30) {
-                let _ = second.kill();
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let mut second = handler("second", "--duration 2.5");
     assert!(sender.wait().unwrap().success());
-    assert!(killer.join().unwrap(), "the second run ends on its duration, exit 0");
+    // The second run ends on its duration, exit 0.
+    finish(&mut second, Duration::from_secs(30));
 
     let got = messages(&p.join("second.pcap"));
     assert!(!got.is_empty(), "the second run received the rest of the day");
@@ -311,18 +297,7 @@ fn the_relay_impairs_live_as_its_truth_says() {
     std::thread::sleep(Duration::from_millis(700));
     ok(p, &words(&format!("replay -q feed.pcap=127.0.0.1:{pin}")));
     for mut c in [relay, handler] {
-        let t0 = Instant::now();
-        let st = loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                break st;
-            }
-            if t0.elapsed() > Duration::from_secs(30) {
-                let _ = c.kill();
-                panic!("a live process outlived its duration");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        assert!(st.success());
+        finish(&mut c, Duration::from_secs(30));
     }
     let (mut carried, mut both_lost) = (BTreeSet::new(), BTreeSet::new());
     let truth = std::fs::read_to_string(p.join("truth.csv")).unwrap();

@@ -353,6 +353,24 @@ impl<F: Feed> Feed for Tee<'_, F> {
     }
 }
 
+/// [`runner::run`](crate::runner::run) into `feed`, with `outs` beside it when there are
+/// any (no [`Tee`] on the path of a run that writes nothing).
+pub fn run_with<S: crate::source::Source, F: Feed>(
+    source: &mut S,
+    arb: &mut Arbitrator,
+    feed: &mut F,
+    outs: &mut Outputs,
+    pass_ll: bool,
+    h_arb: &mut crate::hist::Ticks,
+    opts: crate::runner::RunOptions<'_>,
+) -> Result<crate::runner::Replayed, crate::runner::RunError<S::Error>> {
+    if outs.is_empty() {
+        crate::runner::run(source, arb, feed, h_arb, opts)
+    } else {
+        crate::runner::run(source, arb, &mut Tee { inner: feed, outs, pass_ll }, h_arb, opts)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

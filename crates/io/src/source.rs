@@ -71,6 +71,8 @@ pub enum AnySource {
 pub enum SourceError {
     Capture(PcapError),
     Live(crate::live::LiveError),
+    /// An input that is neither a capture path nor a good `udp://` URL, or a mix of both.
+    Input(String),
 }
 
 impl std::fmt::Display for SourceError {
@@ -78,6 +80,7 @@ impl std::fmt::Display for SourceError {
         match self {
             SourceError::Capture(e) => e.fmt(f),
             SourceError::Live(e) => e.fmt(f),
+            SourceError::Input(s) => f.write_str(s),
         }
     }
 }
@@ -87,6 +90,7 @@ impl std::error::Error for SourceError {
         match self {
             SourceError::Capture(e) => Some(e),
             SourceError::Live(e) => Some(e),
+            SourceError::Input(_) => None,
         }
     }
 }
@@ -147,14 +151,12 @@ impl AnySource {
     /// The inputs as given (`udp://...` a live group, anything else a capture): all
     /// captures, or all live; a mix is refused (a capture's times are not the wall clock's).
     pub fn open(inputs: &[std::path::PathBuf], live: &crate::live::LiveOptions) -> Result<AnySource, SourceError> {
-        use crate::live::{Input, LiveError, LiveSource};
-        let parsed = inputs.iter().map(|p| Input::parse(p)).collect::<Result<Vec<_>, _>>().map_err(|e| {
-            SourceError::Live(LiveError {
-                input: e.url.clone(),
-                what: "bad URL",
-                error: std::io::Error::other(e.reason),
-            })
-        })?;
+        use crate::live::{Input, LiveSource};
+        let parsed = inputs
+            .iter()
+            .map(|p| Input::parse(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SourceError::Input(e.to_string()))?;
         let urls: Vec<_> = parsed.iter().filter_map(|i| if let Input::Udp(u) = i { Some(*u) } else { None }).collect();
         if urls.is_empty() {
             let readers = inputs
@@ -166,11 +168,10 @@ impl AnySource {
         }
         if urls.len() != inputs.len() {
             let names: Vec<String> = parsed.iter().map(|i| i.to_string()).collect();
-            return Err(SourceError::Live(LiveError {
-                input: names.join(" + "),
-                what: "inputs",
-                error: std::io::Error::other("captures and live groups cannot be mixed in one run"),
-            }));
+            return Err(SourceError::Input(format!(
+                "{}: captures and live groups cannot be mixed in one run",
+                names.join(" + ")
+            )));
         }
         LiveSource::open(&urls, live.clone()).map(AnySource::Live).map_err(SourceError::Live)
     }

@@ -67,9 +67,9 @@ use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
 use crate::hist::{latency, Ticks};
 use crate::live::{LiveError, LiveOptions};
-use crate::outputs::{Outputs, Tee};
+use crate::outputs::{run_with, Outputs};
 use crate::pcap::{FrameReader, PcapError};
-use crate::runner::{self, Feed, RunError, RunOptions, Sampler};
+use crate::runner::{Feed, RunError, RunOptions, Sampler};
 use crate::source::{AnySource, Source, SourceError};
 
 pub use tickplant_core::event::Bbo;
@@ -358,6 +358,7 @@ fn source_error(e: SourceError) -> PipelineError {
     match e {
         SourceError::Capture(e) => PipelineError::Capture(e),
         SourceError::Live(e) => PipelineError::Live(e),
+        SourceError::Input(s) => PipelineError::Spec(s),
     }
 }
 
@@ -632,12 +633,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 waited: 0,
             };
             pin_producer();
-            let read = if stream_outs.is_empty() {
-                runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts)
-            } else {
-                let mut tee = Tee { inner: &mut sink, outs: &mut stream_outs, pass_ll: ll_on };
-                runner::run(&mut source, &mut arb, &mut tee, &mut h_arb, opts)
-            };
+            let read = run_with(&mut source, &mut arb, &mut sink, &mut stream_outs, ll_on, &mut h_arb, opts);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
@@ -651,12 +647,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     } else {
         pin_producer();
         let mut sink = Sink { down: &mut down };
-        let read = if stream_outs.is_empty() {
-            runner::run(&mut source, &mut arb, &mut sink, &mut h_arb, opts)
-        } else {
-            let mut tee = Tee { inner: &mut sink, outs: &mut stream_outs, pass_ll: ll_on };
-            runner::run(&mut source, &mut arb, &mut tee, &mut h_arb, opts)
-        };
+        let read = run_with(&mut source, &mut arb, &mut sink, &mut stream_outs, ll_on, &mut h_arb, opts);
         producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
         read.map_err(run_error)?.frames
     };
