@@ -1,87 +1,412 @@
-//! `tickplant decode --feed F CAPTURE`: one JSON line per message, every field under the
-//! specification's name (snake_case), values as sent. Feeds so far: `nyse-xdp` (NYSE
-//! Integrated Feed, XDP v2.1 layout; `tickplant_wire::xdp_integrated`). ITCH 5.0 has
-//! `tickplant itch decode`.
+//! `tickplant decode --feed F CAPTURE`: one JSON line (or CSV rows) per message, every
+//! field under the specification's name (snake_case), values as sent; prices as the
+//! integer on the wire with a `<name>_decimal` rendering beside it where the decimal places
+//! are known. Feeds: `nyse-xdp` (NYSE Integrated Feed, XDP v2.1 layout;
+//! `tickplant_wire::xdp_integrated`), `opra-binary` (OPRA Participant Interface v6;
+//! `tickplant_wire::opra_binary`), `itch50` (MoldUDP64 captures of ITCH 5.0), `opra-fast`
+//! (OPRA FAST v2 blocks, through the FAST decoder and the OPRA templates).
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, ValueEnum};
 use serde_json::{json, Map, Value as Json};
 use tickplant_core::seq::udp_payload_range;
 use tickplant_io::FrameReader;
-use tickplant_wire::xdp;
-use tickplant_wire::xdp_integrated::{self, Value};
+use tickplant_wire::itch50::{self, FieldVisitor};
+use tickplant_wire::{moldudp64, opra, opra_binary, xdp, xdp_integrated};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Feed {
+    /// NYSE Integrated Feed, XDP v2.1 layout (message types are numbers).
+    NyseXdp,
+    /// OPRA binary, Participant Interface v6 (types are message category letters).
+    OpraBinary,
+    /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64 packets (types are letters).
+    Itch50,
+    /// OPRA FAST v2 blocks (types are message category letters).
+    OpraFast,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One JSON object a line: frame, packet header, sequence, type, message, fields.
+    Jsonl,
+    /// One row a field (frame,sequence,type,message,field,value), with a header row: every
+    /// message's fields, whatever its type, in one table a spreadsheet or pandas reads.
+    Csv,
+}
 
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// The feed's layout: nyse-xdp (NYSE Integrated Feed, XDP v2.1).
-    #[arg(long, value_name = "nyse-xdp")]
-    pub feed: String,
-    /// The capture (pcap or pcapng; UDP datagrams, one XDP packet each).
+    /// The feed's layout.
+    #[arg(long, value_enum)]
+    pub feed: Feed,
+    /// The capture (pcap or pcapng; one protocol packet a UDP datagram).
     pub capture: PathBuf,
     /// Stop after this many messages.
     #[arg(long)]
     pub limit: Option<u64>,
-    /// Only these message types (numbers, comma-separated).
+    /// Only these message types, comma-separated: numbers for nyse-xdp (100,103), letters
+    /// for itch50 (A,E) and the message category for OPRA (k,q).
     #[arg(long, value_delimiter = ',')]
-    pub types: Vec<u16>,
+    pub types: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: Format,
+    /// OPRA FAST templates (opra-fast only; the built-in OPRA v2 templates otherwise).
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+    /// Bytes before each OPRA FAST block in the UDP payload (opra-fast only; `tickplant sim
+    /// opra-fast` puts a 5-byte sequence header there).
+    #[arg(long, default_value_t = 0)]
+    pub header_bytes: usize,
 }
 
-/// Decode, writing the lines to `out`; returns the messages written.
-pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
-    if a.feed != "nyse-xdp" {
-        bail!("--feed {}: this command decodes nyse-xdp so far (ITCH 5.0: `tickplant itch decode`)", a.feed);
+/// One decoded message, whatever the feed.
+struct Line<'a> {
+    frame: u64,
+    packet: &'a Json,
+    sequence: Option<u64>,
+    ty: String,
+    message: Option<&'a str>,
+    fields: Vec<(String, Json)>,
+    /// Why the message did not decode (its bytes are in `fields` as `bytes`).
+    error: Option<String>,
+}
+
+struct Out<'w, W: Write> {
+    w: &'w mut W,
+    format: Format,
+    types: Vec<String>,
+    limit: u64,
+    written: u64,
+}
+
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
     }
-    let mut r = FrameReader::open(&a.capture)?;
-    let link = r.link_type();
-    let mut written = 0u64;
-    let mut frame = 0u64;
-    let name = a.capture.display().to_string();
-    while let Some(f) = r.next_frame()? {
-        frame += 1;
-        let Ok(range) = udp_payload_range(link, f.data) else { continue };
-        let payload = &f.data[range];
-        let p = xdp::Packet::new_checked(payload).with_context(|| format!("{name}: frame {frame}"))?;
-        let packet = json!({
-            "packet_size": p.pkt_size(),
-            "delivery_flag": p.delivery_flag(),
-            "message_count": p.number_msgs(),
-            "sequence_number": p.seq_num(),
-            "timestamp": p.send_time(),
-            "nanoseconds": p.send_time_ns(),
-        });
-        for m in p.messages() {
-            let (at, m) = m.with_context(|| format!("{name}: frame {frame}"))?;
-            if !a.types.is_empty() && !a.types.contains(&m.msg_type) {
-                continue;
-            }
-            let line = match xdp_integrated::fields(&m) {
-                Ok((l, fields)) => {
-                    let mut obj = Map::new();
-                    for (k, v) in fields {
-                        let j = match v {
-                            Value::Uint(x) => Json::from(x),
-                            other => Json::from(other.to_string()),
-                        };
-                        obj.insert(k.to_string(), j);
-                    }
-                    json!({"frame": frame, "packet": packet, "message": l.name, "type": m.msg_type, "fields": obj})
+}
+
+fn text(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl<W: Write> Out<'_, W> {
+    fn wants(&self, ty: &str) -> bool {
+        self.types.is_empty() || self.types.iter().any(|t| t == ty)
+    }
+    /// Write one message; false when the limit is reached.
+    fn put(&mut self, l: Line<'_>) -> Result<bool> {
+        if !self.wants(&l.ty) {
+            return Ok(true);
+        }
+        match self.format {
+            Format::Jsonl => {
+                let mut fields = Map::new();
+                for (k, v) in l.fields {
+                    fields.insert(k, v);
                 }
-                // Nothing dropped without a word: the message's bytes and why.
-                Err(e) => json!({
-                    "frame": frame, "packet": packet, "message": Json::Null, "type": m.msg_type,
-                    "error": format!("at byte {at} of the packet: {e}"),
-                    "bytes": m.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-                }),
-            };
-            writeln!(out, "{line}")?;
-            written += 1;
-            if a.limit.is_some_and(|l| written >= l) {
-                return Ok(written);
+                let mut o = json!({
+                    "frame": l.frame, "packet": l.packet, "sequence": l.sequence,
+                    "message": l.message, "type": l.ty, "fields": fields,
+                });
+                if let Some(e) = l.error {
+                    o["error"] = Json::from(e);
+                }
+                writeln!(self.w, "{o}")?;
+            }
+            Format::Csv => {
+                if self.written == 0 {
+                    writeln!(self.w, "frame,sequence,type,message,field,value")?;
+                }
+                let seq = l.sequence.map(|s| s.to_string()).unwrap_or_default();
+                let head = format!("{},{seq},{},{}", l.frame, csv_cell(&l.ty), l.message.unwrap_or_default());
+                for (k, v) in &l.fields {
+                    writeln!(self.w, "{head},{k},{}", csv_cell(&text(v)))?;
+                }
+                if let Some(e) = l.error {
+                    writeln!(self.w, "{head},error,{}", csv_cell(&e))?;
+                }
             }
         }
+        self.written += 1;
+        Ok(self.written < self.limit)
     }
-    Ok(written)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Decode, writing to `out`; returns the messages written.
+pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
+    let mut r = FrameReader::open(&a.capture)?;
+    let link = r.link_type();
+    let name = a.capture.display().to_string();
+    let mut o =
+        Out { w: out, format: a.format, types: a.types.clone(), limit: a.limit.unwrap_or(u64::MAX), written: 0 };
+    let mut fast = match a.feed {
+        Feed::OpraFast => Some(FastState::new(a.templates.as_deref())?),
+        _ => None,
+    };
+    let mut frame = 0u64;
+    let mut skipped = 0u64;
+    while let Some(f) = r.next_frame()? {
+        frame += 1;
+        let Ok(range) = udp_payload_range(link, f.data) else {
+            skipped += 1;
+            continue;
+        };
+        let payload = &f.data[range];
+        let at = || format!("{name}: frame {frame}");
+        let go = match a.feed {
+            Feed::NyseXdp => nyse_xdp(payload, frame, &mut o).with_context(at)?,
+            Feed::OpraBinary => opra_bin(payload, frame, &mut o).with_context(at)?,
+            Feed::Itch50 => itch(payload, frame, &mut o).with_context(at)?,
+            Feed::OpraFast => {
+                let block = payload.get(a.header_bytes..).ok_or_else(|| {
+                    anyhow!("UDP payload of {} bytes is shorter than --header-bytes {}", payload.len(), a.header_bytes)
+                });
+                let s = fast.as_mut().ok_or_else(|| anyhow!("no FAST program"));
+                block.and_then(|b| s?.block(b, frame, &mut o)).with_context(at)?
+            }
+        };
+        if !go {
+            break;
+        }
+    }
+    if skipped > 0 {
+        eprintln!("{name}: {skipped} frames were not UDP/IPv4 and were skipped");
+    }
+    Ok(o.written)
+}
+
+fn nyse_xdp<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {
+    let p = xdp::Packet::new_checked(payload)?;
+    let packet = json!({
+        "packet_size": p.pkt_size(),
+        "delivery_flag": p.delivery_flag(),
+        "message_count": p.number_msgs(),
+        "sequence_number": p.seq_num(),
+        "timestamp": p.send_time(),
+        "nanoseconds": p.send_time_ns(),
+    });
+    for (i, m) in p.messages().enumerate() {
+        let (at, m) = m?;
+        let seq = Some(u64::from(p.seq_num()) + i as u64);
+        let ty = m.msg_type.to_string();
+        let line = match xdp_integrated::fields(&m) {
+            Ok((l, fields)) => {
+                let fields = fields
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let j = match v {
+                            xdp_integrated::Value::Uint(x) => Json::from(x),
+                            other => Json::from(other.to_string()),
+                        };
+                        (k.to_string(), j)
+                    })
+                    .collect();
+                Line { frame, packet: &packet, sequence: seq, ty, message: Some(l.name), fields, error: None }
+            }
+            // Nothing dropped without a word: the message's bytes and why.
+            Err(e) => Line {
+                frame,
+                packet: &packet,
+                sequence: seq,
+                ty,
+                message: None,
+                fields: vec![("bytes".into(), Json::from(hex(m.bytes)))],
+                error: Some(format!("at byte {at} of the packet: {e}")),
+            },
+        };
+        if !o.put(line)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn opra_bin<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {
+    let b = opra::Block::new_checked(payload)?;
+    let h = opra::Repr::parse(&b)?;
+    if h.version != 6 {
+        return Err(anyhow!("OPRA block version {} (this decoder reads version 6)", h.version));
+    }
+    let packet = json!({
+        "version": h.version,
+        "block_size": h.block_size,
+        "data_feed_indicator": (h.data_feed_indicator as char).to_string(),
+        "retransmission_indicator": (h.retransmission_indicator as char).to_string(),
+        "session_indicator": h.session_indicator,
+        "block_sequence_number": h.block_sequence_number,
+        "messages_in_block": h.messages_in_block,
+        "block_timestamp": u64::from(h.timestamp.0) * 1_000_000_000 + u64::from(h.timestamp.1),
+        "block_checksum": h.checksum,
+    });
+    let hl = opra::header_len(6);
+    for (i, m) in opra_binary::messages(b.payload(), h.messages_in_block).enumerate() {
+        let seq = Some(u64::from(h.block_sequence_number) + i as u64);
+        let line = match m {
+            Ok((_, m)) => {
+                let mut fields = Vec::new();
+                for (k, v) in opra_binary::fields(&m) {
+                    match v {
+                        opra_binary::Value::Uint(x) => fields.push((k.to_string(), Json::from(x))),
+                        opra_binary::Value::Price(raw, places) => {
+                            fields.push((k.to_string(), Json::from(raw)));
+                            if let Some(p) = places {
+                                fields.push((format!("{k}_decimal"), Json::from(opra_binary::decimal_string(raw, p))));
+                            }
+                        }
+                        other => fields.push((k.to_string(), Json::from(other.to_string()))),
+                    }
+                }
+                let ty = (m.category() as char).to_string();
+                Line { frame, packet: &packet, sequence: seq, ty, message: Some(m.layout().name), fields, error: None }
+            }
+            Err(e) => {
+                let rest = b.payload().get(e.offset().min(b.payload().len())..).unwrap_or_default();
+                Line {
+                    frame,
+                    packet: &packet,
+                    sequence: seq,
+                    ty: rest.get(1).map(|&c| (c as char).to_string()).unwrap_or_default(),
+                    message: None,
+                    fields: vec![("bytes".into(), Json::from(hex(rest)))],
+                    error: Some(format!("{}", e.at(hl))),
+                }
+            }
+        };
+        if !o.put(line)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// ITCH fields as (name, JSON) pairs, prices with their decimal beside them.
+struct ItchFields(Vec<(String, Json)>);
+impl FieldVisitor for ItchFields {
+    fn int(&mut self, name: &'static str, value: u64) {
+        self.0.push((name.into(), Json::from(value)));
+    }
+    fn price(&mut self, name: &'static str, value: u64, decimals: u8) {
+        self.0.push((name.into(), Json::from(value)));
+        let s = opra_binary::decimal_string(value as i64, decimals);
+        self.0.push((format!("{name}_decimal"), Json::from(s)));
+    }
+    fn text(&mut self, name: &'static str, value: &[u8]) {
+        self.0.push((name.into(), Json::from(String::from_utf8_lossy(value).into_owned())));
+    }
+}
+
+fn itch<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {
+    let p = moldudp64::Packet::new_checked(payload)?;
+    let packet = json!({
+        "session": String::from_utf8_lossy(&p.session()),
+        "sequence_number": p.sequence_number(),
+        "message_count": p.message_count(),
+    });
+    for (i, m) in p.messages().enumerate() {
+        let seq = Some(p.sequence_number() + i as u64);
+        let (at, body) = m?;
+        let ty = body.first().map(|&c| (c as char).to_string()).unwrap_or_default();
+        let line = match itch50::parse_exact(body) {
+            Ok(msg) => {
+                let (locate, tracking, ts) = msg.header();
+                let mut v = ItchFields(vec![
+                    ("stock_locate".into(), Json::from(locate)),
+                    ("tracking_number".into(), Json::from(tracking)),
+                    ("timestamp".into(), Json::from(ts)),
+                ]);
+                msg.visit(&mut v);
+                Line { frame, packet: &packet, sequence: seq, ty, message: Some(msg.name()), fields: v.0, error: None }
+            }
+            Err(e) => Line {
+                frame,
+                packet: &packet,
+                sequence: seq,
+                ty,
+                message: None,
+                fields: vec![("bytes".into(), Json::from(hex(body)))],
+                error: Some(format!("message at byte {at} of the packet: {e}")),
+            },
+        };
+        if !o.put(line)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The FAST side: the program and a decoder whose dictionaries start fresh each block
+/// (OPRA FAST v2 blocks are self-contained).
+struct FastState {
+    program: tickplant_fast::Program,
+    msg: tickplant_fast::Message,
+}
+
+impl FastState {
+    fn new(templates: Option<&std::path::Path>) -> Result<FastState> {
+        let xml = match templates {
+            Some(p) => std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
+            None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
+        };
+        let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("templates: {e}"))?;
+        Ok(FastState { program, msg: tickplant_fast::Message::new() })
+    }
+
+    fn block<W: Write>(&mut self, payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {
+        let mut dec = tickplant_fast::Decoder::new(&self.program);
+        let packet = json!({ "block_length": payload.len() });
+        let mut s = String::new();
+        for (i, m) in tickplant_fast::opra_block(payload).enumerate() {
+            let (at, body) = m.map_err(|(at, e)| anyhow!("block framing at byte {at}: {e}"))?;
+            dec.decode(body, &mut self.msg)
+                .map_err(|e| anyhow!("message {i} at byte {at} of the block: {} at byte {}", e.kind, e.offset))?;
+            s.clear();
+            tickplant_fast::json::write_json(&self.program, &self.msg, &mut s);
+            let v: Json = serde_json::from_str(&s)?;
+            let raw: Vec<(String, Json)> = v["fields"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.clone())).collect())
+                .unwrap_or_default();
+            let get = |k: &str| raw.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            // Prices beside their decimal, from the denominator code the message carries.
+            let places = |code: &str| get(code).and_then(|c| c.as_u64()).and_then(|c| opra_binary::decimals(c as u8));
+            let mut fields = Vec::with_capacity(raw.len() + 4);
+            for (k, v) in &raw {
+                fields.push((k.clone(), v.clone()));
+                let code = match k.as_str() {
+                    "bid_price" | "offer_price" | "premium_price" => "premium_price_denominator_code",
+                    "explicit_strike_price" => "strike_price_denominator_code",
+                    _ => continue,
+                };
+                if let (Some(x), Some(p)) = (v.as_i64(), places(code)) {
+                    fields.push((format!("{k}_decimal"), Json::from(opra_binary::decimal_string(x, p))));
+                }
+            }
+            let ty = match get("message_category") {
+                Some(Json::Number(n)) => n.as_u64().map(|c| (c as u8 as char).to_string()).unwrap_or_default(),
+                Some(Json::String(s)) => s,
+                _ => String::new(),
+            };
+            let sequence = get("message_sequence_number").and_then(|v| v.as_u64());
+            let tname = v["template"].as_str().map(str::to_string);
+            let line = Line { frame, packet: &packet, sequence, ty, message: tname.as_deref(), fields, error: None };
+            if !o.put(line)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
 }

@@ -19,6 +19,7 @@ pub mod ipv4;
 pub mod itch50;
 pub mod moldudp64;
 pub mod opra;
+pub mod opra_binary;
 pub mod udp;
 pub mod xdp;
 pub mod xdp_integrated;

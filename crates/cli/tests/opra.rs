@@ -1,0 +1,188 @@
+//! OPRA binary (Participant Interface v6) against real captures: `tickplant decode --feed
+//! opra-binary` of each file in ../shared/data/opra/v6.2 gives the block header the
+//! folder's README states, and message bodies that hold together: each message ends where
+//! its block says (block size), and the quotes' fields are those of a real AMZN option.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn decode(file: &Path, extra: &[&str]) -> Vec<Value> {
+    let o = Command::new(BIN).args(["decode", "--feed", "opra-binary"]).args(extra).arg(file).output().unwrap();
+    assert!(o.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn real_opra_captures_decode_field_for_field() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/opra/v6.2");
+    if !dir.exists() {
+        eprintln!("SKIPPED: {} is absent (the shared real data)", dir.display());
+        return;
+    }
+    // The README's block headers: (file, block size, sequence number, participant, category).
+    let cases = [
+        ("AdministrativeMessage.pcap", 118, 405_982_822u64, "C", "C"),
+        ("ControlMessage.pcap", 34, 402_622_060, "O", "H"),
+        ("LongEquityAndIndexQuoteMessage.pcap", 74, 402_565_753, "D", "k"),
+        ("ShortEquityAndIndexQuoteMessage.pcap", 60, 402_564_194, "T", "q"),
+    ];
+    for (file, size, seq, participant, category) in cases {
+        let got = decode(&dir.join(file), &[]);
+        assert_eq!(got.len(), 1, "{file}: one message");
+        let m = &got[0];
+        let p = &m["packet"];
+        assert_eq!(p["version"], 6, "{file}");
+        assert_eq!(p["block_size"], size, "{file}");
+        assert_eq!(p["block_sequence_number"], seq, "{file}");
+        assert_eq!(p["messages_in_block"], 1, "{file}");
+        assert_eq!(p["data_feed_indicator"], "O", "{file}");
+        assert_eq!(p["session_indicator"], 0, "{file}");
+        assert_eq!(m["sequence"], seq, "{file}");
+        assert_eq!(m["type"], category, "{file}");
+        let f = &m["fields"];
+        assert_eq!(f["participant_id"], participant, "{file}");
+        assert_eq!(f["message_category"], category, "{file}");
+        assert!(m.get("error").is_none(), "{file}: {m}");
+    }
+    let admin = &decode(&dir.join("AdministrativeMessage.pcap"), &[])[0]["fields"];
+    assert_eq!(admin["message_data_length"], 83);
+    assert_eq!(
+        admin["message_data"],
+        "TEXT CFLEX QQQ LST 3.21C PM EUR 03/28/2024 1 @ 385.55 2QQQ ADJ 1.0000 390.20 389.81"
+    );
+    let control = &decode(&dir.join("ControlMessage.pcap"), &[])[0]["fields"];
+    assert_eq!(control["message_type"], "N", "line integrity");
+    // The long quote: AMZN January 19, 2024 165.25 call, 0.61 (239) by 0.63 (495), and the
+    // best bid appendage (indicator M) of participant P: 0.61 for 243.
+    let long = &decode(&dir.join("LongEquityAndIndexQuoteMessage.pcap"), &[])[0]["fields"];
+    for (k, v) in [
+        ("security_symbol", Value::from("AMZN ")),
+        ("expiration_month", "A".into()),
+        ("expiration_day", 19.into()),
+        ("expiration_year", 24.into()),
+        ("strike_price", 16525.into()),
+        ("strike_price_decimal", "165.25".into()),
+        ("bbo_indicator", "M".into()),
+        ("bid_price", 61.into()),
+        ("bid_size", 239.into()),
+        ("offer_price_decimal", "0.63".into()),
+        ("offer_size", 495.into()),
+        ("best_bid_participant_id", "P".into()),
+        ("best_bid_price_decimal", "0.61".into()),
+        ("best_bid_size", 243.into()),
+        ("transaction_id", 220_610_983.into()),
+    ] {
+        assert_eq!(long[k], v, "long quote {k}");
+    }
+    // The short quote: AMZN December 29, 2023 133.0 call, 14.10 (43) by 14.65 (2); the best
+    // bid appendage of participant N: 14.10 for 50.
+    let short = &decode(&dir.join("ShortEquityAndIndexQuoteMessage.pcap"), &[])[0]["fields"];
+    for (k, v) in [
+        ("security_symbol", Value::from("AMZN")),
+        ("expiration_month", "L".into()),
+        ("expiration_day", 29.into()),
+        ("expiration_year", 23.into()),
+        ("strike_price_decimal", "133.0".into()),
+        ("bid_price_decimal", "14.10".into()),
+        ("bid_size", 43.into()),
+        ("offer_price_decimal", "14.65".into()),
+        ("offer_size", 2.into()),
+        ("best_bid_participant_id", "N".into()),
+        ("best_bid_price", 1410.into()),
+        ("best_bid_size", 50.into()),
+        ("participant_reference_number", 799_387_289.into()),
+    ] {
+        assert_eq!(short[k], v, "short quote {k}");
+    }
+    // --types keeps only the named categories.
+    assert!(decode(&dir.join("ShortEquityAndIndexQuoteMessage.pcap"), &["--types", "k"]).is_empty());
+    // CSV: a header, then one row a field.
+    let o = Command::new(BIN)
+        .args(["decode", "--feed", "opra-binary", "--format", "csv"])
+        .arg(dir.join("ControlMessage.pcap"))
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let mut rows = csv.lines();
+    assert_eq!(rows.next(), Some("frame,sequence,type,message,field,value"));
+    assert_eq!(rows.next(), Some("1,402622060,H,control,participant_id,O"));
+    assert_eq!(csv.lines().count(), 1 + 6, "the header's six fields");
+}
+
+/// `decode --feed opra-fast` of a simulated capture gives every quote and trade of the
+/// simulator's truth: same sequence number, category and price.
+#[test]
+fn opra_fast_decode_matches_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, truth) = (dir.path().join("f.pcap"), dir.path().join("t.jsonl"));
+    let o = Command::new(BIN)
+        .args(["sim", "opra-fast", "--messages", "300", "--out"])
+        .arg(&cap)
+        .arg("--truth")
+        .arg(&truth)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o =
+        Command::new(BIN).args(["decode", "--feed", "opra-fast", "--header-bytes", "5"]).arg(&cap).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: Vec<Value> =
+        String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(got.len(), 300, "every message");
+    let mut checked = 0;
+    for t in std::fs::read_to_string(&truth).unwrap().lines() {
+        let t: Value = serde_json::from_str(t).unwrap();
+        let seq = t["sequence"].as_u64().unwrap();
+        let m = got.iter().find(|m| m["sequence"] == seq).unwrap_or_else(|| panic!("sequence {seq}"));
+        assert_eq!(m["type"], t["category"], "sequence {seq}");
+        let key = match (t["action"].as_str().unwrap(), t["side"].as_str().unwrap()) {
+            ("quote", "bid") => "bid_price_decimal",
+            ("quote", "ask") => "offer_price_decimal",
+            ("trade", _) => "premium_price_decimal",
+            _ => continue,
+        };
+        let price: f64 = m["fields"][key].as_str().unwrap().parse().unwrap();
+        assert!((price - t["price"].as_f64().unwrap()).abs() < 1e-9, "sequence {seq} {key}");
+        checked += 1;
+    }
+    assert!(checked > 300, "quotes count twice: {checked}");
+}
+
+/// `decode --feed itch50` of a MoldUDP64 capture gives the fields `itch decode` gives, and
+/// the sequence numbers of the packets.
+#[test]
+fn itch50_decode_matches_itch_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("m.pcap");
+    let o = Command::new(BIN).args(["sim", "moldudp64", "--packets", "200", "--out"]).arg(&cap).output().unwrap();
+    assert!(o.status.success());
+    let run = |args: &[&str]| -> Vec<Value> {
+        let o = Command::new(BIN).args(args).arg(&cap).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let ours = run(&["decode", "--feed", "itch50"]);
+    let theirs = run(&["itch", "decode"]);
+    assert_eq!(ours.len(), theirs.len());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a["type"], b["type"], "message {i}");
+        assert_eq!(a["sequence"], i as u64 + 1, "message {i}: one sequence number a message, from 1");
+        for (k, v) in b.as_object().unwrap() {
+            if k == "type" {
+                continue;
+            }
+            let mine = a["fields"].get(format!("{k}_decimal")).or_else(|| a["fields"].get(k));
+            let (mine, v) = (mine.unwrap_or_else(|| panic!("message {i}: {k}")), v);
+            let as_text = |x: &Value| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string());
+            let (x, y) = (as_text(mine), as_text(v));
+            match (x.parse::<f64>(), y.parse::<f64>()) {
+                (Ok(x), Ok(y)) => assert_eq!(x, y, "message {i}: {k}"),
+                _ => assert_eq!(x.trim_end(), y.trim_end(), "message {i}: {k}"),
+            }
+        }
+    }
+}
