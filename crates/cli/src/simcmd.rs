@@ -1,7 +1,7 @@
 //! `tickplant sim`: feed generators and the A/B impairer.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -21,6 +21,11 @@ pub enum SimCmd {
     /// Generate an OPRA FAST v2 feed (option quotes and last sales, one block per UDP
     /// datagram behind a 5-byte sequence header), with the events it must decode to.
     OpraFast(OpraFastArgs),
+    /// Generate an OPRA binary feed (Participant Interface v6: quotes of several exchanges
+    /// with their best bid and offer, last sales and every other message category, one
+    /// block per UDP datagram), with the events it must decode to and each series' final
+    /// best bid and offer.
+    Opra(OpraArgs),
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
     Itch(ItchArgs),
@@ -290,20 +295,101 @@ pub fn opra_fast_cmd(a: &OpraFastArgs) -> Result<(u64, u64)> {
     let n = write_capture(&a.out, |emit| truth = Some(tickplant_sim::generate_opra_fast(&cfg, emit)))?;
     let truth = truth.unwrap_or_default();
     if let Some(p) = &a.truth {
+        write_truth_events(p, &truth.events)?;
+    }
+    Ok((truth.messages, n))
+}
+
+/// The events a feed must decode to, one JSON line each.
+fn write_truth_events(p: &Path, events: &[tickplant_sim::TruthEvent]) -> Result<()> {
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
+    for e in events {
+        writeln!(
+            w,
+            "{{\"sequence\":{},\"category\":\"{}\",\"symbol\":\"{}\",\"action\":\"{}\",\"side\":\"{}\",\"price\":{},\"size\":{}}}",
+            e.sequence,
+            e.category as char,
+            e.root,
+            e.action,
+            e.side,
+            tickplant_core::event::price_to_string(e.price),
+            e.size
+        )?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct OpraArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Option series (roots of three to five letters, eight series each).
+    #[arg(long, default_value_t = 400)]
+    pub series: u32,
+    /// Messages in all, the opening control message included.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: u64,
+    /// Messages per block are drawn from 1..=K.
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    pub max_msgs_per_block: u8,
+    /// Output capture (.pcap or .pcapng).
+    #[arg(long, value_name = "feed.pcap")]
+    pub out: PathBuf,
+    /// Write the events the feed must decode to, one JSON line each: sequence, category,
+    /// symbol (the root), action, side, price, size.
+    #[arg(long, value_name = "events.jsonl")]
+    pub truth: Option<PathBuf>,
+    /// Write each series' best bid and offer at the end, one JSON line each in instrument
+    /// order (as the pipeline numbers them): instrument_id, symbol, expiration, put_call,
+    /// strike, bid_price, bid_size, ask_price, ask_size.
+    #[arg(long, value_name = "bbo.jsonl")]
+    pub bbo: Option<PathBuf>,
+}
+
+/// Write an OPRA binary capture; returns (messages, datagrams).
+pub fn opra_cmd(a: &OpraArgs) -> Result<(u64, u64)> {
+    if a.series == 0 || a.messages == 0 {
+        bail!("--series and --messages must be at least 1");
+    }
+    if a.max_msgs_per_block == 0 || a.max_msgs_per_block > 16 {
+        bail!("--max-msgs-per-block must be 1..=16 (a block must fit a 1500-byte MTU)");
+    }
+    let cfg = tickplant_sim::OpraBinaryGenConfig {
+        seed: a.seed,
+        series: a.series,
+        messages: a.messages,
+        max_per_block: a.max_msgs_per_block,
+        ..Default::default()
+    };
+    let mut truth = None;
+    let n = write_capture(&a.out, |emit| truth = Some(tickplant_sim::generate_opra_binary(&cfg, emit)))?;
+    let truth = truth.unwrap_or_default();
+    if let Some(p) = &a.truth {
+        write_truth_events(p, &truth.events)?;
+    }
+    if let Some(p) = &a.bbo {
         let mut w = std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
         );
-        for e in &truth.events {
+        let price = tickplant_core::event::price_to_string;
+        for b in &truth.bbo {
+            let put_call = if b.month <= b'L' { 'C' } else { 'P' };
+            let month = if put_call == 'C' { b.month - b'A' + 1 } else { b.month - b'M' + 1 };
             writeln!(
                 w,
-                "{{\"sequence\":{},\"category\":\"{}\",\"symbol\":\"{}\",\"action\":\"{}\",\"side\":\"{}\",\"price\":{},\"size\":{}}}",
-                e.sequence,
-                e.category as char,
-                e.root,
-                e.action,
-                e.side,
-                tickplant_core::event::price_to_string(e.price),
-                e.size
+                "{{\"instrument_id\":{},\"symbol\":\"{}\",\"expiration\":\"20{:02}-{:02}-{:02}\",\"put_call\":\"{put_call}\",\"strike\":{},\"bid_price\":{},\"bid_size\":{},\"ask_price\":{},\"ask_size\":{}}}",
+                b.instrument,
+                b.root,
+                b.year,
+                month,
+                b.day,
+                price(b.strike),
+                price(b.bid),
+                b.bid_size,
+                price(b.ask),
+                b.ask_size
             )?;
         }
         w.flush()?;

@@ -547,6 +547,7 @@ pub enum AnyFeed<'p> {
     /// ITCH 5.0 for the stream the books do not follow.
     Itch50Events(ItchEvents),
     OpraFast(OpraFastFeed<'p>),
+    OpraBinary(crate::opra_binary::OpraBinaryFeed),
 }
 
 macro_rules! any_feed {
@@ -555,6 +556,7 @@ macro_rules! any_feed {
             AnyFeed::Itch50($d) => $e,
             AnyFeed::Itch50Events($d) => $e,
             AnyFeed::OpraFast($d) => $e,
+            AnyFeed::OpraBinary($d) => $e,
         }
     };
 }
@@ -577,6 +579,7 @@ impl FeedDecoder for AnyFeed<'_> {
             AnyFeed::Itch50(d) => d.decode(p, out),
             AnyFeed::Itch50Events(d) => decode_out_of_line(d, p, out),
             AnyFeed::OpraFast(d) => decode_out_of_line(d, p, out),
+            AnyFeed::OpraBinary(d) => decode_out_of_line(d, p, out),
         }
     }
     fn gap(&mut self, g: &GapReport) {

@@ -101,11 +101,13 @@ macro_rules! words {
 
 words!(
     /// `[source] decoder`: what decodes the packets.
-    DecoderName, "decoder", "\"itch50\" or \"opra-fast\"", {
+    DecoderName, "decoder", "\"itch50\", \"opra-fast\" or \"opra-binary\"", {
     /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with books (the default).
     Itch50 = "itch50",
     /// OPRA FAST v2 blocks.
     OpraFast = "opra-fast",
+    /// OPRA binary (Participant Interface v6) blocks.
+    OpraBinary = "opra-binary",
 });
 
 words!(
@@ -450,8 +452,9 @@ pub struct Source {
     pub a: Option<PathBuf>,
     /// Feed B (optional).
     pub b: Option<PathBuf>,
-    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books) or "opra-fast" (OPRA FAST v2
-    /// blocks, mapped to quote, trade and status events).
+    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books), "opra-fast" (OPRA FAST v2
+    /// blocks) or "opra-binary" (OPRA Participant Interface v6 blocks); the OPRA decoders map
+    /// to quote, trade and status events and keep each series' best bid and offer.
     #[serde(default)]
     pub decoder: DecoderName,
     /// opra-fast: the FAST template XML.
@@ -463,7 +466,7 @@ pub struct Source {
     /// carries from block to block and is reset at a gap).
     #[serde(default)]
     pub reset: ResetPolicy,
-    /// opra-fast: room in the series table.
+    /// opra-fast and opra-binary: room in the series table.
     #[serde(default = "default_max_series")]
     pub max_series: usize,
     /// opra-fast: blocks of capture A profiled before the run to specialise the decoder
@@ -737,7 +740,7 @@ impl RunConfig {
 
     fn spec_here(&self, progress: bool) -> Result<PipelineSpec, ConfigError> {
         let decoder = self.decoder()?;
-        let opra = matches!(decoder, FeedDecoder::OpraFast(_));
+        let opra = matches!(decoder, FeedDecoder::OpraFast(_) | FeedDecoder::OpraBinary { .. });
         let a = self.source.a.clone().ok_or_else(|| invalid("[source] needs `a` (the capture, or feed A)"))?;
         let mut inputs = vec![a];
         inputs.extend(self.source.b.clone());
@@ -879,6 +882,15 @@ impl RunConfig {
                     return Err(invalid("[source] templates is for decoder \"opra-fast\""));
                 }
                 Ok(FeedDecoder::Itch50)
+            }
+            DecoderName::OpraBinary => {
+                if s.templates.is_some() || s.skip != 0 {
+                    return Err(invalid("[source] templates and skip are for decoder \"opra-fast\""));
+                }
+                if s.max_series == 0 {
+                    return Err(invalid("[source] max-series must be at least 1"));
+                }
+                Ok(FeedDecoder::OpraBinary { max_series: s.max_series })
             }
             DecoderName::OpraFast => {
                 let Some(t) = &s.templates else {

@@ -9,6 +9,7 @@ pub mod impair;
 pub mod itch;
 pub mod matching;
 pub mod moldudp64;
+pub mod opra_binary;
 pub mod opra_fast;
 
 pub use fix_md::{fix_symbol, FixMd, FixMdConfig};
@@ -16,4 +17,5 @@ pub use impair::{impair, ImpairConfig, Impaired, Streaming, TruthRow};
 pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};
+pub use opra_binary::{generate_opra_binary, OpraBinaryGenConfig, OpraBinaryTruth, TruthBbo};
 pub use opra_fast::{generate_opra_fast, OpraFastGenConfig, OpraFastTruth, TruthEvent};

@@ -54,6 +54,7 @@ use tickplant_core::feed::{
 };
 use tickplant_core::itch::SymbolDirectory;
 use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
+use tickplant_core::opra_binary::{OpraBinaryFeed, OpraBinaryStats};
 use tickplant_core::opra_fast::OpraFastStats;
 use tickplant_core::route::Filter;
 use tickplant_core::{
@@ -228,6 +229,12 @@ pub enum FeedDecoder {
     /// OPRA FAST v2 blocks, mapped to quote, trade and status events (no order books: each
     /// series' latest quote is its BBO).
     OpraFast(OpraFastSpec),
+    /// OPRA binary (Participant Interface v6) blocks, mapped to quote, trade and status
+    /// events, with each series' best bid and offer from the quotes' BBO indicators.
+    OpraBinary {
+        /// Room in the series table.
+        max_series: usize,
+    },
 }
 
 /// The OPRA FAST decoder stage.
@@ -310,23 +317,42 @@ fn latency_of(t: &Ticks, clock: &TscClock) -> Latency {
 }
 
 /// What a stream's feed leaves at the end: its books (where it kept them), its symbol
-/// directory, messages by type, instruments, and the OPRA FAST counts.
-type Finished = (Option<Books>, SymbolDirectory, BTreeMap<String, u64>, u64, Option<OpraFastStats>);
+/// directory, messages by type, instruments, and the OPRA decoders' counts.
+struct Finished {
+    books: Option<Books>,
+    symbols: SymbolDirectory,
+    by_type: BTreeMap<String, u64>,
+    instruments: u64,
+    opra_fast: Option<OpraFastStats>,
+    opra_binary: Option<OpraBinaryStats>,
+}
 
 fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
+    let none = |by_type, instruments| Finished {
+        books: None,
+        symbols: SymbolDirectory::new(),
+        by_type,
+        instruments,
+        opra_fast: None,
+        opra_binary: None,
+    };
     match d {
         AnyFeed::OpraFast(o) => {
             let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
-            (None, SymbolDirectory::new(), st.by_category.clone(), st.series, Some(st))
+            Finished { opra_fast: Some(st.clone()), ..none(st.by_category, st.series) }
+        }
+        AnyFeed::OpraBinary(o) => {
+            let st = o.stats();
+            Finished { opra_binary: Some(st.clone()), ..none(st.by_category, st.series) }
         }
         AnyFeed::Itch50(f) => {
             let (by_type, n) = (f.by_type(), f.dir.len() as u64);
-            let (books, dir) = f.into_books();
-            (books, dir, by_type, n, None)
+            let (books, symbols) = f.into_books();
+            Finished { books, symbols, ..none(by_type, n) }
         }
         AnyFeed::Itch50Events(f) => {
             let (by_type, n) = (f.by_type(), f.dir.len() as u64);
-            (None, f.dir, by_type, n, None)
+            Finished { symbols: f.dir, ..none(by_type, n) }
         }
     }
 }
@@ -336,7 +362,7 @@ fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
     match d {
         AnyFeed::Itch50(f) => Some(&f.dir),
         AnyFeed::Itch50Events(f) => Some(&f.dir),
-        AnyFeed::OpraFast(_) => None,
+        AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_) => None,
     }
 }
 
@@ -462,8 +488,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
-    if spec.book_stream == Stream::Ll && matches!(spec.decoder, FeedDecoder::OpraFast(_)) {
-        return Err(cfg_err("book.stream = \"ll\": opra-fast keeps no books to follow a stream".into()));
+    if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50) {
+        return Err(cfg_err("book.stream = \"ll\": the OPRA decoders keep no books to follow a stream".into()));
     }
     let mut arb_cfg = spec.arb.clone();
     arb_cfg.inputs = links.len();
@@ -533,7 +559,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     // The OPRA FAST program, specialised for the capture's hottest presence maps.
     let mut specialised = 0;
     let opra_program = match &spec.decoder {
-        FeedDecoder::Itch50 => None,
+        FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } => None,
         FeedDecoder::OpraFast(o) => {
             let mut p = (*o.program).clone();
             if o.profile_blocks > 0 && !source.is_live() {
@@ -563,6 +589,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                     OpraFastOptions { skip: o.skip, reset_per_block: o.reset_per_block, max_series: o.max_series };
                 AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
             }
+            (FeedDecoder::OpraBinary { max_series }, _) => AnyFeed::OpraBinary(OpraBinaryFeed::new(*max_series)),
             _ if stream == spec.book_stream => {
                 AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
             }
@@ -690,7 +717,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
     let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, .. } = down;
-    let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_)) {
+    let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_)) {
         "2 decode + map (per packet)"
     } else {
         "2 decode + book (per packet)"
@@ -700,10 +727,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let (hr_books, symbols, by_type, instruments, opra_fast) = finish_feed(decoder, specialised);
+    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary } =
+        finish_feed(decoder, specialised);
     let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
         Some((d, st, gaps)) => {
-            let books = finish_feed(d, specialised).0;
+            let books = finish_feed(d, specialised).books;
             let r = StreamReport {
                 packets_in: st.packets_in,
                 messages_in: st.messages_in,
@@ -728,6 +756,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         ll,
         packets_in: fed.packets_in,
         opra_fast,
+        opra_binary,
         gaps,
         messages_in: fed.messages_in,
         decoded: fed.decoded,

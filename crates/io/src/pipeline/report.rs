@@ -108,6 +108,9 @@ pub struct Report {
     /// What the OPRA FAST stage made of the messages it decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opra_fast: Option<OpraFastStats>,
+    /// What the OPRA binary stage made of the messages it decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opra_binary: Option<OpraBinaryStats>,
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
@@ -131,6 +134,10 @@ impl Report {
         if let Some(o) = &self.opra_fast {
             if self.decoded != o.messages {
                 return Err(format!("decoded {} != OPRA FAST outcomes {}", self.decoded, o.messages));
+            }
+        } else if let Some(o) = &self.opra_binary {
+            if self.decoded != o.messages {
+                return Err(format!("decoded {} != OPRA binary outcomes {}", self.decoded, o.messages));
             }
         } else {
             let (stream, decoded) = match (&self.ll, self.books_follow) {
@@ -271,7 +278,14 @@ pub fn summary(r: &Report) -> String {
             o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category, o.specialised_segments
         );
     }
-    if r.opra_fast.is_none() {
+    if let Some(o) = &r.opra_binary {
+        let _ = writeln!(
+            s,
+            "  opra-binary: {} quotes, {} trades, {} status, {} other, {} rejected {:?}; {} series; by category {:?}; {} bad blocks",
+            o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category, o.bad_blocks
+        );
+    }
+    if r.opra_fast.is_none() && r.opra_binary.is_none() {
         let b = &r.book;
         let _ = writeln!(
             s,
@@ -314,7 +328,7 @@ pub fn summary(r: &Report) -> String {
         s,
         "  accounting: {}",
         match r.check() {
-            Ok(()) if r.opra_fast.is_some() => "balanced (HR block messages = decoded + undecodable; decoded = quotes + trades + status + other + rejected; per consumer matched = delivered + dropped = received + dropped)".to_string(),
+            Ok(()) if r.opra_fast.is_some() || r.opra_binary.is_some() => "balanced (HR block messages = decoded + undecodable; decoded = quotes + trades + status + other + rejected; per consumer matched = delivered + dropped = received + dropped)".to_string(),
             Ok(()) => "balanced (HR messages = decoded + undecodable = book outcomes; per consumer matched = delivered + dropped = received + dropped)".to_string(),
             Err(e) => format!("NOT BALANCED: {e}"),
         }

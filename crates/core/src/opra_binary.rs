@@ -1,0 +1,418 @@
+//! OPRA binary (Participant Interface v6) blocks as normalized events, with each option
+//! series' best bid and offer across the exchanges.
+//!
+//! | category | message | events |
+//! |---|---|---|
+//! | `k`, `q` | long or short equity/index quote | two `quote` events: the participant's bid, then its offer (`aux` the participant) |
+//! | `a` | equity/index last sale | one `trade` (price the premium, size the volume, `aux` the trade identifier) |
+//! | `H`, `C` | control and administrative | one `status` event (instrument 0, `aux` the message type) |
+//! | `d`, `f`, `Y` | open interest, end of day summary, underlying value | none, counted as `other` |
+//!
+//! A series (root, expiration, put or call, strike) gets an `instrument_id` from 1 in order
+//! of appearance, in a table sized at start. Its best bid and offer follow the quotes' BBO
+//! indicators as the specification defines them: a side is unchanged, becomes the quote's
+//! own side, becomes the appendage that follows, or is emptied. After a gap a series'
+//! best bid and offer are not trusted (events carry [`flags::BOOK_STALE`]) until both sides
+//! have been set again by a quote.
+//!
+//! `sequence` is the block's sequence number plus the message's place in the block;
+//! `ts_event` the block timestamp (ns since the epoch); `msg_type` the category letter.
+//! Every message is counted once: decoded (mapped, `other`, or rejected with a reason) or
+//! undecodable (a message the block's bytes cannot hold, and those after it).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use tickplant_wire::opra;
+use tickplant_wire::opra_binary::{self as wire, BestSide, Level, Series};
+
+use crate::arb::GapReport;
+use crate::event::{flags, Bbo, Event, EventAction, Side};
+use crate::feed::{Decoded, EventBatch, FeedDecoder, Packet};
+use crate::fxhash::FxMap;
+
+/// Why a message was decoded but not mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reject {
+    /// A price whose denominator code is not `A`..`I`, or that overflows.
+    BadDenominator = 0,
+    /// The series table is full.
+    TableFull,
+}
+
+impl Reject {
+    const ALL: [Reject; 2] = [Reject::BadDenominator, Reject::TableFull];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reject::BadDenominator => "price denominator code not A..I",
+            Reject::TableFull => "series table full",
+        }
+    }
+}
+
+/// Counts of what the decoder did: `messages == quotes + trades + status + other +
+/// rejected` (the decoded messages).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct OpraBinaryStats {
+    pub messages: u64,
+    pub quotes: u64,
+    pub trades: u64,
+    pub status: u64,
+    pub other: u64,
+    pub rejected: u64,
+    pub by_category: BTreeMap<String, u64>,
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    /// Series seen.
+    pub series: u64,
+    /// Blocks whose header could not be read, or of another version than 6.
+    pub bad_blocks: u64,
+}
+
+/// A series' best bid and offer, and the gap epoch each side was last set in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Best {
+    bbo: Bbo,
+    bid_epoch: u32,
+    offer_epoch: u32,
+}
+
+/// The OPRA binary feed decoder.
+#[derive(Debug, Clone)]
+pub struct OpraBinaryFeed {
+    ids: FxMap<Series, u32>,
+    series: Vec<Series>,
+    /// By instrument id (0 unused).
+    best: Vec<Best>,
+    max_series: usize,
+    /// Gaps so far: a side set before the latest gap is not trusted.
+    epoch: u32,
+    by_category: [u64; 256],
+    rejected: [u64; 2],
+    quotes: u64,
+    trades: u64,
+    status: u64,
+    other: u64,
+    bad_blocks: u64,
+    /// Series reported by [`FeedDecoder::take_named`] so far.
+    named: u32,
+}
+
+fn set_side(side: BestSide, own: Level, appendage: Option<(u8, Level)>, price: &mut i64, size: &mut u64) -> bool {
+    let l = match side {
+        BestSide::NoChange => return false,
+        BestSide::ThisQuote => own,
+        BestSide::Appendage => appendage.map_or(Level::default(), |(_, l)| l),
+        BestSide::None => Level::default(),
+    };
+    *price = l.price;
+    *size = u64::from(l.size);
+    true
+}
+
+impl OpraBinaryFeed {
+    /// A decoder with room for `max_series` series.
+    pub fn new(max_series: usize) -> OpraBinaryFeed {
+        let mut ids = FxMap::default();
+        ids.reserve(max_series);
+        OpraBinaryFeed {
+            ids,
+            series: Vec::with_capacity(max_series),
+            best: vec![Best::default(); max_series + 1],
+            max_series,
+            epoch: 0,
+            by_category: [0; 256],
+            rejected: [0; 2],
+            quotes: 0,
+            trades: 0,
+            status: 0,
+            other: 0,
+            bad_blocks: 0,
+            named: 0,
+        }
+    }
+
+    fn instrument(&mut self, key: Series) -> Option<u32> {
+        if let Some(&id) = self.ids.get(&key) {
+            return Some(id);
+        }
+        if self.series.len() >= self.max_series {
+            return None;
+        }
+        self.series.push(key);
+        let id = self.series.len() as u32;
+        self.ids.insert(key, id);
+        Some(id)
+    }
+
+    #[cold]
+    fn reject(&mut self, r: Reject) {
+        self.rejected[r as usize] += 1;
+    }
+
+    /// The series of an instrument id.
+    pub fn series(&self, id: u32) -> Option<&Series> {
+        self.series.get((id as usize).checked_sub(1)?)
+    }
+
+    /// Series named so far (instrument ids run 1..=this).
+    pub fn series_count(&self) -> u32 {
+        self.series.len() as u32
+    }
+
+    /// A series' best bid and offer now, and whether it is trusted (set since the last gap).
+    pub fn bbo(&self, id: u32) -> (Bbo, bool) {
+        self.best.get(id as usize).map_or((Bbo::default(), false), |b| {
+            (b.bbo, id != 0 && b.bid_epoch == self.epoch && b.offer_epoch == self.epoch)
+        })
+    }
+
+    pub fn stats(&self) -> OpraBinaryStats {
+        let rejected: u64 = self.rejected.iter().sum();
+        OpraBinaryStats {
+            messages: self.quotes + self.trades + self.status + self.other + rejected,
+            quotes: self.quotes,
+            trades: self.trades,
+            status: self.status,
+            other: self.other,
+            rejected,
+            by_category: (0..256)
+                .filter(|&c| self.by_category[c] > 0)
+                .map(|c| ((c as u8 as char).to_string(), self.by_category[c]))
+                .collect(),
+            rejected_by_reason: Reject::ALL
+                .iter()
+                .filter(|r| self.rejected[**r as usize] > 0)
+                .map(|r| (r.as_str().to_string(), self.rejected[*r as usize]))
+                .collect(),
+            series: self.series.len() as u64,
+            bad_blocks: self.bad_blocks,
+        }
+    }
+
+    /// Map one message; `base` carries the times, sequence and category.
+    #[inline]
+    fn map(&mut self, m: &wire::Message<'_>, base: Event, out: &mut EventBatch) {
+        match m.category() {
+            b'k' | b'q' => {
+                let Ok(q) = wire::Quote::parse(m) else { return self.reject(Reject::BadDenominator) };
+                let Some(id) = self.instrument(q.series) else { return self.reject(Reject::TableFull) };
+                let epoch = self.epoch;
+                let b = &mut self.best[id as usize];
+                if let Some((bid, offer)) = wire::bbo_sides(m.indicator()) {
+                    if set_side(bid, q.bid, q.best_bid, &mut b.bbo.bid_price, &mut b.bbo.bid_size) {
+                        b.bid_epoch = epoch;
+                    }
+                    if set_side(offer, q.offer, q.best_offer, &mut b.bbo.ask_price, &mut b.bbo.ask_size) {
+                        b.offer_epoch = epoch;
+                    }
+                }
+                let stale = if b.bid_epoch == epoch && b.offer_epoch == epoch { 0 } else { flags::BOOK_STALE };
+                self.quotes += 1;
+                let e = Event {
+                    instrument_id: id,
+                    action: EventAction::Quote,
+                    aux: u64::from(m.participant()),
+                    flags: stale,
+                    ..base
+                };
+                out.push(Event { side: Side::Bid, price: q.bid.price, size: q.bid.size, ..e });
+                out.push(Event { side: Side::Ask, price: q.offer.price, size: q.offer.size, ..e });
+            }
+            b'a' => {
+                let Ok(t) = wire::LastSale::parse(m) else { return self.reject(Reject::BadDenominator) };
+                let Some(id) = self.instrument(t.series) else { return self.reject(Reject::TableFull) };
+                self.trades += 1;
+                out.push(Event {
+                    instrument_id: id,
+                    action: EventAction::Trade,
+                    price: t.premium,
+                    size: t.volume,
+                    aux: u64::from(t.trade_identifier),
+                    ..base
+                });
+            }
+            b'H' | b'C' => {
+                self.status += 1;
+                out.push(Event { action: EventAction::Status, aux: u64::from(m.msg_type()), ..base });
+            }
+            _ => self.other += 1,
+        }
+    }
+}
+
+impl FeedDecoder for OpraBinaryFeed {
+    fn feed(&self) -> &'static str {
+        "opra-binary"
+    }
+
+    /// Decode one block. A block whose header cannot be read (or of another version) counts
+    /// every message the arbitrator announced as undecodable; a message the block cannot
+    /// hold counts undecodable with every message after it.
+    fn decode(&mut self, p: &Packet<'_>, out: &mut EventBatch) -> Decoded {
+        let mut d = Decoded::default();
+        let block = match opra::Block::new_checked(p.payload) {
+            Ok(b) if b.version() == 6 => b,
+            _ => {
+                self.bad_blocks += 1;
+                d.messages = u64::from(p.count);
+                d.undecodable = d.messages;
+                return d;
+            }
+        };
+        let count = block.messages_in_block();
+        d.messages = u64::from(count);
+        let (s, ns) = block.block_timestamp();
+        let base =
+            Event { ts_recv: p.arrival_ns, ts_event: u64::from(s) * 1_000_000_000 + u64::from(ns), ..Event::default() };
+        let first = u64::from(block.block_sequence_number());
+        for (i, m) in wire::messages(block.payload(), count).enumerate() {
+            let Ok((_, m)) = m else {
+                d.undecodable = d.messages - d.decoded;
+                break;
+            };
+            d.decoded += 1;
+            self.by_category[usize::from(m.category())] += 1;
+            self.map(&m, Event { sequence: first + i as u64, msg_type: m.category(), ..base }, out);
+        }
+        d
+    }
+
+    /// Every series' best bid and offer is now in doubt until quotes set both sides again.
+    fn gap(&mut self, _g: &GapReport) {
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    fn take_named(&mut self) -> Option<(u32, [u8; 8])> {
+        if self.named >= self.series_count() {
+            return None;
+        }
+        self.named += 1;
+        Some((self.named, self.series(self.named).map_or([0; 8], |s| s.root)))
+    }
+
+    #[inline]
+    fn market(&self, instrument: u32) -> (Bbo, [u8; 8]) {
+        (self.bbo(instrument).0, self.series(instrument).map_or([0; 8], |s| s.root))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickplant_wire::opra_binary::build::{self, put, Put};
+    use tickplant_wire::opra_binary::{layout, APPENDAGES};
+
+    /// A short quote of root `sym` with bid/offer in cents, and its appendages.
+    fn short(sym: &[u8], indicator: u8, bid: u16, offer: u16, apps: &[(u8, i32, u32)]) -> Vec<u8> {
+        let mut m = Vec::new();
+        build::header(&mut m, b'T', b'q', b' ', indicator, 1);
+        let v = [
+            Put::Bytes(sym),
+            Put::Bytes(b"L"),
+            Put::Int(29),
+            Put::Int(23),
+            Put::Int(1330),
+            Put::Int(i64::from(bid)),
+            Put::Int(10),
+            Put::Int(i64::from(offer)),
+            Put::Int(20),
+        ];
+        put(&mut m, layout(b'q', b' ').unwrap().fields, &v);
+        for (i, &(p, price, size)) in apps.iter().enumerate() {
+            let side = if apps.len() == 1 && !wire::appendages(indicator).0 { 1 } else { i };
+            put(
+                &mut m,
+                &APPENDAGES[side],
+                &[Put::Bytes(&[p]), Put::Bytes(b"B"), Put::Int(price.into()), Put::Int(size.into())],
+            );
+        }
+        m
+    }
+
+    fn run(f: &mut OpraBinaryFeed, msgs: &[&[u8]], seq: u32) -> (Decoded, Vec<Event>) {
+        let blk = build::block(seq, (1_700_000_000, 5), b'O', msgs);
+        let mut out = EventBatch::default();
+        let d = f.decode(
+            &Packet { payload: &blk, seq: u64::from(seq), count: msgs.len() as u32, arrival_ns: 9, prefetched: false },
+            &mut out,
+        );
+        (d, out.events().to_vec())
+    }
+
+    #[test]
+    fn quotes_follow_the_bbo_indicator() {
+        let mut f = OpraBinaryFeed::new(8);
+        // F: this quote is the best on both sides.
+        let (d, ev) = run(&mut f, &[&short(b"AMZN", b'F', 1410, 1465, &[])], 100);
+        assert_eq!(d, Decoded { messages: 1, decoded: 1, undecodable: 0 });
+        assert_eq!(ev.len(), 2);
+        assert_eq!((ev[0].side, ev[0].price, ev[0].size, ev[0].sequence), (Side::Bid, 14_100_000_000, 10, 100));
+        assert_eq!((ev[1].side, ev[1].price, ev[1].aux), (Side::Ask, 14_650_000_000, u64::from(b'T')));
+        assert_eq!(ev[0].ts_event, 1_700_000_000_000_000_005);
+        let id = ev[0].instrument_id;
+        let bbo = f.bbo(id).0;
+        assert_eq!(
+            (bbo.bid_price, bbo.ask_price, bbo.bid_size, bbo.ask_size),
+            (14_100_000_000, 14_650_000_000, 10, 20)
+        );
+        // M: best bid from the appendage, best offer unchanged; a second message in the block.
+        let m = short(b"AMZN", b'M', 1400, 1470, &[(b'N', 1412, 50)]);
+        let (_, ev) = run(&mut f, &[&m, &short(b"AAPL", b'L', 1, 2, &[])], 200);
+        assert_eq!(ev.len(), 4);
+        assert_eq!((ev[2].sequence, ev[2].instrument_id), (201, 2));
+        let bbo = f.bbo(id).0;
+        assert_eq!((bbo.bid_price, bbo.bid_size, bbo.ask_price), (14_120_000_000, 50, 14_650_000_000));
+        // L: no best on either side.
+        assert_eq!(f.bbo(2).0, Bbo::default());
+        assert!(f.bbo(2).1);
+        // A gap: not trusted until both sides are set again.
+        f.gap(&GapReport {
+            output: crate::OutputId::Hr,
+            first_seq: 1,
+            last_seq: 1,
+            messages: 1,
+            reason: crate::GapReason::Timeout,
+            at_ns: 0,
+        });
+        let (_, ev) = run(&mut f, &[&short(b"AMZN", b'B', 1400, 1466, &[])], 300);
+        assert_eq!(ev[0].flags & flags::BOOK_STALE, flags::BOOK_STALE, "the bid side is from before the gap");
+        assert!(!f.bbo(id).1);
+        let (_, ev) = run(&mut f, &[&short(b"AMZN", b'E', 1401, 1466, &[])], 301);
+        assert_eq!(ev[0].flags & flags::BOOK_STALE, 0);
+        assert!(f.bbo(id).1);
+        assert_eq!(f.take_named(), Some((1, *b"AMZN    ")));
+        let s = f.stats();
+        assert_eq!((s.quotes, s.messages, s.series), (5, 5, 2));
+    }
+
+    #[test]
+    fn every_message_is_counted() {
+        let mut f = OpraBinaryFeed::new(1);
+        let mut ctl = Vec::new();
+        build::header(&mut ctl, b'O', b'H', b'C', b' ', 0);
+        let mut oi = Vec::new();
+        build::header(&mut oi, b'C', b'd', b' ', b' ', 0);
+        oi.extend_from_slice(&[b' '; 18]);
+        // Table full for the second series.
+        let (d, ev) = run(&mut f, &[&ctl, &oi, &short(b"A", b' ', 1, 1, &[]), &short(b"B", b' ', 1, 1, &[])], 1);
+        assert_eq!(d, Decoded { messages: 4, decoded: 4, undecodable: 0 });
+        assert_eq!(ev.len(), 3, "status, and the first quote's two sides");
+        let s = f.stats();
+        assert_eq!((s.status, s.other, s.quotes, s.rejected), (1, 1, 1, 1));
+        assert_eq!(s.messages, 4);
+        // A block cut short: the message it cannot hold, and the rest, are undecodable.
+        let blk = build::block(5, (0, 0), b'O', &[&ctl, &short(b"A", b' ', 1, 1, &[])]);
+        let cut = &blk[..blk.len() - 6];
+        let mut cut = cut.to_vec();
+        let n = cut.len() as u16;
+        cut[1..3].copy_from_slice(&n.to_be_bytes());
+        let mut out = EventBatch::default();
+        let d = f.decode(&Packet { payload: &cut, seq: 5, count: 2, arrival_ns: 0, prefetched: false }, &mut out);
+        assert_eq!(d, Decoded { messages: 2, decoded: 1, undecodable: 1 });
+        // Not a block: what the arbitrator announced.
+        let d = f.decode(&Packet { payload: b"xx", seq: 7, count: 3, arrival_ns: 0, prefetched: false }, &mut out);
+        assert_eq!(d, Decoded { messages: 3, decoded: 0, undecodable: 3 });
+        assert_eq!(f.stats().bad_blocks, 1);
+    }
+}
