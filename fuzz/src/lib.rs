@@ -83,6 +83,30 @@ pub fn opra(data: &[u8]) {
     }
 }
 
+/// An OPRA binary block: every message through the tables and the typed views, and the
+/// pipeline's decoder, which counts every message announced once.
+pub fn opra_binary(data: &[u8]) {
+    use tickplant_wire::opra_binary as ob;
+    if let Ok(b) = opra::Block::new_checked(data) {
+        let mut end = 0;
+        for (at, m) in ob::messages(b.payload(), b.messages_in_block()).flatten() {
+            assert!(at >= end, "messages do not overlap");
+            end = at + m.bytes.len();
+            assert_eq!(ob::message_len(m.bytes), Ok(m.bytes.len()));
+            let f = ob::fields(&m);
+            assert!(f.len() >= ob::HEADER.len());
+            let _ = (ob::Quote::parse(&m), ob::LastSale::parse(&m));
+        }
+    }
+    let mut feed = tickplant_core::opra_binary::OpraBinaryFeed::new(4);
+    let mut out = tickplant_core::feed::EventBatch::default();
+    use tickplant_core::feed::FeedDecoder as _;
+    let p = tickplant_core::feed::Packet { payload: data, seq: 1, count: 3, arrival_ns: 0, prefetched: false };
+    let d = feed.decode(&p, &mut out);
+    assert_eq!(d.messages, d.decoded + d.undecodable);
+    assert_eq!(feed.stats().messages, d.decoded);
+}
+
 /// Classify a frame with every preset and, for market data, trim it at every message.
 pub fn sequencer(data: &[u8]) {
     for proto in [Protocol::Moldudp64, Protocol::Xdp, Protocol::Opra, Protocol::Custom] {
@@ -700,6 +724,45 @@ mod smoke {
             checksum: 0,
         }
         .emit(&mut o);
+        // An OPRA binary block: a long quote with both appendages, a short quote, a control
+        // message.
+        let ob = {
+            use tickplant_wire::opra_binary::build::{block, header, put, Put};
+            use tickplant_wire::opra_binary::{layout, APPENDAGES};
+            let mut k = Vec::new();
+            header(&mut k, b'D', b'k', b' ', b'O', 7);
+            let series = [Put::Bytes(b"AMZN"), Put::Bytes(&[0]), Put::Bytes(b"A"), Put::Int(19), Put::Int(24)];
+            let tail = [
+                Put::Bytes(b"B"),
+                Put::Int(16525),
+                Put::Bytes(b"B"),
+                Put::Int(61),
+                Put::Int(9),
+                Put::Int(63),
+                Put::Int(5),
+            ];
+            put(&mut k, layout(b'k', b' ').unwrap().fields, &[&series[..], &tail[..]].concat());
+            for a in &APPENDAGES {
+                put(&mut k, a, &[Put::Bytes(b"P"), Put::Bytes(b"B"), Put::Int(62), Put::Int(3)]);
+            }
+            let mut q = Vec::new();
+            header(&mut q, b'T', b'q', b' ', b'F', 8);
+            let v = [
+                Put::Bytes(b"AMZN"),
+                Put::Bytes(b"L"),
+                Put::Int(29),
+                Put::Int(23),
+                Put::Int(1330),
+                Put::Int(1410),
+                Put::Int(4),
+                Put::Int(1465),
+                Put::Int(2),
+            ];
+            put(&mut q, layout(b'q', b' ').unwrap().fields, &v);
+            let mut h = Vec::new();
+            header(&mut h, b'O', b'H', b'N', b' ', 0);
+            block(40, (1_701_291_404, 5), b'O', &[&k, &q, &h])
+        };
         let flow = tickplant_wire::build::Flow::default();
         // FAST: template 1 with most fields present, then two short messages leaning on
         // the dictionary.
@@ -710,6 +773,7 @@ mod smoke {
             tickplant_wire::build::udp_frame(&flow, 1, &mold),
             tickplant_wire::build::udp_frame(&flow, 2, &x),
             tickplant_wire::build::udp_frame(&flow, 3, &o),
+            ob,
             mold,
             x,
             o,
@@ -771,10 +835,24 @@ mod smoke {
         }
     }
 
+    /// The OPRA binary seed is a whole block of three messages, so the smoke mutates
+    /// something the decoders read through.
+    #[test]
+    fn opra_binary_seed_decodes() {
+        use tickplant_core::feed::FeedDecoder as _;
+        let seed = seeds().into_iter().find(|s| s.len() > 21 && s[0] == 6 && s[21 + 1] == b'k').expect("the seed");
+        let mut feed = tickplant_core::opra_binary::OpraBinaryFeed::new(4);
+        let mut out = tickplant_core::feed::EventBatch::default();
+        let p = tickplant_core::feed::Packet { payload: &seed, seq: 40, count: 3, arrival_ns: 0, prefetched: false };
+        let d = feed.decode(&p, &mut out);
+        assert_eq!((d.messages, d.decoded, d.undecodable), (3, 3, 0));
+        assert_eq!(out.len(), 5, "two quotes' sides and a status");
+    }
+
     #[test]
     fn every_target_survives_generated_inputs() {
         type Target = (&'static str, fn(&[u8]));
-        let targets: [Target; 15] = [
+        let targets: [Target; 16] = [
             ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
@@ -788,6 +866,7 @@ mod smoke {
             ("moldudp64", moldudp64),
             ("xdp", xdp),
             ("opra", opra),
+            ("opra_binary", opra_binary),
             ("sequencer", sequencer),
             ("arbitrator", arbitrator),
         ];

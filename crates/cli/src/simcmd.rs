@@ -79,7 +79,7 @@ pub fn write_itch_capture(
 
 /// Write the Ethernet frames a generator emits as a capture (format by extension); returns
 /// how many were written. The first write error stops the writing and is returned.
-fn write_capture(path: &std::path::Path, generate: impl FnOnce(&mut dyn FnMut(u64, &[u8]))) -> Result<u64> {
+pub fn write_capture(path: &std::path::Path, generate: impl FnOnce(&mut dyn FnMut(u64, &[u8]))) -> Result<u64> {
     let mut w = FrameWriter::create(path, tickplant_core::LinkType::Ethernet, Format::for_path(path))?;
     let mut err = None;
     generate(&mut |ts, f| {

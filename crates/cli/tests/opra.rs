@@ -253,3 +253,42 @@ fn opra_binary_doc_example_runs_and_matches_the_truth() {
         }
     }
 }
+
+/// `tickplant demo --feed opra-binary` checks itself against the simulator (gaps, events,
+/// best bids and offers) and says so.
+#[test]
+fn opra_binary_demo_runs_small_and_checks_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .current_dir(d.path())
+        .args(["demo", "--feed", "opra-binary", "--messages", "100000", "--symbols", "60", "--quiet", "--dir", "w"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let verified = out.lines().find(|l| l.starts_with("demo: verified")).expect("the verdict");
+    let series: u64 = verified.split(" series' best bid").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(series > 30, "{verified}");
+    assert!(d.path().join("w/opra-bbo.jsonl").exists() && d.path().join("w/opra-report.json").exists());
+}
+
+/// docs/feeds.md's decode examples run as written (from the project's root, on the shared
+/// real data) and print a line for every message.
+#[test]
+fn feeds_doc_examples_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if !root.join("../shared/data/opra").exists() {
+        eprintln!("SKIPPED: ../shared/data is absent (the shared real data)");
+        return;
+    }
+    let doc = std::fs::read_to_string(root.join("docs/feeds.md")).unwrap();
+    let block = doc.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let mut n = 0;
+    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
+        let o = Command::new(BIN).current_dir(&root).args(line.split_whitespace().skip(1)).output().unwrap();
+        assert!(o.status.success(), "{line}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout.len() > 100, "{line}");
+        n += 1;
+    }
+    assert_eq!(n, 3);
+}

@@ -923,6 +923,65 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Quotes written from random values through the tables read back the same two ways:
+        /// the typed view (fixed offsets) and the table walk (`fields`), which must agree
+        /// with each other and with what was written.
+        #[test]
+        fn quotes_round_trip(
+            short in proptest::bool::ANY,
+            ind in proptest::sample::select(b" ABCDEFGHIJKLMNOP".to_vec()),
+            den in b'A'..=b'I',
+            bid in 0u16..=u16::MAX, offer in 0u16..=u16::MAX,
+            bsize in 0u16..=u16::MAX, osize in 0u16..=u16::MAX,
+            strike in 0u16..=u16::MAX, day in 1u8..=31, year in 0u8..=99,
+            app in proptest::array::uniform2((i32::MIN / 2..i32::MAX / 2, 0u32..=u32::MAX)),
+        ) {
+            let mut m = Vec::new();
+            build::header(&mut m, b'X', if short { b'q' } else { b'k' }, b' ', ind, 1);
+            let den_s = [den];
+            let (b, o, bs, os, st) = (i64::from(bid), i64::from(offer), i64::from(bsize), i64::from(osize), i64::from(strike));
+            if short {
+                put(&mut m, layout(b'q', b' ').unwrap().fields, &[
+                    Put::Bytes(b"QQQ"), Put::Bytes(b"C"), Put::Int(day.into()), Put::Int(year.into()),
+                    Put::Int(st), Put::Int(b), Put::Int(bs), Put::Int(o), Put::Int(os),
+                ]);
+            } else {
+                put(&mut m, layout(b'k', b' ').unwrap().fields, &[
+                    Put::Bytes(b"QQQ"), Put::Bytes(&[0]), Put::Bytes(b"C"), Put::Int(day.into()), Put::Int(year.into()),
+                    Put::Bytes(&den_s), Put::Int(st), Put::Bytes(&den_s), Put::Int(b), Put::Int(bs), Put::Int(o), Put::Int(os),
+                ]);
+            }
+            let (hb, ho) = appendages(ind);
+            for (i, has) in [hb, ho].into_iter().enumerate() {
+                if has {
+                    put(&mut m, &APPENDAGES[i], &[Put::Bytes(b"Z"), Put::Bytes(&den_s), Put::Int(app[i].0.into()), Put::Int(app[i].1.into())]);
+                }
+            }
+            let msg = Message::new_checked(&m).unwrap();
+            proptest::prop_assert_eq!(msg.bytes.len(), m.len());
+            let q = Quote::parse(&msg).unwrap();
+            let places = if short { 2 } else { decimals(den).unwrap() };
+            proptest::prop_assert_eq!(q.bid, Level { price: to_nanos(b, places).unwrap(), size: u32::from(bsize) });
+            proptest::prop_assert_eq!(q.offer, Level { price: to_nanos(o, places).unwrap(), size: u32::from(osize) });
+            let sp = if short { 1 } else { decimals(den).unwrap() };
+            proptest::prop_assert_eq!(q.series.strike, to_nanos(st, sp).unwrap());
+            proptest::prop_assert_eq!((q.series.day, q.series.year, &q.series.root), (day, year, b"QQQ     "));
+            let f = fields(&msg);
+            let get = |n: &str| f.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
+            proptest::prop_assert_eq!(get("bid_price"), Some(Value::Price(b, Some(places))));
+            proptest::prop_assert_eq!(get("offer_size"), Some(Value::Uint(u64::from(osize))));
+            if let Some((p, l)) = q.best_offer {
+                proptest::prop_assert_eq!(p, b'Z');
+                proptest::prop_assert_eq!(get("best_offer_price"), Some(Value::Price(l.price / 10i64.pow(9 - u32::from(decimals(den).unwrap())), Some(decimals(den).unwrap()))));
+                proptest::prop_assert_eq!(l.size, app[1].1);
+            } else {
+                proptest::prop_assert!(get("best_offer_price").is_none());
+            }
+            proptest::prop_assert_eq!(q.best_bid.is_some(), get("best_bid_size").is_some());
+        }
+    }
+
     /// Any bytes: a length or an error, and a parsed message's fields and views never panic.
     #[test]
     fn arbitrary_messages_never_panic() {

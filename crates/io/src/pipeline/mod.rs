@@ -63,6 +63,7 @@ use tickplant_core::{
 };
 use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, Program as FastProgram};
 use tickplant_wire::itch50;
+use tickplant_wire::opra_binary::Series as OpraSeries;
 
 use crate::clock::{rdtsc, TscClock};
 pub use crate::hist::Latency;
@@ -325,6 +326,7 @@ struct Finished {
     instruments: u64,
     opra_fast: Option<OpraFastStats>,
     opra_binary: Option<OpraBinaryStats>,
+    opra_series: Vec<(OpraSeries, Bbo, bool)>,
 }
 
 fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
@@ -335,6 +337,7 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
         instruments,
         opra_fast: None,
         opra_binary: None,
+        opra_series: Vec::new(),
     };
     match d {
         AnyFeed::OpraFast(o) => {
@@ -343,7 +346,9 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
         }
         AnyFeed::OpraBinary(o) => {
             let st = o.stats();
-            Finished { opra_binary: Some(st.clone()), ..none(st.by_category, st.series) }
+            let series =
+                (1..=o.series_count()).filter_map(|id| o.series(id).map(|s| (*s, o.bbo(id).0, o.bbo(id).1))).collect();
+            Finished { opra_binary: Some(st.clone()), opra_series: series, ..none(st.by_category, st.series) }
         }
         AnyFeed::Itch50(f) => {
             let (by_type, n) = (f.by_type(), f.dir.len() as u64);
@@ -436,6 +441,9 @@ pub struct Outcome {
     pub report: Report,
     pub books: Books,
     pub symbols: SymbolDirectory,
+    /// opra-binary: each series (instrument id = place + 1), its best bid and offer at the
+    /// end, and whether that is trusted (set by quotes since the last gap).
+    pub opra_series: Vec<(OpraSeries, Bbo, bool)>,
 }
 
 /// Profile the first `o.profile_blocks` OPRA FAST blocks of `path` and specialise `program`
@@ -727,7 +735,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary } =
+    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series } =
         finish_feed(decoder, specialised);
     let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
         Some((d, st, gaps)) => {
@@ -774,5 +782,5 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         latency_sample: spec.latency_sample.max(1),
         latency_ns,
     };
-    Ok(Outcome { report, books, symbols })
+    Ok(Outcome { report, books, symbols, opra_series })
 }
