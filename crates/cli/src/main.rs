@@ -3,6 +3,7 @@
 
 mod arbcmd;
 mod bench;
+mod benchfeeds;
 mod benchlive;
 mod benchrecv;
 mod decodecmd;
@@ -98,6 +99,9 @@ enum BenchCmd {
     /// lost in the kernel and on the wire, receive-to-consumer latency; --find-max bisects
     /// for the highest loss-free rate (docs/live.md).
     Live(benchlive::BenchLiveArgs),
+    /// What decoding a feed costs a message (OPRA binary: decode, events and per-series
+    /// best bid and offer), beside a naive peer on the same blocks (docs/feeds.md).
+    Feeds(benchfeeds::BenchFeedsArgs),
     /// What receiving a datagram costs on one core: the live source's recvmmsg batches
     /// beside plain recv, in the same run (docs/live.md).
     Recv {
@@ -186,6 +190,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Fast(fastcmd::FastCmd::Compile(a)) => fastcmd::compile(&a)?,
         Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
+        Cmd::Bench(BenchCmd::Feeds(a)) => benchfeeds::bench(&a, |l| println!("{l}"))?,
         Cmd::Bench(BenchCmd::Live(a)) => {
             benchlive::bench_live(&a, |l| println!("{l}"))?;
         }

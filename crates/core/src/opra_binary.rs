@@ -132,6 +132,7 @@ impl OpraBinaryFeed {
         }
     }
 
+    #[inline]
     fn instrument(&mut self, key: Series) -> Option<u32> {
         if let Some(&id) = self.ids.get(&key) {
             return Some(id);

@@ -1,0 +1,184 @@
+//! `tickplant bench feeds`: what decoding a feed costs a message, with a naive peer
+//! measured in the same run on the same blocks.
+//!
+//! OPRA binary: a simulated feed (`tickplant sim opra`) held in memory as block payloads;
+//! one core runs the pipeline's decoder over them (`OpraBinaryFeed::decode`: messages
+//! walked, quotes and last sales to events, each series' best bid and offer kept), best of
+//! the rounds, in ns a message. The peer is the plain way to the same result: every field
+//! of every message through the generic table walk (`opra_binary::fields`, a vector a
+//! message), series looked up in a `BTreeMap` by their text. Both must end with the same
+//! best bid and offer for every series, or the run fails.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::time::Instant;
+
+use anyhow::{ensure, Result};
+use tickplant_core::event::Bbo;
+use tickplant_core::feed::{EventBatch, FeedDecoder, Packet};
+use tickplant_core::opra_binary::OpraBinaryFeed;
+use tickplant_wire::opra_binary::{self as ob, BestSide, Value};
+use tickplant_wire::{ethernet, ipv4, opra, udp};
+
+#[derive(Debug, clap::Args)]
+pub struct BenchFeedsArgs {
+    /// Messages in the simulated feed.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub messages: u64,
+    /// Option series in it.
+    #[arg(long, default_value_t = 4_000)]
+    pub series: u32,
+    /// Timed passes of each (the best is reported).
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+}
+
+/// The pipeline's target: ns a message, OPRA binary decode with per-series BBO.
+pub const OPRA_TARGET_NS: f64 = 20.0;
+
+fn ours(blocks: &[Vec<u8>], max_series: usize) -> (OpraBinaryFeed, u64) {
+    let mut feed = OpraBinaryFeed::new(max_series);
+    let mut out = EventBatch::default();
+    let mut n = 0u64;
+    for b in blocks {
+        out.clear();
+        let d = feed.decode(&Packet { payload: b, seq: 0, count: 0, arrival_ns: 0, prefetched: false }, &mut out);
+        n += d.messages;
+        black_box(out.events());
+    }
+    (feed, n)
+}
+
+type Key = (String, String, u64, u64, String);
+
+/// The plain decoder: fields by table walk, series keyed by their text.
+fn naive(blocks: &[Vec<u8>]) -> BTreeMap<Key, Bbo> {
+    let mut best: BTreeMap<Key, Bbo> = BTreeMap::new();
+    for b in blocks {
+        let Ok(block) = opra::Block::new_checked(&b[..]) else { continue };
+        for (_, m) in ob::messages(block.payload(), block.messages_in_block()).flatten() {
+            if !matches!(m.category(), b'k' | b'q') {
+                black_box(ob::fields(&m));
+                continue;
+            }
+            let f = ob::fields(&m);
+            let get = |n: &str| f.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
+            let text = |n: &str| match get(n) {
+                Some(Value::Text(t)) => String::from_utf8_lossy(t).trim_end().to_string(),
+                _ => String::new(),
+            };
+            let int = |n: &str| match get(n) {
+                Some(Value::Uint(x)) => x,
+                _ => 0,
+            };
+            let nanos = |n: &str| match get(n) {
+                Some(Value::Price(raw, Some(p))) => ob::to_nanos(raw, p).unwrap_or(0),
+                _ => 0,
+            };
+            let strike = match get("strike_price") {
+                Some(Value::Price(raw, Some(p))) => ob::decimal_string(raw * 10i64.pow(u32::from(8 - p.min(8))), 8),
+                _ => String::new(),
+            };
+            let key = (
+                text("security_symbol"),
+                text("expiration_month"),
+                int("expiration_day"),
+                int("expiration_year"),
+                strike,
+            );
+            let e = best.entry(key).or_default();
+            let Some((bid, offer)) = ob::bbo_sides(m.indicator()) else { continue };
+            let side = |s: BestSide, own: (&str, &str), app: (&str, &str), p: &mut i64, z: &mut u64| {
+                let (np, nz) = match s {
+                    BestSide::NoChange => return,
+                    BestSide::ThisQuote => (nanos(own.0), int(own.1)),
+                    BestSide::Appendage => (nanos(app.0), int(app.1)),
+                    BestSide::None => (0, 0),
+                };
+                *p = np;
+                *z = nz;
+            };
+            side(
+                bid,
+                ("bid_price", "bid_size"),
+                ("best_bid_price", "best_bid_size"),
+                &mut e.bid_price,
+                &mut e.bid_size,
+            );
+            side(
+                offer,
+                ("offer_price", "offer_size"),
+                ("best_offer_price", "best_offer_size"),
+                &mut e.ask_price,
+                &mut e.ask_size,
+            );
+        }
+    }
+    best
+}
+
+pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
+    ensure!(a.rounds > 0 && a.messages > 0 && a.series > 0, "--rounds, --messages and --series must be at least 1");
+    let cfg = tickplant_sim::OpraBinaryGenConfig {
+        messages: a.messages,
+        series: a.series,
+        max_per_block: 8,
+        ..Default::default()
+    };
+    let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
+    let mut blocks = Vec::new();
+    let truth = tickplant_sim::generate_opra_binary(&cfg, |_, f| blocks.push(f[off..].to_vec()));
+    let bytes: usize = blocks.iter().map(Vec::len).sum();
+    out(format!(
+        "opra-binary: {} messages in {} blocks ({} bytes), {} series seen; {} rounds of each, the best kept",
+        truth.messages,
+        blocks.len(),
+        bytes,
+        truth.bbo.len(),
+        a.rounds
+    ));
+    let max_series = a.series as usize;
+    let (mut best_ours, mut best_naive) = (f64::INFINITY, f64::INFINITY);
+    let mut last = None;
+    let mut peer = BTreeMap::new();
+    for _ in 0..a.rounds {
+        let t = Instant::now();
+        let (feed, n) = ours(&blocks, max_series);
+        best_ours = best_ours.min(t.elapsed().as_nanos() as f64 / n as f64);
+        ensure!(n == truth.messages, "decoded {n} messages of {}", truth.messages);
+        last = Some(feed);
+        let t = Instant::now();
+        peer = naive(&blocks);
+        best_naive = best_naive.min(t.elapsed().as_nanos() as f64 / truth.messages as f64);
+    }
+    // The two ended with the same best bid and offer for every series, the truth's.
+    let feed = last.expect("a round ran");
+    for t in &truth.bbo {
+        let (bbo, trusted) = feed.bbo(t.instrument);
+        ensure!(trusted, "series {} not trusted", t.instrument);
+        let want = (t.bid, u64::from(t.bid_size), t.ask, u64::from(t.ask_size));
+        ensure!(
+            (bbo.bid_price, bbo.bid_size, bbo.ask_price, bbo.ask_size) == want,
+            "series {}: ours differs from the truth",
+            t.instrument
+        );
+    }
+    let peer_agrees = truth.bbo.iter().all(|t| {
+        peer.values().any(|b| {
+            (b.bid_price, b.bid_size, b.ask_price, b.ask_size)
+                == (t.bid, u64::from(t.bid_size), t.ask, u64::from(t.ask_size))
+        })
+    });
+    ensure!(peer_agrees, "the naive peer's best bids and offers differ from the truth");
+    out(format!(
+        "  ours (OpraBinaryFeed: decode, events, per-series BBO): {best_ours:.1} ns/message ({:.1} M messages/s); target <= {OPRA_TARGET_NS} ns: {}",
+        1e3 / best_ours,
+        if best_ours <= OPRA_TARGET_NS { "met" } else { "NOT met" }
+    ));
+    out(format!(
+        "  naive peer (table walk, BTreeMap of series): {best_naive:.1} ns/message; peer/ours = {:.1}x",
+        best_naive / best_ours
+    ));
+    out(format!("  final best bid and offer of all {} series equal the simulator's truth (both)", truth.bbo.len()));
+    Ok(())
+}
