@@ -17,6 +17,8 @@ use tickplant_io::config::RunConfig;
 pub const DEMO_TOML: &str = include_str!("../../../examples/demo.toml");
 /// The strategies its matching consumer uses (also `examples/strategies.txt`).
 pub const DEMO_STRATEGIES: &str = include_str!("../../../examples/strategies.txt");
+/// The pipeline of `--feed nyse-xdp` (also `examples/nyse-xdp.toml`).
+pub const NYSE_XDP_TOML: &str = include_str!("../../../examples/nyse-xdp.toml");
 /// The pipeline of `--feed opra-binary` (also `examples/opra-binary.toml`).
 pub const OPRA_BINARY_TOML: &str = include_str!("../../../examples/opra-binary.toml");
 
@@ -25,6 +27,8 @@ pub const OPRA_BINARY_TOML: &str = include_str!("../../../examples/opra-binary.t
 pub enum DemoFeed {
     /// NASDAQ TotalView-ITCH 5.0: order books checked level by level.
     Itch50,
+    /// NYSE Integrated Feed, XDP v2.1: order books checked level by level.
+    NyseXdp,
     /// OPRA binary v6: quotes, trades and every series' best bid and offer checked.
     OpraBinary,
 }
@@ -74,12 +78,19 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         done(&dir);
         return Ok(());
     }
-    let mut cfg = RunConfig::parse(DEMO_TOML).context("examples/demo.toml")?;
+    let nyse = d.feed == DemoFeed::NyseXdp;
+    let (toml, name) = if nyse { (NYSE_XDP_TOML, "examples/nyse-xdp.toml") } else { (DEMO_TOML, "examples/demo.toml") };
+    let mut cfg = RunConfig::parse(toml).context(name)?;
     cfg.relative_to(&dir);
     std::fs::write(dir.join("strategies.txt"), DEMO_STRATEGIES)
         .with_context(|| format!("{}: cannot write strategies.txt", dir.display()))?;
     let midnight = tickplant_core::itch::midnight_eastern_ns(&cfg.source.date).map_err(anyhow::Error::msg)?;
-    eprintln!("demo: 1/4 generating an ITCH 5.0 day: {} messages over {} symbols", d.messages, d.symbols);
+    eprintln!(
+        "demo: 1/4 generating an ITCH 5.0 day{}: {} messages over {} symbols",
+        if nyse { " (to be sent as NYSE XDP)" } else { "" },
+        d.messages,
+        d.symbols
+    );
     let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
         seed: d.seed,
         symbols: d.symbols,
@@ -87,11 +98,24 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         target_live: 0,
     });
     let feed = dir.join("feed.pcap");
-    let packets = simcmd::write_itch_capture(&feed, &day.messages, d.seed, 8, midnight)?;
-    eprintln!("demo: 2/4 {packets} MoldUDP64 packets; impairing onto A and B: 1% loss each, 1% reorder, 0.5% duplicates, 0..30 us skew");
-    let (a, b) = (cfg.source.a.clone().expect("demo.toml names a"), cfg.source.b.clone().expect("demo.toml names b"));
-    impair_onto_ab(d, feed, a, b, dir.join("truth.csv"), tickplant_core::Protocol::Moldudp64)?;
-    eprintln!("demo: 3/4 running the pipeline (examples/demo.toml): arbitrate, decode, books, 4 consumers");
+    // The symbol each message of the feed concerns, by sequence number - 1.
+    let (packets, kind, protocol, of_seq): (u64, &str, _, Vec<u16>) = if nyse {
+        let mut x = None;
+        let flow = tickplant_wire::build::Flow::default();
+        simcmd::write_capture(&feed, |emit| {
+            x = Some(tickplant_sim::translate_itch_day(&day.messages, d.seed, 8, midnight, &flow, emit))
+        })?;
+        let x = x.unwrap_or_default();
+        let of_seq = x.instruments.iter().map(|&i| i as u16).collect();
+        (x.packets, "NYSE XDP", tickplant_core::Protocol::Xdp, of_seq)
+    } else {
+        let n = simcmd::write_itch_capture(&feed, &day.messages, d.seed, 8, midnight)?;
+        (n, "MoldUDP64", tickplant_core::Protocol::Moldudp64, day.messages.iter().map(|m| m.header().0).collect())
+    };
+    eprintln!("demo: 2/4 {packets} {kind} packets; impairing onto A and B: 1% loss each, 1% reorder, 0.5% duplicates, 0..30 us skew");
+    let (a, b) = (cfg.source.a.clone().expect("the config names a"), cfg.source.b.clone().expect("and b"));
+    impair_onto_ab(d, feed, a, b, dir.join("truth.csv"), protocol)?;
+    eprintln!("demo: 3/4 running the pipeline ({name}): arbitrate, decode, books, {} consumers", cfg.consumers.len());
     let out = crate::runcmd::run(&cfg, d.quiet, None)?;
     let r = &out.report;
 
@@ -105,8 +129,8 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     let mut touched: HashSet<u16> = HashSet::new();
     for g in &r.gaps {
         for s in g.first_seq..=g.last_seq {
-            if let Some(m) = day.messages.get((s - 1) as usize) {
-                touched.insert(m.header().0);
+            if let Some(&locate) = of_seq.get((s - 1) as usize) {
+                touched.insert(locate);
             }
         }
     }

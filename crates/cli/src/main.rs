@@ -150,6 +150,10 @@ fn run(cli: Cli) -> Result<()> {
             let (n, d) = simcmd::opra_fast_cmd(&a)?;
             eprintln!("wrote {n} OPRA FAST messages in {d} datagrams to {}", a.out.display());
         }
+        Cmd::Sim(simcmd::SimCmd::Nyse(a)) => {
+            let (n, p) = simcmd::nyse_cmd(&a)?;
+            eprintln!("wrote {n} NYSE XDP messages in {p} packets to {}", a.out.display());
+        }
         Cmd::Sim(simcmd::SimCmd::Opra(a)) => {
             let (n, d) = simcmd::opra_cmd(&a)?;
             eprintln!("wrote {n} OPRA binary messages in {d} blocks to {}", a.out.display());

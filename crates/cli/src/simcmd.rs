@@ -26,6 +26,9 @@ pub enum SimCmd {
     /// block per UDP datagram), with the events it must decode to and each series' final
     /// best bid and offer.
     Opra(OpraArgs),
+    /// Generate a NYSE Integrated Feed (XDP v2.1 layout) day: the realistic ITCH day of
+    /// `sim itch` as NYSE would carry it, with the final books it implies.
+    Nyse(NyseArgs),
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
     Itch(ItchArgs),
@@ -95,6 +98,90 @@ pub fn write_capture(path: &std::path::Path, generate: impl FnOnce(&mut dyn FnMu
     Ok(n)
 }
 
+/// The final books of a generated day, one JSON line per symbol: symbol, bids, asks
+/// (`[price, shares, orders]`, best first).
+fn write_truth_books(p: &Path, day: &tickplant_sim::ItchDay) -> Result<()> {
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?);
+    for b in day.final_books() {
+        let side = |v: &[tickplant_sim::itch::TruthLevel]| {
+            v.iter()
+                .map(|&(p, s, n)| {
+                    let mut ps = String::new();
+                    crate::itchcmd::write_decimal(&mut ps, u64::from(p), 4);
+                    format!("[{ps},{s},{n}]")
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        writeln!(w, "{{\"symbol\":\"{}\",\"bids\":[{}],\"asks\":[{}]}}", b.symbol, side(&b.bids), side(&b.asks))?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct NyseArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of symbols (symbol indexes 1..=N, names AAAA, AAAB, ...).
+    #[arg(long, default_value_t = 200)]
+    pub symbols: u32,
+    /// Messages of the ITCH day it is translated from (the XDP feed has about as many).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub messages: u64,
+    /// Output capture (.pcap or .pcapng): XDP packets of up to --max-msgs-per-packet
+    /// messages.
+    #[arg(long, value_name = "feed.pcap")]
+    pub out: PathBuf,
+    /// Write the final books, one JSON line per symbol: symbol, bids, asks
+    /// ([price, shares, orders], best first).
+    #[arg(long, value_name = "final.jsonl")]
+    pub truth: Option<PathBuf>,
+    /// Messages per packet are drawn from 1..=K.
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    pub max_msgs_per_packet: u8,
+    /// Trading day (US Eastern) of the timestamps.
+    #[arg(long, default_value = "2026-11-20", value_name = "YYYY-MM-DD")]
+    pub date: String,
+}
+
+/// Write a NYSE XDP Integrated Feed capture; returns (messages, packets).
+pub fn nyse_cmd(a: &NyseArgs) -> Result<(u64, u64)> {
+    if a.symbols == 0 || a.symbols > 65_535 {
+        bail!("--symbols must be 1..=65535");
+    }
+    if a.messages < 2 * u64::from(a.symbols) + 10 {
+        bail!("--messages must be at least 2 x symbols + 10 (the directory and system messages alone take that)");
+    }
+    if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 28 {
+        bail!("--max-msgs-per-packet must be 1..=28 (a packet must fit a 1500-byte MTU)");
+    }
+    let midnight = tickplant_core::itch::midnight_eastern_ns(&a.date).map_err(|e| anyhow!("--date: {e}"))?;
+    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
+        seed: a.seed,
+        symbols: a.symbols,
+        messages: a.messages,
+        target_live: 0,
+    });
+    let mut got = None;
+    write_capture(&a.out, |emit| {
+        got = Some(tickplant_sim::translate_itch_day(
+            &day.messages,
+            a.seed,
+            a.max_msgs_per_packet,
+            midnight,
+            &tickplant_wire::build::Flow::default(),
+            emit,
+        ))
+    })?;
+    if let Some(p) = &a.truth {
+        write_truth_books(p, &day)?;
+    }
+    let got = got.unwrap_or_default();
+    Ok((got.messages, got.packets))
+}
+
 /// Write a generated day; returns (messages, live orders at the end).
 pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
     if a.symbols == 0 || a.symbols > 65_535 {
@@ -132,23 +219,7 @@ pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
         }
     }
     if let Some(p) = &a.truth {
-        let mut w = std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
-        );
-        for b in day.final_books() {
-            let side = |v: &[tickplant_sim::itch::TruthLevel]| {
-                v.iter()
-                    .map(|&(p, s, n)| {
-                        let mut ps = String::new();
-                        crate::itchcmd::write_decimal(&mut ps, u64::from(p), 4);
-                        format!("[{ps},{s},{n}]")
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            writeln!(w, "{{\"symbol\":\"{}\",\"bids\":[{}],\"asks\":[{}]}}", b.symbol, side(&b.bids), side(&b.asks))?;
-        }
-        w.flush()?;
+        write_truth_books(p, &day)?;
     }
     Ok((day.messages.len() as u64, day.live_orders()))
 }

@@ -54,3 +54,90 @@ fn real_xdp_captures_decode_as_the_independent_decoder_shows() {
     }
     assert_eq!(files, 8, "every capture of the folder");
 }
+
+fn tickplant(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new(BIN).current_dir(dir).args(args).output().unwrap();
+    assert!(o.status.success(), "tickplant {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn jsonl(p: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The NYSE section of docs/feed-handler.md runs as written; the same config on the whole
+/// feed gives every symbol's book, level by level to the depth it writes, as the simulator's
+/// truth; `decode` reads every message of the feed.
+#[test]
+fn nyse_doc_example_runs_and_the_books_equal_the_truth() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/feed-handler.md")).unwrap();
+    let section = doc.split("## NYSE Integrated Feed (XDP)").nth(1).expect("the NYSE section");
+    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::copy(root.join("examples/nyse-xdp.toml"), p.join("nyse-xdp.toml")).unwrap();
+    let mut n = 0;
+    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
+        tickplant(p, &line.split_whitespace().skip(1).collect::<Vec<_>>());
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("nyse-report.json")).unwrap()).unwrap();
+    assert_eq!(report["feed"], "nyse-xdp");
+    assert_eq!(report["undecodable"], 0);
+    assert_eq!(report["nyse"]["unmapped"], 0);
+    assert!(!report["gaps"].as_array().unwrap().is_empty(), "2% loss on each line leaves gaps");
+    // The whole feed: every book equals the truth's, as deep as the config writes.
+    let cfg = std::fs::read_to_string(p.join("nyse-xdp.toml")).unwrap();
+    let cfg = cfg.replace("a = \"nyse-a.pcap\"\nb = \"nyse-b.pcap\"", "a = \"nyse.pcap\"");
+    std::fs::write(p.join("whole.toml"), cfg).unwrap();
+    tickplant(p, &["run", "whole.toml", "--quiet"]);
+    let truth = jsonl(&p.join("nyse-truth.jsonl"));
+    let books = jsonl(&p.join("nyse-books.jsonl"));
+    assert!(truth.len() >= 40, "{}", truth.len());
+    let mut compared = 0;
+    for t in &truth {
+        let Some(b) = books.iter().find(|b| b["symbol"] == t["symbol"]) else {
+            // A symbol whose book ended empty is not written.
+            assert!(t["bids"].as_array().unwrap().is_empty() && t["asks"].as_array().unwrap().is_empty(), "{t}");
+            continue;
+        };
+        for side in ["bids", "asks"] {
+            let got = b[side].as_array().unwrap();
+            let want = &t[side].as_array().unwrap()[..got.len()];
+            assert_eq!(got, want, "{} {side}", t["symbol"]);
+            assert_eq!(got.len(), t[side].as_array().unwrap().len().min(5));
+        }
+        compared += 1;
+    }
+    assert!(compared >= 40, "{compared}");
+    // decode reads the whole feed, one line a message.
+    let o = Command::new(BIN)
+        .current_dir(p)
+        .args(["decode", "--feed", "nyse-xdp", "--types", "100"])
+        .arg("nyse.pcap")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let adds = String::from_utf8(o.stdout).unwrap().lines().count() as u64;
+    let whole: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("nyse-report.json")).unwrap()).unwrap();
+    let by_type = &whole["by_type"];
+    assert_eq!(Some(adds), by_type["100"].as_u64(), "{by_type}");
+}
+
+/// `tickplant demo --feed nyse-xdp` checks itself (gaps, books) and says so.
+#[test]
+fn nyse_demo_runs_small_and_checks_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let out = tickplant(
+        d.path(),
+        &["demo", "--feed", "nyse-xdp", "--messages", "120000", "--symbols", "40", "--quiet", "--dir", "w"],
+    );
+    let verified = out.lines().find(|l| l.starts_with("demo: verified")).expect("the verdict");
+    let books: u64 = verified.split(" books equal").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(books > 20, "{verified}");
+    assert!(d.path().join("w/nyse-books.jsonl").exists());
+}

@@ -382,16 +382,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
 
     #[inline]
     fn market(&self, instrument: u32) -> (Bbo, [u8; 8]) {
-        let book = if BOOKS { self.books.book(instrument) } else { None };
-        let bbo = book.map_or(Bbo::default(), |b| {
-            let (bid, ask) = (b.best_bid(), b.best_ask());
-            Bbo {
-                bid_price: bid.map_or(0, |l| l.price),
-                ask_price: ask.map_or(0, |l| l.price),
-                bid_size: bid.map_or(0, |l| l.shares),
-                ask_size: ask.map_or(0, |l| l.shares),
-            }
-        });
+        let bbo = if BOOKS { self.books.bbo(instrument) } else { Bbo::default() };
         (bbo, self.dir.get(instrument).copied().unwrap_or_default())
     }
 
@@ -548,6 +539,7 @@ pub enum AnyFeed<'p> {
     Itch50Events(ItchEvents),
     OpraFast(OpraFastFeed<'p>),
     OpraBinary(crate::opra_binary::OpraBinaryFeed),
+    NyseXdp(crate::nyse::NyseXdpFeed),
 }
 
 macro_rules! any_feed {
@@ -557,6 +549,7 @@ macro_rules! any_feed {
             AnyFeed::Itch50Events($d) => $e,
             AnyFeed::OpraFast($d) => $e,
             AnyFeed::OpraBinary($d) => $e,
+            AnyFeed::NyseXdp($d) => $e,
         }
     };
 }
@@ -580,6 +573,7 @@ impl FeedDecoder for AnyFeed<'_> {
             AnyFeed::Itch50Events(d) => decode_out_of_line(d, p, out),
             AnyFeed::OpraFast(d) => decode_out_of_line(d, p, out),
             AnyFeed::OpraBinary(d) => decode_out_of_line(d, p, out),
+            AnyFeed::NyseXdp(d) => decode_out_of_line(d, p, out),
         }
     }
     fn gap(&mut self, g: &GapReport) {

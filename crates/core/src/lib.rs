@@ -17,6 +17,7 @@ mod fxhash;
 pub mod itch;
 pub mod matcher;
 pub mod naive;
+pub mod nyse;
 pub mod opra_binary;
 pub mod opra_fast;
 pub mod risk;

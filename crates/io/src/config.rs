@@ -101,13 +101,15 @@ macro_rules! words {
 
 words!(
     /// `[source] decoder`: what decodes the packets.
-    DecoderName, "decoder", "\"itch50\", \"opra-fast\" or \"opra-binary\"", {
+    DecoderName, "decoder", "\"itch50\", \"nyse-xdp\", \"opra-fast\" or \"opra-binary\"", {
     /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with books (the default).
     Itch50 = "itch50",
     /// OPRA FAST v2 blocks.
     OpraFast = "opra-fast",
     /// OPRA binary (Participant Interface v6) blocks.
     OpraBinary = "opra-binary",
+    /// NYSE Integrated Feed, XDP v2.1 layout, with books.
+    NyseXdp = "nyse-xdp",
 });
 
 words!(
@@ -452,7 +454,8 @@ pub struct Source {
     pub a: Option<PathBuf>,
     /// Feed B (optional).
     pub b: Option<PathBuf>,
-    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books), "opra-fast" (OPRA FAST v2
+    /// Decoder: "itch50" (MoldUDP64 ITCH 5.0, with books), "nyse-xdp" (NYSE Integrated
+    /// Feed, XDP v2.1, with books), "opra-fast" (OPRA FAST v2
     /// blocks) or "opra-binary" (OPRA Participant Interface v6 blocks); the OPRA decoders map
     /// to quote, trade and status events and keep each series' best bid and offer.
     #[serde(default)]
@@ -882,6 +885,12 @@ impl RunConfig {
                     return Err(invalid("[source] templates is for decoder \"opra-fast\""));
                 }
                 Ok(FeedDecoder::Itch50)
+            }
+            DecoderName::NyseXdp => {
+                if s.templates.is_some() || s.skip != 0 {
+                    return Err(invalid("[source] templates and skip are for decoder \"opra-fast\""));
+                }
+                Ok(FeedDecoder::NyseXdp)
             }
             DecoderName::OpraBinary => {
                 if s.templates.is_some() || s.skip != 0 {

@@ -9,6 +9,7 @@ pub mod impair;
 pub mod itch;
 pub mod matching;
 pub mod moldudp64;
+pub mod nyse;
 pub mod opra_binary;
 pub mod opra_fast;
 
@@ -17,5 +18,6 @@ pub use impair::{impair, ImpairConfig, Impaired, Streaming, TruthRow};
 pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};
+pub use nyse::{translate_itch_day, NyseDay};
 pub use opra_binary::{generate_opra_binary, OpraBinaryGenConfig, OpraBinaryTruth, TruthBbo};
 pub use opra_fast::{generate_opra_fast, OpraFastGenConfig, OpraFastTruth, TruthEvent};

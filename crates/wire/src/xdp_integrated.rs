@@ -378,6 +378,96 @@ pub fn layout(msg_type: u16) -> Option<&'static Layout> {
     LAYOUTS.iter().find(|l| l.msg_type == msg_type)
 }
 
+/// Byte offsets in a message (its 4-byte header included) of the fields a feed handler
+/// reads, by message type; little-endian. A test holds them equal to the tables.
+pub mod at {
+    /// Every order and trade message: SourceTimeNS, SymbolIndex, SymbolSeqNum.
+    pub const SOURCE_TIME_NS: usize = 4;
+    pub const SYMBOL_INDEX: usize = 8;
+    /// Add Order (100): OrderID u64, Price u32, Volume u32, Side (`B`/`S`).
+    pub mod add {
+        pub const ORDER_ID: usize = 16;
+        pub const PRICE: usize = 24;
+        pub const VOLUME: usize = 28;
+        pub const SIDE: usize = 32;
+        pub const LEN: usize = 39;
+    }
+    /// Modify Order (101): OrderID, Price, Volume.
+    pub mod modify {
+        pub const ORDER_ID: usize = 16;
+        pub const PRICE: usize = 24;
+        pub const VOLUME: usize = 28;
+        pub const LEN: usize = 35;
+    }
+    /// Delete Order (102): OrderID.
+    pub mod delete {
+        pub const ORDER_ID: usize = 16;
+        pub const LEN: usize = 25;
+    }
+    /// Order Execution (103): OrderID, TradeID u32, Price, Volume, PrintableFlag.
+    pub mod execution {
+        pub const ORDER_ID: usize = 16;
+        pub const TRADE_ID: usize = 24;
+        pub const PRICE: usize = 28;
+        pub const VOLUME: usize = 32;
+        pub const PRINTABLE: usize = 36;
+        pub const LEN: usize = 42;
+    }
+    /// Replace Order (104): OrderID, NewOrderID, Price, Volume.
+    pub mod replace {
+        pub const ORDER_ID: usize = 16;
+        pub const NEW_ORDER_ID: usize = 24;
+        pub const PRICE: usize = 32;
+        pub const VOLUME: usize = 36;
+        pub const LEN: usize = 42;
+    }
+    /// Add Order Refresh (106): SourceTime first, so everything sits 4 bytes later.
+    pub mod refresh {
+        pub const SOURCE_TIME_NS: usize = 8;
+        pub const SYMBOL_INDEX: usize = 12;
+        pub const ORDER_ID: usize = 20;
+        pub const PRICE: usize = 28;
+        pub const VOLUME: usize = 32;
+        pub const SIDE: usize = 36;
+        pub const LEN: usize = 43;
+    }
+    /// Non-displayed Trade (110) and Cross Trade (111): TradeID or CrossID, Price, Volume.
+    pub mod trade {
+        pub const ID: usize = 16;
+        pub const PRICE: usize = 20;
+        pub const VOLUME: usize = 24;
+        pub const LEN: usize = 29;
+    }
+    /// Messages with SourceTime, SourceTimeNS and then SymbolIndex: symbol clear (32),
+    /// security status (34), imbalance (105), stock summary (223).
+    pub mod timed {
+        pub const SOURCE_TIME: usize = 4;
+        pub const SOURCE_TIME_NS: usize = 8;
+        pub const SYMBOL_INDEX: usize = 12;
+        pub const LEN: usize = 16;
+    }
+    /// Imbalance (105): ReferencePrice, TotalImbalanceQty, ImbalanceSide.
+    pub mod imbalance {
+        pub const REFERENCE_PRICE: usize = 20;
+        pub const TOTAL_IMBALANCE_QTY: usize = 28;
+        pub const IMBALANCE_SIDE: usize = 39;
+        pub const LEN: usize = 67;
+    }
+    /// Symbol Index Mapping (3): SymbolIndex, Symbol (11, NUL padded), PriceScaleCode.
+    pub mod mapping {
+        pub const SYMBOL_INDEX: usize = 4;
+        pub const SYMBOL: usize = 8;
+        pub const SYMBOL_LEN: usize = 11;
+        pub const PRICE_SCALE_CODE: usize = 24;
+        pub const LEN: usize = 44;
+    }
+    /// Source Time Reference (2): SourceTime (seconds) at 12.
+    pub mod time_reference {
+        pub const SOURCE_TIME: usize = 12;
+        pub const LEN: usize = 16;
+    }
+}
+
 /// A field's value as sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
@@ -448,6 +538,113 @@ mod tests {
         for (t, len) in [(1, 10), (2, 12), (3, 40), (34, 42), (100, 35), (103, 38), (104, 38), (105, 63)] {
             assert_eq!(layout(t).unwrap().body_len(), len, "type {t}");
         }
+    }
+
+    /// The offsets of `at` are where the tables put those fields.
+    #[test]
+    fn offsets_agree_with_the_tables() {
+        let off = |t: u16, name: &str| {
+            let l = layout(t).unwrap();
+            let mut o = 4;
+            for f in l.fields {
+                if f.name == name {
+                    return o;
+                }
+                o += f.kind.width();
+            }
+            panic!("type {t} has no {name}");
+        };
+        let len = |t: u16| 4 + layout(t).unwrap().body_len();
+        for t in [100, 101, 102, 103, 104, 110, 111] {
+            assert_eq!(off(t, "source_time_ns"), at::SOURCE_TIME_NS, "{t}");
+            assert_eq!(off(t, "symbol_index"), at::SYMBOL_INDEX, "{t}");
+        }
+        assert_eq!(
+            (off(100, "order_id"), off(100, "price"), off(100, "volume"), off(100, "side"), len(100)),
+            (at::add::ORDER_ID, at::add::PRICE, at::add::VOLUME, at::add::SIDE, at::add::LEN)
+        );
+        assert_eq!(
+            (off(101, "order_id"), off(101, "price"), off(101, "volume"), len(101)),
+            (at::modify::ORDER_ID, at::modify::PRICE, at::modify::VOLUME, at::modify::LEN)
+        );
+        assert_eq!((off(102, "order_id"), len(102)), (at::delete::ORDER_ID, at::delete::LEN));
+        assert_eq!(
+            (
+                off(103, "order_id"),
+                off(103, "trade_id"),
+                off(103, "price"),
+                off(103, "volume"),
+                off(103, "printable_flag"),
+                len(103)
+            ),
+            (
+                at::execution::ORDER_ID,
+                at::execution::TRADE_ID,
+                at::execution::PRICE,
+                at::execution::VOLUME,
+                at::execution::PRINTABLE,
+                at::execution::LEN
+            )
+        );
+        assert_eq!(
+            (off(104, "order_id"), off(104, "new_order_id"), off(104, "price"), off(104, "volume"), len(104)),
+            (
+                at::replace::ORDER_ID,
+                at::replace::NEW_ORDER_ID,
+                at::replace::PRICE,
+                at::replace::VOLUME,
+                at::replace::LEN
+            )
+        );
+        assert_eq!(
+            (
+                off(106, "source_time_ns"),
+                off(106, "symbol_index"),
+                off(106, "order_id"),
+                off(106, "price"),
+                off(106, "volume"),
+                off(106, "side"),
+                len(106)
+            ),
+            (
+                at::refresh::SOURCE_TIME_NS,
+                at::refresh::SYMBOL_INDEX,
+                at::refresh::ORDER_ID,
+                at::refresh::PRICE,
+                at::refresh::VOLUME,
+                at::refresh::SIDE,
+                at::refresh::LEN
+            )
+        );
+        for (t, id) in [(110, "trade_id"), (111, "cross_id")] {
+            assert_eq!(
+                (off(t, id), off(t, "price"), off(t, "volume")),
+                (at::trade::ID, at::trade::PRICE, at::trade::VOLUME)
+            );
+            assert!(len(t) >= at::trade::LEN);
+        }
+        for t in [32, 34, 105, 223] {
+            assert_eq!(
+                (off(t, "source_time"), off(t, "source_time_ns"), off(t, "symbol_index")),
+                (at::timed::SOURCE_TIME, at::timed::SOURCE_TIME_NS, at::timed::SYMBOL_INDEX),
+                "{t}"
+            );
+            assert!(len(t) >= at::timed::LEN);
+        }
+        assert_eq!(
+            (off(105, "reference_price"), off(105, "total_imbalance_qty"), off(105, "imbalance_side"), len(105)),
+            (
+                at::imbalance::REFERENCE_PRICE,
+                at::imbalance::TOTAL_IMBALANCE_QTY,
+                at::imbalance::IMBALANCE_SIDE,
+                at::imbalance::LEN
+            )
+        );
+        assert_eq!(
+            (off(3, "symbol_index"), off(3, "symbol"), off(3, "price_scale_code"), len(3)),
+            (at::mapping::SYMBOL_INDEX, at::mapping::SYMBOL, at::mapping::PRICE_SCALE_CODE, at::mapping::LEN)
+        );
+        assert_eq!((off(2, "source_time"), len(2)), (at::time_reference::SOURCE_TIME, at::time_reference::LEN));
     }
 
     #[test]

@@ -186,6 +186,18 @@ impl Books {
     pub fn book(&self, instrument: u32) -> Option<&Book> {
         self.books.get(instrument as usize)
     }
+    /// An instrument's best bid and offer (zeros on an empty side or an unknown book).
+    pub fn bbo(&self, instrument: u32) -> crate::event::Bbo {
+        self.book(instrument).map_or(crate::event::Bbo::default(), |b| {
+            let (bid, ask) = (b.best_bid(), b.best_ask());
+            crate::event::Bbo {
+                bid_price: bid.map_or(0, |l| l.price),
+                ask_price: ask.map_or(0, |l| l.price),
+                bid_size: bid.map_or(0, |l| l.shares),
+                ask_size: ask.map_or(0, |l| l.shares),
+            }
+        })
+    }
     /// Every instrument whose book holds orders, by id.
     pub fn instruments(&self) -> impl Iterator<Item = (u32, &Book)> {
         self.books.iter().enumerate().filter(|(_, b)| !b.is_empty()).map(|(i, b)| (i as u32, b))
@@ -204,6 +216,34 @@ impl Books {
         for b in &mut self.books {
             b.stale = false;
         }
+    }
+    /// Remove every order of one instrument and trust its book again (a feed's symbol
+    /// clear, before a refresh rebuilds it); returns the orders removed. After a gap the
+    /// other books stay stale (instruments first seen later are not marked). It scans the whole
+    /// order table (`max-orders` slots): for the rare clear, never the per-message path.
+    pub fn clear_instrument(&mut self, instrument: u32) -> usize {
+        let mut ids: Vec<u64> =
+            self.table.slots.iter().filter(|o| o.id != 0 && o.instrument() == instrument).map(|o| o.id).collect();
+        if self.zero.as_ref().is_some_and(|o| o.instrument() == instrument) {
+            ids.push(0);
+        }
+        for &id in &ids {
+            if let Some(f) = self.find(id) {
+                let o = self.resting_at(&f);
+                self.remove(f, &o);
+            }
+        }
+        // A gap had marked every book stale: the others stay so, each on its own mark.
+        if self.all_stale {
+            self.all_stale = false;
+            for b in &mut self.books {
+                b.stale = true;
+            }
+        }
+        if let Some(b) = self.books.get_mut(instrument as usize) {
+            b.stale = false;
+        }
+        ids.len()
     }
     pub fn any_stale(&self) -> bool {
         self.all_stale || self.books.iter().any(|b| b.stale)

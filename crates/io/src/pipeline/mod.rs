@@ -54,6 +54,7 @@ use tickplant_core::feed::{
 };
 use tickplant_core::itch::SymbolDirectory;
 use tickplant_core::matcher::{MarketEvents, Matcher, Schema, Strategy, SymbolKey};
+use tickplant_core::nyse::{NyseStats, NyseXdpFeed};
 use tickplant_core::opra_binary::{OpraBinaryFeed, OpraBinaryStats};
 use tickplant_core::opra_fast::OpraFastStats;
 use tickplant_core::route::Filter;
@@ -236,6 +237,8 @@ pub enum FeedDecoder {
         /// Room in the series table.
         max_series: usize,
     },
+    /// NYSE Integrated Feed (XDP v2.1 layout), with order books per symbol index.
+    NyseXdp,
 }
 
 /// The OPRA FAST decoder stage.
@@ -327,6 +330,7 @@ struct Finished {
     opra_fast: Option<OpraFastStats>,
     opra_binary: Option<OpraBinaryStats>,
     opra_series: Vec<(OpraSeries, Bbo, bool)>,
+    nyse: Option<NyseStats>,
 }
 
 fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
@@ -338,6 +342,7 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
         opra_fast: None,
         opra_binary: None,
         opra_series: Vec::new(),
+        nyse: None,
     };
     match d {
         AnyFeed::OpraFast(o) => {
@@ -349,6 +354,11 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
             let series =
                 (1..=o.series_count()).filter_map(|id| o.series(id).map(|s| (*s, o.bbo(id).0, o.bbo(id).1))).collect();
             Finished { opra_binary: Some(st.clone()), opra_series: series, ..none(st.by_category, st.series) }
+        }
+        AnyFeed::NyseXdp(f) => {
+            let (st, n) = (f.stats(), f.dir.len() as u64);
+            let (books, symbols) = f.into_books();
+            Finished { books: Some(books), symbols, nyse: Some(st.clone()), ..none(st.by_type, n) }
         }
         AnyFeed::Itch50(f) => {
             let (by_type, n) = (f.by_type(), f.dir.len() as u64);
@@ -367,6 +377,7 @@ fn directory<'a>(d: &'a AnyFeed<'_>) -> Option<&'a SymbolDirectory> {
     match d {
         AnyFeed::Itch50(f) => Some(&f.dir),
         AnyFeed::Itch50Events(f) => Some(&f.dir),
+        AnyFeed::NyseXdp(f) => Some(&f.dir),
         AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_) => None,
     }
 }
@@ -496,7 +507,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
-    if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50) {
+    if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50 | FeedDecoder::NyseXdp) {
         return Err(cfg_err("book.stream = \"ll\": the OPRA decoders keep no books to follow a stream".into()));
     }
     let mut arb_cfg = spec.arb.clone();
@@ -567,7 +578,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     // The OPRA FAST program, specialised for the capture's hottest presence maps.
     let mut specialised = 0;
     let opra_program = match &spec.decoder {
-        FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } => None,
+        FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } | FeedDecoder::NyseXdp => None,
         FeedDecoder::OpraFast(o) => {
             let mut p = (*o.program).clone();
             if o.profile_blocks > 0 && !source.is_live() {
@@ -598,6 +609,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 AnyFeed::OpraFast(OpraFastFeed::new(program, native, options).map_err(|e| cfg_err(e.to_string()))?)
             }
             (FeedDecoder::OpraBinary { max_series }, _) => AnyFeed::OpraBinary(OpraBinaryFeed::new(*max_series)),
+            // Each NYSE stream keeps its own books (the LL stream's are dropped at the end
+            // unless the books follow it).
+            (FeedDecoder::NyseXdp, _) => {
+                AnyFeed::NyseXdp(NyseXdpFeed::new(Books::with_table_advice(spec.book, crate::huge_pages)))
+            }
             _ if stream == spec.book_stream => {
                 AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
             }
@@ -735,7 +751,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series } =
+    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series, nyse } =
         finish_feed(decoder, specialised);
     let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
         Some((d, st, gaps)) => {
@@ -765,6 +781,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         packets_in: fed.packets_in,
         opra_fast,
         opra_binary,
+        nyse,
         gaps,
         messages_in: fed.messages_in,
         decoded: fed.decoded,

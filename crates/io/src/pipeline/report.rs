@@ -111,6 +111,9 @@ pub struct Report {
     /// What the OPRA binary stage made of the messages it decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opra_binary: Option<OpraBinaryStats>,
+    /// What the NYSE XDP stage counted beyond the books' outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nyse: Option<NyseStats>,
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
@@ -283,6 +286,13 @@ pub fn summary(r: &Report) -> String {
             s,
             "  opra-binary: {} quotes, {} trades, {} status, {} other, {} rejected {:?}; {} series; by category {:?}; {} bad blocks",
             o.quotes, o.trades, o.status, o.other, o.rejected, o.rejected_by_reason, o.series, o.by_category, o.bad_blocks
+        );
+    }
+    if let Some(n) = &r.nyse {
+        let _ = writeln!(
+            s,
+            "  nyse-xdp: {} unmapped (undecodable), {} symbol clears, {} resets with live orders; packets by delivery flag {:?}",
+            n.unmapped, n.symbol_clears, n.resets_with_live_orders, n.by_delivery_flag
         );
     }
     if r.opra_fast.is_none() && r.opra_binary.is_none() {
