@@ -1,6 +1,12 @@
 //! `tickplant bench feeds`: what decoding a feed costs a message, with a naive peer
 //! measured in the same run on the same blocks.
 //!
+//! NYSE XDP: a simulated day (`tickplant sim nyse`) held in memory as packets; one core runs
+//! the pipeline's decoder with its books (`NyseXdpFeed::decode`: events, full-depth books
+//! per symbol index), best of the rounds, in ns a message. The peer reads every field
+//! through the table walk (`xdp_integrated::fields`) and keeps the books in `BTreeMap`s
+//! (orders by id, levels by price). Both must end with the simulator's final books.
+//!
 //! OPRA binary: a simulated feed (`tickplant sim opra`) held in memory as block payloads;
 //! one core runs the pipeline's decoder over them (`OpraBinaryFeed::decode`: messages
 //! walked, quotes and last sales to events, each series' best bid and offer kept), best of
@@ -35,6 +41,8 @@ pub struct BenchFeedsArgs {
 
 /// The pipeline's target: ns a message, OPRA binary decode with per-series BBO.
 pub const OPRA_TARGET_NS: f64 = 20.0;
+/// The pipeline's target: ns a message, NYSE decode with books.
+pub const NYSE_TARGET_NS: f64 = 30.0;
 
 fn ours(blocks: &[Vec<u8>], max_series: usize) -> (OpraBinaryFeed, u64) {
     let mut feed = OpraBinaryFeed::new(max_series);
@@ -117,7 +125,162 @@ fn naive(blocks: &[Vec<u8>]) -> BTreeMap<Key, Bbo> {
     best
 }
 
+/// The plain NYSE decoder: fields by table walk, orders and levels in `BTreeMap`s. Returns
+/// each symbol index's levels, (price, shares, orders) best first.
+type NaiveBooks = BTreeMap<u64, (Vec<(u64, u64, u32)>, Vec<(u64, u64, u32)>)>;
+fn naive_nyse(packets: &[Vec<u8>]) -> NaiveBooks {
+    use tickplant_wire::xdp_integrated::{self as xi, Value as V};
+    // id -> (symbol index, bid?, price, shares); (symbol index, bid?, price) -> (shares, orders)
+    let (mut orders, mut levels) = (Orders::new(), Levels::new());
+    type Orders = BTreeMap<u64, (u64, bool, u64, u64)>;
+    type Levels = BTreeMap<(u64, bool, u64), (u64, u32)>;
+    fn level(levels: &mut Levels, k: (u64, bool, u64), shares: i64, n: i32) {
+        let e = levels.entry(k).or_insert((0, 0));
+        e.0 = (e.0 as i64 + shares) as u64;
+        e.1 = (e.1 as i32 + n) as u32;
+        if e.1 == 0 {
+            levels.remove(&k);
+        }
+    }
+    fn remove(orders: &mut Orders, levels: &mut Levels, id: u64, take: Option<u64>) {
+        let Some(o) = orders.get_mut(&id) else { return };
+        let t = take.unwrap_or(o.3).min(o.3);
+        o.3 -= t;
+        let (sym, bid, price, left) = *o;
+        level(levels, (sym, bid, price), -(t as i64), if left == 0 { -1 } else { 0 });
+        if left == 0 {
+            orders.remove(&id);
+        }
+    }
+    for p in packets {
+        let Ok(pk) = tickplant_wire::xdp::Packet::new_checked(&p[..]) else { continue };
+        for (_, m) in pk.messages().flatten() {
+            let Ok((_, f)) = xi::fields(&m) else { continue };
+            let get = |n: &str| {
+                f.iter().find(|(k, _)| *k == n).map_or(0, |(_, v)| match v {
+                    V::Uint(x) => *x,
+                    V::Text(t) => u64::from(t.first().copied().unwrap_or(0)),
+                    V::Bytes(_) => 0,
+                })
+            };
+            match m.msg_type {
+                100 | 106 => {
+                    let (id, sym, bid, price, shares) = (
+                        get("order_id"),
+                        get("symbol_index"),
+                        get("side") == u64::from(b'B'),
+                        get("price"),
+                        get("volume"),
+                    );
+                    orders.insert(id, (sym, bid, price, shares));
+                    level(&mut levels, (sym, bid, price), shares as i64, 1);
+                }
+                101 | 104 => {
+                    let (old, new) = if m.msg_type == 101 {
+                        (get("order_id"), get("order_id"))
+                    } else {
+                        (get("order_id"), get("new_order_id"))
+                    };
+                    let Some(&(sym, bid, _, _)) = orders.get(&old) else { continue };
+                    remove(&mut orders, &mut levels, old, None);
+                    let (price, shares) = (get("price"), get("volume"));
+                    orders.insert(new, (sym, bid, price, shares));
+                    level(&mut levels, (sym, bid, price), shares as i64, 1);
+                }
+                102 => remove(&mut orders, &mut levels, get("order_id"), None),
+                103 => remove(&mut orders, &mut levels, get("order_id"), Some(get("volume"))),
+                _ => {}
+            }
+        }
+    }
+    let mut books: NaiveBooks = BTreeMap::new();
+    for ((sym, bid, price), (shares, n)) in levels {
+        let b = books.entry(sym).or_default();
+        if bid {
+            b.0.insert(0, (price, shares, n));
+        } else {
+            b.1.push((price, shares, n));
+        }
+    }
+    books
+}
+
+fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
+    use tickplant_core::book::{BookConfig, Books};
+    use tickplant_core::event::Side;
+    use tickplant_core::nyse::NyseXdpFeed;
+    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
+        seed: 7,
+        symbols: 500,
+        messages: a.messages,
+        target_live: 0,
+    });
+    let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
+    let mut packets = Vec::new();
+    let x = tickplant_sim::translate_itch_day(&day.messages, 7, 8, 0, &Default::default(), |_, f| {
+        packets.push(f[off..].to_vec())
+    });
+    out(format!(
+        "nyse-xdp: {} messages in {} packets (the ITCH day of {} messages, 500 symbols); {} rounds of each, the best kept",
+        x.messages,
+        packets.len(),
+        day.messages.len(),
+        a.rounds
+    ));
+    let cfg = BookConfig { max_orders: 1 << 20, max_instruments: 1024, ..Default::default() };
+    let (mut best_ours, mut best_naive) = (f64::INFINITY, f64::INFINITY);
+    let mut last = None;
+    let mut peer = BTreeMap::new();
+    for _ in 0..a.rounds {
+        let mut feed = NyseXdpFeed::new(Books::new(cfg));
+        let mut batch = EventBatch::default();
+        let t = Instant::now();
+        let mut n = 0u64;
+        for p in &packets {
+            batch.clear();
+            n += feed
+                .decode(&Packet { payload: p, seq: 0, count: 0, arrival_ns: 0, prefetched: false }, &mut batch)
+                .decoded;
+            black_box(batch.events());
+        }
+        best_ours = best_ours.min(t.elapsed().as_nanos() as f64 / n as f64);
+        ensure!(n == x.messages, "decoded {n} of {}", x.messages);
+        last = Some(feed);
+        let t = Instant::now();
+        peer = naive_nyse(&packets);
+        best_naive = best_naive.min(t.elapsed().as_nanos() as f64 / x.messages as f64);
+    }
+    let feed = last.expect("a round ran");
+    let mut books = 0;
+    for t in day.final_books() {
+        let b = feed.books().book(u32::from(t.locate));
+        let side = |s| {
+            b.map(|b| {
+                b.depth(s, usize::MAX).map(|l| ((l.price / 100_000) as u32, l.shares, l.orders)).collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        };
+        ensure!(side(Side::Bid) == t.bids && side(Side::Ask) == t.asks, "{}: ours differs from the truth", t.symbol);
+        let (pb, pa) = peer.get(&u64::from(t.locate)).cloned().unwrap_or_default();
+        let as4 = |v: Vec<(u64, u64, u32)>| v.into_iter().map(|(p, s, n)| (p as u32, s, n)).collect::<Vec<_>>();
+        ensure!(as4(pb) == t.bids && as4(pa) == t.asks, "{}: the naive peer differs from the truth", t.symbol);
+        books += 1;
+    }
+    out(format!(
+        "  ours (NyseXdpFeed: decode, events, full-depth books): {best_ours:.1} ns/message ({:.1} M messages/s); target <= {NYSE_TARGET_NS} ns: {}",
+        1e3 / best_ours,
+        if best_ours <= NYSE_TARGET_NS { "met" } else { "NOT met" }
+    ));
+    out(format!(
+        "  naive peer (table walk, BTreeMap books): {best_naive:.1} ns/message; peer/ours = {:.1}x",
+        best_naive / best_ours
+    ));
+    out(format!("  final books of all {books} symbols equal the simulator's truth level by level (both)"));
+    Ok(())
+}
+
 pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
+    nyse(a, &mut out)?;
     ensure!(a.rounds > 0 && a.messages > 0 && a.series > 0, "--rounds, --messages and --series must be at least 1");
     let cfg = tickplant_sim::OpraBinaryGenConfig {
         messages: a.messages,
