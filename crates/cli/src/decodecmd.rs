@@ -362,6 +362,9 @@ impl FastState {
             None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
         };
         let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("templates: {e}"))?;
+        for w in &program.warnings {
+            eprintln!("warning: templates: {w}");
+        }
         Ok(FastState { program, msg: tickplant_fast::Message::new() })
     }
 

@@ -198,7 +198,11 @@ pub struct BenchArgs {
 
 fn load_program(path: &Path) -> Result<Program> {
     let xml = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    Program::from_xml(&xml).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let p = Program::from_xml(&xml).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for w in &p.warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
+    Ok(p)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -129,6 +129,105 @@ pub struct Template {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TemplateSet {
     pub templates: Vec<Template>,
+    /// What was accepted though not quite right, each naming its line (a namespace prefix
+    /// used without a declaration, as exchanges' template files sometimes do).
+    pub warnings: Vec<String>,
+}
+
+/// The namespace of the FAST session control protocol, whose `Reset` template (id 120)
+/// resets every dictionary.
+pub const SCP_NAMESPACE: &str = "http://www.fixprotocol.org/ns/fast/scp/1.1";
+
+/// Namespace prefixes an XML document uses (in element and attribute names) without
+/// declaring them, each with the line of its first use; and the document with a
+/// declaration of each added to its root element (on the same line, so that line numbers
+/// hold). Exchanges ship template files like that (`scp:reset` with no `xmlns:scp`); an
+/// XML parser refuses them.
+fn declare_prefixes(xml: &str) -> (std::borrow::Cow<'_, str>, Vec<(String, usize)>) {
+    let b = xml.as_bytes();
+    let mut declared: Vec<&str> = vec!["xml", "xmlns"];
+    let mut used: Vec<(String, usize)> = Vec::new();
+    let mut root_name_end = None;
+    let (mut i, mut line) = (0, 1);
+    let name_end = |mut j: usize| {
+        while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>' | b'=') {
+            j += 1;
+        }
+        j
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => line += 1,
+            b'<' if b.get(i + 1).is_some_and(|c| *c == b'!' || *c == b'?') => {
+                // Comments, CDATA, declarations and processing instructions: skip whole.
+                let close: &[u8] = match b.get(i + 1..i + 4) {
+                    Some(b"!--") => b"-->",
+                    Some(b"![C") => b"]]>",
+                    _ => b">",
+                };
+                let rest = &xml[i..];
+                let n = rest.find(std::str::from_utf8(close).unwrap_or(">")).map_or(rest.len(), |k| k + close.len());
+                line += rest[..n].matches('\n').count();
+                i += n;
+                continue;
+            }
+            b'<' => {
+                // A start or end tag: its name, then its attributes' names up to '>'.
+                let start = i + 1 + usize::from(b.get(i + 1) == Some(&b'/'));
+                let end = name_end(start);
+                if root_name_end.is_none() && b.get(i + 1) != Some(&b'/') {
+                    root_name_end = Some(end);
+                }
+                let mut names = vec![&xml[start..end]];
+                let mut j = end;
+                let mut quote = None;
+                let mut tag_line = line;
+                while j < b.len() && (quote.is_some() || b[j] != b'>') {
+                    match (quote, b[j]) {
+                        (None, b'"' | b'\'') => quote = Some(b[j]),
+                        (Some(q), c) if c == q => quote = None,
+                        (None, c) if c.is_ascii_alphabetic() || c == b'_' => {
+                            let e = name_end(j);
+                            names.push(&xml[j..e]);
+                            j = e;
+                            continue;
+                        }
+                        (_, b'\n') => tag_line += 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                for n in names {
+                    if let Some(decl) = n.strip_prefix("xmlns:") {
+                        declared.push(decl);
+                    } else if let Some((prefix, _)) = n.split_once(':') {
+                        if !used.iter().any(|(p, _)| p == prefix) {
+                            used.push((prefix.to_string(), line));
+                        }
+                    }
+                }
+                line = tag_line;
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    used.retain(|(p, _)| !declared.contains(&p.as_str()));
+    match (used.is_empty(), root_name_end) {
+        (false, Some(at)) => {
+            let decls: String = used
+                .iter()
+                .map(|(p, _)| {
+                    let ns = if p == "scp" { SCP_NAMESPACE.to_string() } else { format!("urn:undeclared:{p}") };
+                    format!(" xmlns:{p}=\"{ns}\"")
+                })
+                .collect();
+            (std::borrow::Cow::Owned(format!("{}{decls}{}", &xml[..at], &xml[at..])), used)
+        }
+        _ => (std::borrow::Cow::Borrowed(xml), Vec::new()),
+    }
 }
 
 fn attr<'a>(node: roxmltree::Node<'a, '_>, name: &str) -> Option<&'a str> {
@@ -391,7 +490,10 @@ fn parse_template(node: roxmltree::Node) -> Result<Template, TemplateError> {
         id,
         dictionary: attr(node, "dictionary").map(str::to_string),
         type_ref,
-        reset: bool_attr(attr(node, "reset")),
+        // `reset="Y"`, `scp:reset="Y"` (any namespace), or the session control protocol's
+        // own Reset template.
+        reset: node.attributes().any(|a| a.name() == "reset" && bool_attr(Some(a.value())))
+            || (node.tag_name().namespace() == Some(SCP_NAMESPACE) && name == "Reset"),
         body,
     })
 }
@@ -407,7 +509,11 @@ impl TemplateSet {
 
     /// Add the templates of another document (checked against those already loaded).
     pub fn add_xml(&mut self, xml: &str) -> Result<(), TemplateError> {
-        let doc = roxmltree::Document::parse(xml)
+        let (xml, undeclared) = declare_prefixes(xml);
+        for (p, line) in undeclared {
+            self.warnings.push(format!("line {line}: namespace prefix {p:?} is used without a declaration (accepted)"));
+        }
+        let doc = roxmltree::Document::parse(&xml)
             .map_err(|e| TemplateError::new("", "", format!("[S1] not valid XML: {e}")))?;
         let root = doc.root_element();
         let nodes: Vec<_> = match root.tag_name().name() {

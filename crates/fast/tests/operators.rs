@@ -277,3 +277,44 @@ fn strings_of_nuls_round_trip() {
     let got = round_trip(delta, &[0xc0, 0x81, 0x80, 0xc1, 0x80, 0x81, 0x41, 0x00, 0x80]);
     assert!(got[1].ends_with("[65, 0, 0]"), "{got:?}");
 }
+
+/// Template files as exchanges ship them: a namespace prefix used without a declaration is
+/// accepted with a warning naming its line, and the session control protocol's reset
+/// (`scp:reset` on a template, or the SCP namespace's own Reset template) resets every
+/// dictionary when decoded, in the middle of a buffer too.
+#[test]
+fn exchange_templates_and_the_scp_reset() {
+    let xml = "<templates xmlns=\"http://www.fixprotocol.org/ns/fast/td/1.1\">\n\
+               <template name=\"Reset\" id=\"120\" scp:reset=\"yes\"/>\n\
+               <template name=\"T\" id=\"1\"><uInt32 name=\"a\"><copy/></uInt32></template>\n\
+               </templates>";
+    let p = Program::from_xml(xml).unwrap();
+    assert_eq!(p.warnings.len(), 1);
+    assert!(p.warnings[0].contains("line 2") && p.warnings[0].contains("\"scp\""), "{:?}", p.warnings);
+    // T a=5; T (a copied); Reset; T (its id again, a absent): after the reset the
+    // dictionary is empty, so there is nothing to copy (a mandatory copy: error D5).
+    let (t_a5, t_copy, reset, t_again) = ([0xe0, 0x81, 0x85], [0x80], [0xc0, 0xf8], [0xc0, 0x81]);
+    assert_eq!(decode_all(&p, &[&t_a5, &t_copy]), ["a=5", "a=5"]);
+    assert_eq!(decode_all(&p, &[&t_a5, &reset, &t_again])[2], "error D5");
+    // The same bytes back to back in one buffer: the reset takes effect mid-buffer.
+    let buf: Vec<u8> = [&t_a5[..], &reset, &t_again].concat();
+    let mut d = Decoder::new(&p);
+    let mut m = Message::new();
+    let mut at = 0;
+    for _ in 0..2 {
+        at += d.decode(&buf[at..], &mut m).unwrap();
+    }
+    assert_eq!(d.decode(&buf[at..], &mut m).unwrap_err().kind.code(), "D5");
+    // The SCP namespace's own Reset template needs no attribute.
+    let scp = "<templates xmlns=\"http://www.fixprotocol.org/ns/fast/td/1.1\" xmlns:scp=\"http://www.fixprotocol.org/ns/fast/scp/1.1\">\
+               <scp:template name=\"Reset\" id=\"120\"/>\
+               <template name=\"T\" id=\"1\"><uInt32 name=\"a\"><copy/></uInt32></template></templates>";
+    let p = Program::from_xml(scp).unwrap();
+    assert!(p.warnings.is_empty());
+    assert_eq!(decode_all(&p, &[&t_a5, &reset, &t_again])[2], "error D5");
+    // Without the reset the copy holds.
+    let plain = xml.replace(" scp:reset=\"yes\"", "");
+    let p = Program::from_xml(&plain).unwrap();
+    assert!(p.warnings.is_empty());
+    assert_eq!(decode_all(&p, &[&t_a5, &reset, &t_again])[2], "a=5");
+}

@@ -909,6 +909,9 @@ impl RunConfig {
                     .map_err(|e| invalid(format!("[source] templates {}: cannot read: {e}", t.display())))?;
                 let program = tickplant_fast::Program::from_xml(&xml)
                     .map_err(|e| invalid(format!("[source] templates {}: {e}", t.display())))?;
+                for w in &program.warnings {
+                    eprintln!("warning: [source] templates {}: {w}", t.display());
+                }
                 tickplant_core::opra_fast::OpraFast::new(&program, 1)
                     .map_err(|e| invalid(format!("[source] templates {}: {e}", t.display())))?;
                 let reset_per_block = s.reset == ResetPolicy::Block;

@@ -305,6 +305,7 @@ impl Program {
     /// Compile a template set.
     pub fn compile(set: &TemplateSet) -> Result<Program, TemplateError> {
         let mut c = Compiler { set, prog: Program::default(), int_slots: HashMap::new(), str_slots: HashMap::new() };
+        c.prog.warnings = set.warnings.clone();
         // Slot 0 of the integer dictionary is the template id (copy, global).
         c.int_slot("global/templateId/uInt32".to_string());
         for t in &set.templates {

@@ -376,6 +376,9 @@ pub struct Program {
     pub kernels: Vec<Kernel>,
     pub kops: Vec<KOp>,
     pub frames: Vec<Entry>,
+    /// What the template files had that was accepted with a warning, each naming its
+    /// line (the callers show them).
+    pub warnings: Vec<String>,
     dense: Vec<u32>,
     sparse: HashMap<u32, u32>,
 }
