@@ -24,6 +24,7 @@ use tickplant_core::event::Bbo;
 use tickplant_core::feed::{EventBatch, FeedDecoder, Packet};
 use tickplant_core::opra_binary::OpraBinaryFeed;
 use tickplant_wire::opra_binary::{self as ob, BestSide, Value};
+use tickplant_wire::xdp_integrated::Dialect;
 use tickplant_wire::{ethernet, ipv4, opra, udp};
 
 #[derive(Debug, clap::Args)]
@@ -217,7 +218,7 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
     });
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
     let mut packets = Vec::new();
-    let x = tickplant_sim::translate_itch_day(&day.messages, 7, 8, 0, &Default::default(), |_, f| {
+    let x = tickplant_sim::translate_itch_day(Dialect::Xdp21, &day.messages, 7, 8, 0, &Default::default(), |_, f| {
         packets.push(f[off..].to_vec())
     });
     out(format!(

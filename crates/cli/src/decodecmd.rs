@@ -1,8 +1,8 @@
 //! `tickplant decode --feed F CAPTURE`: one JSON line (or CSV rows) per message, every
 //! field under the specification's name (snake_case), values as sent; prices as the
 //! integer on the wire with a `<name>_decimal` rendering beside it where the decimal places
-//! are known. Feeds: `nyse-xdp` (NYSE Integrated Feed, XDP v2.1 layout;
-//! `tickplant_wire::xdp_integrated`), `opra-binary` (OPRA Participant Interface v6;
+//! are known. Feeds: `nyse-xdp` and `nyse-pillar` (NYSE Integrated Feed, XDP v2.1 and
+//! Pillar v2.5 layouts; `tickplant_wire::xdp_integrated`), `opra-binary` (OPRA Participant Interface v6;
 //! `tickplant_wire::opra_binary`), `itch50` (MoldUDP64 captures of ITCH 5.0), `opra-fast`
 //! (OPRA FAST v2 blocks, through the FAST decoder and the OPRA templates).
 
@@ -15,12 +15,15 @@ use serde_json::{json, Map, Value as Json};
 use tickplant_core::seq::udp_payload_range;
 use tickplant_io::FrameReader;
 use tickplant_wire::itch50::{self, FieldVisitor};
+use tickplant_wire::xdp_integrated::Dialect;
 use tickplant_wire::{moldudp64, opra, opra_binary, xdp, xdp_integrated};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Feed {
     /// NYSE Integrated Feed, XDP v2.1 layout (message types are numbers).
     NyseXdp,
+    /// NYSE Integrated Feed, Pillar v2.5 layout (message types are numbers).
+    NysePillar,
     /// OPRA binary, Participant Interface v6 (types are message category letters).
     OpraBinary,
     /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64 packets (types are letters).
@@ -159,6 +162,8 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     };
     let mut frame = 0u64;
     let mut skipped = 0u64;
+    // NYSE: each symbol index's price scale, from the symbol index mappings seen so far.
+    let mut scales = std::collections::HashMap::new();
     while let Some(f) = r.next_frame()? {
         frame += 1;
         let Ok(range) = udp_payload_range(link, f.data) else {
@@ -168,7 +173,8 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
         let payload = &f.data[range];
         let at = || format!("{name}: frame {frame}");
         let go = match a.feed {
-            Feed::NyseXdp => nyse_xdp(payload, frame, &mut o).with_context(at)?,
+            Feed::NyseXdp => nyse(Dialect::Xdp21, payload, frame, &mut scales, &mut o).with_context(at)?,
+            Feed::NysePillar => nyse(Dialect::Pillar25, payload, frame, &mut scales, &mut o).with_context(at)?,
             Feed::OpraBinary => opra_bin(payload, frame, &mut o).with_context(at)?,
             Feed::Itch50 => itch(payload, frame, &mut o).with_context(at)?,
             Feed::OpraFast => {
@@ -189,7 +195,23 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     Ok(o.written)
 }
 
-fn nyse_xdp<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {
+/// An NYSE field that holds a price (at the symbol's price scale).
+fn nyse_price(name: &str) -> bool {
+    name == "price"
+        || name.ends_with("_price")
+        || name.starts_with("price_") && name != "price_scale_code" && name != "price_resolution"
+        || name.ends_with("_collar")
+        || name == "open"
+        || name == "close"
+}
+
+fn nyse<W: Write>(
+    d: Dialect,
+    payload: &[u8],
+    frame: u64,
+    scales: &mut std::collections::HashMap<u64, u8>,
+    o: &mut Out<'_, W>,
+) -> Result<bool> {
     let p = xdp::Packet::new_checked(payload)?;
     let packet = json!({
         "packet_size": p.pkt_size(),
@@ -203,18 +225,38 @@ fn nyse_xdp<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<
         let (at, m) = m?;
         let seq = Some(u64::from(p.seq_num()) + i as u64);
         let ty = m.msg_type.to_string();
-        let line = match xdp_integrated::fields(&m) {
+        let line = match xdp_integrated::fields_of(d, &m) {
             Ok((l, fields)) => {
-                let fields = fields
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let j = match v {
-                            xdp_integrated::Value::Uint(x) => Json::from(x),
-                            other => Json::from(other.to_string()),
-                        };
-                        (k.to_string(), j)
+                let uint = |name: &str| {
+                    fields.iter().find(|(k, _)| *k == name).and_then(|(_, v)| match v {
+                        xdp_integrated::Value::Uint(x) => Some(*x),
+                        _ => None,
                     })
-                    .collect();
+                };
+                let index = uint("symbol_index");
+                if m.msg_type == 3 {
+                    if let (Some(i), Some(sc)) = (index, uint("price_scale_code")) {
+                        scales.insert(i, sc as u8);
+                    }
+                }
+                // Prices beside their decimal once the symbol's mapping gave the scale.
+                let scale = index.and_then(|i| scales.get(&i).copied()).filter(|&s| s <= 9);
+                let mut out = Vec::with_capacity(fields.len() + 2);
+                for (k, v) in fields {
+                    match v {
+                        xdp_integrated::Value::Uint(x) => {
+                            out.push((k.to_string(), Json::from(x)));
+                            if let (true, Some(sc)) = (nyse_price(k) && m.msg_type != 3, scale) {
+                                out.push((
+                                    format!("{k}_decimal"),
+                                    Json::from(opra_binary::decimal_string(x as i64, sc)),
+                                ));
+                            }
+                        }
+                        other => out.push((k.to_string(), Json::from(other.to_string()))),
+                    }
+                }
+                let fields = out;
                 Line { frame, packet: &packet, sequence: seq, ty, message: Some(l.name), fields, error: None }
             }
             // Nothing dropped without a word: the message's bytes and why.

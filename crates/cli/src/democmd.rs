@@ -29,6 +29,8 @@ pub enum DemoFeed {
     Itch50,
     /// NYSE Integrated Feed, XDP v2.1: order books checked level by level.
     NyseXdp,
+    /// NYSE Integrated Feed, Pillar v2.5: order books checked level by level.
+    NysePillar,
     /// OPRA binary v6: quotes, trades and every series' best bid and offer checked.
     OpraBinary,
 }
@@ -78,10 +80,16 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         done(&dir);
         return Ok(());
     }
-    let nyse = d.feed == DemoFeed::NyseXdp;
+    let nyse = matches!(d.feed, DemoFeed::NyseXdp | DemoFeed::NysePillar);
     let (toml, name) = if nyse { (NYSE_XDP_TOML, "examples/nyse-xdp.toml") } else { (DEMO_TOML, "examples/demo.toml") };
     let mut cfg = RunConfig::parse(toml).context(name)?;
     cfg.relative_to(&dir);
+    let dialect = if d.feed == DemoFeed::NysePillar {
+        cfg.source.decoder = tickplant_io::config::DecoderName::NysePillar;
+        tickplant_wire::xdp_integrated::Dialect::Pillar25
+    } else {
+        tickplant_wire::xdp_integrated::Dialect::Xdp21
+    };
     std::fs::write(dir.join("strategies.txt"), DEMO_STRATEGIES)
         .with_context(|| format!("{}: cannot write strategies.txt", dir.display()))?;
     let midnight = tickplant_core::itch::midnight_eastern_ns(&cfg.source.date).map_err(anyhow::Error::msg)?;
@@ -103,11 +111,12 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
         let mut x = None;
         let flow = tickplant_wire::build::Flow::default();
         simcmd::write_capture(&feed, |emit| {
-            x = Some(tickplant_sim::translate_itch_day(&day.messages, d.seed, 8, midnight, &flow, emit))
+            x = Some(tickplant_sim::translate_itch_day(dialect, &day.messages, d.seed, 8, midnight, &flow, emit))
         })?;
         let x = x.unwrap_or_default();
         let of_seq = x.instruments.iter().map(|&i| i as u16).collect();
-        (x.packets, "NYSE XDP", tickplant_core::Protocol::Xdp, of_seq)
+        let kind = if d.feed == DemoFeed::NysePillar { "NYSE Pillar" } else { "NYSE XDP" };
+        (x.packets, kind, tickplant_core::Protocol::Xdp, of_seq)
     } else {
         let n = simcmd::write_itch_capture(&feed, &day.messages, d.seed, 8, midnight)?;
         (n, "MoldUDP64", tickplant_core::Protocol::Moldudp64, day.messages.iter().map(|m| m.header().0).collect())

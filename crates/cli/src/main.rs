@@ -152,7 +152,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Sim(simcmd::SimCmd::Nyse(a)) => {
             let (n, p) = simcmd::nyse_cmd(&a)?;
-            eprintln!("wrote {n} NYSE XDP messages in {p} packets to {}", a.out.display());
+            eprintln!("wrote {n} NYSE Integrated Feed messages ({}) in {p} packets to {}", a.layout, a.out.display());
         }
         Cmd::Sim(simcmd::SimCmd::Opra(a)) => {
             let (n, d) = simcmd::opra_cmd(&a)?;

@@ -26,8 +26,8 @@ pub enum SimCmd {
     /// block per UDP datagram), with the events it must decode to and each series' final
     /// best bid and offer.
     Opra(OpraArgs),
-    /// Generate a NYSE Integrated Feed (XDP v2.1 layout) day: the realistic ITCH day of
-    /// `sim itch` as NYSE would carry it, with the final books it implies.
+    /// Generate a NYSE Integrated Feed day (XDP v2.1 or Pillar v2.5 layout): the realistic
+    /// ITCH day of `sim itch` as NYSE would carry it, with the final books it implies.
     Nyse(NyseArgs),
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
@@ -144,9 +144,13 @@ pub struct NyseArgs {
     /// Trading day (US Eastern) of the timestamps.
     #[arg(long, default_value = "2026-11-20", value_name = "YYYY-MM-DD")]
     pub date: String,
+    /// The feed's layout: xdp (XDP Integrated Feed v2.1) or pillar (Pillar Integrated Feed
+    /// v2.5).
+    #[arg(long, default_value = "xdp", value_parser = ["xdp", "pillar"])]
+    pub layout: String,
 }
 
-/// Write a NYSE XDP Integrated Feed capture; returns (messages, packets).
+/// Write a NYSE Integrated Feed capture; returns (messages, packets).
 pub fn nyse_cmd(a: &NyseArgs) -> Result<(u64, u64)> {
     if a.symbols == 0 || a.symbols > 65_535 {
         bail!("--symbols must be 1..=65535");
@@ -166,7 +170,13 @@ pub fn nyse_cmd(a: &NyseArgs) -> Result<(u64, u64)> {
     });
     let mut got = None;
     write_capture(&a.out, |emit| {
+        let dialect = if a.layout == "pillar" {
+            tickplant_wire::xdp_integrated::Dialect::Pillar25
+        } else {
+            tickplant_wire::xdp_integrated::Dialect::Xdp21
+        };
         got = Some(tickplant_sim::translate_itch_day(
+            dialect,
             &day.messages,
             a.seed,
             a.max_msgs_per_packet,

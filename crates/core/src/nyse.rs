@@ -1,5 +1,5 @@
-//! NYSE Integrated Feed (XDP v2.1 layout) packets as normalized events, with full-depth
-//! books per symbol index.
+//! NYSE Integrated Feed packets (the XDP v2.1 and Pillar v2.5 layouts) as normalized
+//! events, with full-depth books per symbol index.
 //!
 //! | type | message | event |
 //! |---|---|---|
@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tickplant_wire::xdp;
-use tickplant_wire::xdp_integrated::at;
+use tickplant_wire::xdp_integrated::{at, Dialect};
 
 use crate::arb::GapReport;
 use crate::book::Books;
@@ -66,6 +66,8 @@ struct Symbol {
 /// The NYSE XDP Integrated Feed decoder, with books.
 #[derive(Debug)]
 pub struct NyseXdpFeed {
+    /// `nyse-xdp` or `nyse-pillar`: the fields read sit at the same offsets in both.
+    name: &'static str,
     books: Books,
     pub dir: SymbolDirectory,
     /// By symbol index (dense: NYSE indexes are small integers).
@@ -96,8 +98,18 @@ fn le64(b: &[u8], at: usize) -> u64 {
 const MULT: [i64; 10] = [1_000_000_000, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 
 impl NyseXdpFeed {
+    /// The XDP v2.1 layout's decoder.
     pub fn new(books: Books) -> NyseXdpFeed {
+        Self::with_dialect(books, Dialect::Xdp21)
+    }
+    /// The decoder of either layout (Pillar v2.5 keeps every field read here where v2.1
+    /// has it: `xdp_integrated`'s tests hold them equal).
+    pub fn with_dialect(books: Books, d: Dialect) -> NyseXdpFeed {
         NyseXdpFeed {
+            name: match d {
+                Dialect::Xdp21 => "nyse-xdp",
+                Dialect::Pillar25 => "nyse-pillar",
+            },
             books,
             dir: SymbolDirectory::new(),
             symbols: Vec::new(),
@@ -290,7 +302,7 @@ const fn min_len(t: u16) -> usize {
 
 impl FeedDecoder for NyseXdpFeed {
     fn feed(&self) -> &'static str {
-        "nyse-xdp"
+        self.name
     }
 
     /// Decode the packet's messages and apply each to the books. A packet that is not XDP

@@ -101,7 +101,7 @@ macro_rules! words {
 
 words!(
     /// `[source] decoder`: what decodes the packets.
-    DecoderName, "decoder", "\"itch50\", \"nyse-xdp\", \"opra-fast\" or \"opra-binary\"", {
+    DecoderName, "decoder", "\"itch50\", \"nyse-xdp\", \"nyse-pillar\", \"opra-fast\" or \"opra-binary\"", {
     /// NASDAQ TotalView-ITCH 5.0 in MoldUDP64, with books (the default).
     Itch50 = "itch50",
     /// OPRA FAST v2 blocks.
@@ -110,6 +110,8 @@ words!(
     OpraBinary = "opra-binary",
     /// NYSE Integrated Feed, XDP v2.1 layout, with books.
     NyseXdp = "nyse-xdp",
+    /// NYSE Integrated Feed, Pillar v2.5 layout, with books.
+    NysePillar = "nyse-pillar",
 });
 
 words!(
@@ -886,11 +888,15 @@ impl RunConfig {
                 }
                 Ok(FeedDecoder::Itch50)
             }
-            DecoderName::NyseXdp => {
+            DecoderName::NyseXdp | DecoderName::NysePillar => {
                 if s.templates.is_some() || s.skip != 0 {
                     return Err(invalid("[source] templates and skip are for decoder \"opra-fast\""));
                 }
-                Ok(FeedDecoder::NyseXdp)
+                Ok(FeedDecoder::Nyse(if s.decoder == DecoderName::NyseXdp {
+                    tickplant_wire::xdp_integrated::Dialect::Xdp21
+                } else {
+                    tickplant_wire::xdp_integrated::Dialect::Pillar25
+                }))
             }
             DecoderName::OpraBinary => {
                 if s.templates.is_some() || s.skip != 0 {

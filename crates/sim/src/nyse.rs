@@ -20,7 +20,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use tickplant_wire::build::{write_udp_frame, Flow};
 use tickplant_wire::itch50::Message;
 use tickplant_wire::xdp;
-use tickplant_wire::xdp_integrated::{at, layout};
+use tickplant_wire::xdp_integrated::{at, layout_of, Dialect};
 
 /// What a translation wrote.
 #[derive(Debug, Clone, Default)]
@@ -33,9 +33,10 @@ pub struct NyseDay {
     pub instruments: Vec<u32>,
 }
 
-/// One XDP message of type `t`, its fields written by `fill` into a zeroed body.
-fn message(t: u16, fill: impl FnOnce(&mut [u8])) -> (u16, Vec<u8>) {
-    let len = 4 + layout(t).map_or(0, |l| l.body_len());
+/// One message of type `t`, its fields written by `fill` into a zeroed body of the
+/// dialect's size (the fields written sit at the same offsets in both).
+fn message(d: Dialect, t: u16, fill: impl FnOnce(&mut [u8])) -> (u16, Vec<u8>) {
+    let len = 4 + layout_of(d, t).map_or(0, |l| l.body_len());
     let mut m = vec![0u8; len];
     fill(&mut m);
     (t, m[4..].to_vec())
@@ -55,8 +56,10 @@ fn head(b: &mut [u8], ns: u32, index: u32) {
     put32(b, at::SYMBOL_INDEX, index);
 }
 
-/// Translate an ITCH day into XDP packets, calling `emit(timestamp_ns, frame)` for each.
+/// Translate an ITCH day into NYSE packets of a dialect (XDP v2.1 or Pillar v2.5), calling
+/// `emit(timestamp_ns, frame)` for each.
 pub fn translate_itch_day(
+    d: Dialect,
     messages: &[Message],
     seed: u64,
     max_per_packet: u8,
@@ -75,11 +78,11 @@ pub fn translate_itch_day(
         let (secs, ns) = (t_ns / 1_000_000_000, (t_ns % 1_000_000_000) as u32);
         if secs != second {
             second = secs;
-            out.push((t_ns, 2, message(2, |b| put32(b, at::time_reference::SOURCE_TIME, secs as u32)).1, 0));
+            out.push((t_ns, 2, message(d, 2, |b| put32(b, at::time_reference::SOURCE_TIME, secs as u32)).1, 0));
         }
         let index = u32::from(locate);
         let msg = match m {
-            Message::StockDirectory(r) => Some(message(3, |b| {
+            Message::StockDirectory(r) => Some(message(d, 3, |b| {
                 put32(b, at::mapping::SYMBOL_INDEX, index);
                 let sym = tickplant_wire::itch50::trim_stock(&r.stock);
                 b[at::mapping::SYMBOL..at::mapping::SYMBOL + sym.len()].copy_from_slice(sym);
@@ -92,7 +95,7 @@ pub fn translate_itch_day(
                     _ => unreachable!("matched above"),
                 };
                 live.insert(a.order_reference_number, (a.price, a.shares));
-                Some(message(100, |b| {
+                Some(message(d, 100, |b| {
                     head(b, ns, index);
                     put64(b, at::add::ORDER_ID, a.order_reference_number);
                     put32(b, at::add::PRICE, a.price);
@@ -103,7 +106,7 @@ pub fn translate_itch_day(
             Message::OrderExecuted(x) => live.get_mut(&x.order_reference_number).map(|o| {
                 o.1 = o.1.saturating_sub(x.executed_shares);
                 let price = o.0;
-                message(103, |b| {
+                message(d, 103, |b| {
                     head(b, ns, index);
                     put64(b, at::execution::ORDER_ID, x.order_reference_number);
                     put32(b, at::execution::TRADE_ID, x.match_number as u32);
@@ -114,7 +117,7 @@ pub fn translate_itch_day(
             }),
             Message::OrderExecutedWithPrice(x) => live.get_mut(&x.order_reference_number).map(|o| {
                 o.1 = o.1.saturating_sub(x.executed_shares);
-                message(103, |b| {
+                message(d, 103, |b| {
                     head(b, ns, index);
                     put64(b, at::execution::ORDER_ID, x.order_reference_number);
                     put32(b, at::execution::TRADE_ID, x.match_number as u32);
@@ -126,7 +129,7 @@ pub fn translate_itch_day(
             Message::OrderCancel(x) => live.get_mut(&x.order_reference_number).map(|o| {
                 o.1 = o.1.saturating_sub(x.cancelled_shares);
                 let (price, left) = *o;
-                message(101, |b| {
+                message(d, 101, |b| {
                     head(b, ns, index);
                     put64(b, at::modify::ORDER_ID, x.order_reference_number);
                     put32(b, at::modify::PRICE, price);
@@ -135,7 +138,7 @@ pub fn translate_itch_day(
             }),
             Message::OrderDelete(x) => {
                 live.remove(&x.order_reference_number);
-                Some(message(102, |b| {
+                Some(message(d, 102, |b| {
                     head(b, ns, index);
                     put64(b, at::delete::ORDER_ID, x.order_reference_number);
                 }))
@@ -143,7 +146,7 @@ pub fn translate_itch_day(
             Message::OrderReplace(x) => {
                 live.remove(&x.original_order_reference_number);
                 live.insert(x.new_order_reference_number, (x.price, x.shares));
-                Some(message(104, |b| {
+                Some(message(d, 104, |b| {
                     head(b, ns, index);
                     put64(b, at::replace::ORDER_ID, x.original_order_reference_number);
                     put64(b, at::replace::NEW_ORDER_ID, x.new_order_reference_number);
@@ -151,27 +154,27 @@ pub fn translate_itch_day(
                     put32(b, at::replace::VOLUME, x.shares);
                 }))
             }
-            Message::Trade(x) => Some(message(110, |b| {
+            Message::Trade(x) => Some(message(d, 110, |b| {
                 head(b, ns, index);
                 put32(b, at::trade::ID, x.match_number as u32);
                 put32(b, at::trade::PRICE, x.price);
                 put32(b, at::trade::VOLUME, x.shares);
             })),
-            Message::CrossTrade(x) => Some(message(111, |b| {
+            Message::CrossTrade(x) => Some(message(d, 111, |b| {
                 head(b, ns, index);
                 put32(b, at::trade::ID, x.match_number as u32);
                 put32(b, at::trade::PRICE, x.cross_price);
                 put32(b, at::trade::VOLUME, x.shares.min(u64::from(u32::MAX)) as u32);
                 b[at::trade::LEN - 1] = x.cross_type;
             })),
-            Message::StockTradingAction(h) => Some(message(34, |b| {
+            Message::StockTradingAction(h) => Some(message(d, 34, |b| {
                 put32(b, at::timed::SOURCE_TIME, secs as u32);
                 put32(b, at::timed::SOURCE_TIME_NS, ns);
                 put32(b, at::timed::SYMBOL_INDEX, index);
                 // SecurityStatus: `T` trading, `H` halted (the ITCH trading state's letters).
                 b[at::timed::LEN + 4] = h.trading_state;
             })),
-            Message::Noii(i) => Some(message(105, |b| {
+            Message::Noii(i) => Some(message(d, 105, |b| {
                 put32(b, at::timed::SOURCE_TIME, secs as u32);
                 put32(b, at::timed::SOURCE_TIME_NS, ns);
                 put32(b, at::timed::SYMBOL_INDEX, index);
@@ -230,7 +233,7 @@ mod tests {
             crate::generate_itch(&crate::ItchGenConfig { seed: 2, symbols: 10, messages: 20_000, target_live: 0 });
         let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
         let (mut expect, mut n) = (1u32, 0u64);
-        let got = translate_itch_day(&day.messages, 2, 8, 0, &Flow::default(), |_, f| {
+        let got = translate_itch_day(Dialect::Xdp21, &day.messages, 2, 8, 0, &Flow::default(), |_, f| {
             let p = xdp::Packet::new_checked(&f[off..]).unwrap();
             assert_eq!(p.seq_num(), expect);
             for m in p.messages() {

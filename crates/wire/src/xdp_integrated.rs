@@ -378,6 +378,156 @@ pub fn layout(msg_type: u16) -> Option<&'static Layout> {
     LAYOUTS.iter().find(|l| l.msg_type == msg_type)
 }
 
+/// The Pillar Integrated Feed v2.5 layouts that differ from v2.1's; every other type is as
+/// in [`LAYOUTS`]. The parity splits and the exchange's execution id gave way to reserved
+/// bytes, the modify's side and the trade conditions; the imbalance gained the auction
+/// interest clearing price (where the closing-only clearing price was), the unpaired
+/// quantity and side, and the significant imbalance flag. The order of every field a feed
+/// handler reads (ids, prices, volumes, sides) is unchanged, so one decoder serves both.
+/// The non-displayed trade carries four trade conditions; the Open Markets Initiative's
+/// dissector for v2.5.a lists the second twice (five bytes), which no capture settles yet.
+pub const PILLAR_CHANGES: &[Layout] = &[
+    Layout {
+        msg_type: 100,
+        name: "add_order_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("price", U32),
+            f("volume", U32),
+            f("side", Text(1)),
+            f("firm_id", Text(5)),
+            f("reserved_11", Reserved(1)),
+        ],
+    },
+    Layout {
+        msg_type: 101,
+        name: "modify_order_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("price", U32),
+            f("volume", U32),
+            f("position_change", U8),
+            f("side", Text(1)),
+            f("reserved_11", Reserved(1)),
+        ],
+    },
+    Layout {
+        msg_type: 102,
+        name: "delete_order_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("reserved_11", Reserved(1)),
+        ],
+    },
+    Layout {
+        msg_type: 103,
+        name: "order_execution_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("trade_id", U32),
+            f("price", U32),
+            f("volume", U32),
+            f("printable_flag", U8),
+            f("reserved_11", Reserved(1)),
+            f("trade_cond_1", Text(1)),
+            f("trade_cond_2", Text(1)),
+            f("trade_cond_3", Text(1)),
+            f("trade_cond_4", Text(1)),
+        ],
+    },
+    Layout {
+        msg_type: 105,
+        name: "imbalance_message",
+        fields: &[
+            f("source_time", U32),
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("reference_price", U32),
+            f("paired_qty", U32),
+            f("total_imbalance_qty", U32),
+            f("market_imbalance_qty", U32),
+            f("auction_time", U16),
+            f("auction_type", Text(1)),
+            f("imbalance_side", Text(1)),
+            f("continuous_book_clearing_price", U32),
+            f("auction_interest_clearing_price", U32),
+            f("ssr_filing_price", U32),
+            f("indicative_match_price", U32),
+            f("upper_collar", U32),
+            f("lower_collar", U32),
+            f("auction_status", U8),
+            f("freeze_status", U8),
+            f("num_extensions", U8),
+            f("unpaired_qty", U8),
+            f("unpaired_side", Text(1)),
+            f("significant_imbalance", Text(1)),
+        ],
+    },
+    Layout {
+        msg_type: 106,
+        name: "add_order_refresh_message",
+        fields: &[
+            f("source_time", U32),
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("order_id", U64),
+            f("price", U32),
+            f("volume", U32),
+            f("side", Text(1)),
+            f("firm_id", Text(5)),
+            f("reserved_11", Reserved(1)),
+        ],
+    },
+    Layout {
+        msg_type: 110,
+        name: "non_displayed_trade_message",
+        fields: &[
+            f("source_time_ns", U32),
+            f("symbol_index", U32),
+            f("symbol_seq_num", U32),
+            f("trade_id", U32),
+            f("price", U32),
+            f("volume", U32),
+            f("printable_flag", U8),
+            f("trade_cond_1", Text(1)),
+            f("trade_cond_2", Text(1)),
+            f("trade_cond_3", Text(1)),
+            f("trade_cond_4", Text(1)),
+        ],
+    },
+];
+
+/// Which layout of the NYSE Integrated Feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// XDP Integrated Feed v2.1 (legacy).
+    Xdp21,
+    /// Pillar Integrated Feed v2.5.
+    Pillar25,
+}
+
+/// The layout of a message type in a dialect.
+pub fn layout_of(d: Dialect, msg_type: u16) -> Option<&'static Layout> {
+    match d {
+        Dialect::Pillar25 => PILLAR_CHANGES.iter().find(|l| l.msg_type == msg_type).or_else(|| layout(msg_type)),
+        Dialect::Xdp21 => layout(msg_type),
+    }
+}
+
 /// Byte offsets in a message (its 4-byte header included) of the fields a feed handler
 /// reads, by message type; little-endian. A test holds them equal to the tables.
 pub mod at {
@@ -500,7 +650,12 @@ impl std::fmt::Display for Value<'_> {
 /// A message's layout and its fields in order; an error for a type this module has no
 /// layout for, or a message shorter than its layout (with the offset in the message).
 pub fn fields<'a>(m: &Message<'a>) -> Result<(&'static Layout, Vec<(&'static str, Value<'a>)>)> {
-    let l = layout(m.msg_type).ok_or(Error::Malformed {
+    fields_of(Dialect::Xdp21, m)
+}
+
+/// [`fields`] in a dialect's layouts.
+pub fn fields_of<'a>(d: Dialect, m: &Message<'a>) -> Result<(&'static Layout, Vec<(&'static str, Value<'a>)>)> {
+    let l = layout_of(d, m.msg_type).ok_or(Error::Malformed {
         what: "xdp integrated message type (no layout)",
         offset: 2,
         value: u64::from(m.msg_type),
@@ -645,6 +800,41 @@ mod tests {
             (at::mapping::SYMBOL_INDEX, at::mapping::SYMBOL, at::mapping::PRICE_SCALE_CODE, at::mapping::LEN)
         );
         assert_eq!((off(2, "source_time"), len(2)), (at::time_reference::SOURCE_TIME, at::time_reference::LEN));
+    }
+
+    /// Pillar v2.5 keeps every field a feed handler reads where v2.1 has it, so the offsets
+    /// of `at` serve both; its message sizes are the specification's.
+    #[test]
+    fn pillar_keeps_the_offsets_a_handler_reads() {
+        let off = |d: Dialect, t: u16, name: &str| {
+            let l = layout_of(d, t).unwrap();
+            let mut o = 4;
+            for f in l.fields {
+                if f.name == name {
+                    return Some(o);
+                }
+                o += f.kind.width();
+            }
+            None
+        };
+        for (t, names) in [
+            (100u16, &["symbol_index", "order_id", "price", "volume", "side"][..]),
+            (101, &["order_id", "price", "volume"]),
+            (102, &["order_id"]),
+            (103, &["order_id", "trade_id", "price", "volume", "printable_flag"]),
+            (105, &["symbol_index", "reference_price", "total_imbalance_qty", "imbalance_side"]),
+            (106, &["symbol_index", "order_id", "price", "volume", "side"]),
+            (110, &["trade_id", "price", "volume"]),
+        ] {
+            for n in names {
+                assert_eq!(off(Dialect::Pillar25, t, n), off(Dialect::Xdp21, t, n), "{t} {n}");
+            }
+        }
+        for (t, len) in [(100, 35), (101, 31), (102, 21), (103, 38), (105, 66), (106, 39), (110, 29)] {
+            assert_eq!(layout_of(Dialect::Pillar25, t).unwrap().body_len(), len, "type {t}");
+        }
+        assert_eq!(layout_of(Dialect::Pillar25, 3), layout(3));
+        assert!(PILLAR_CHANGES.iter().all(|l| layout(l.msg_type).is_some()));
     }
 
     #[test]

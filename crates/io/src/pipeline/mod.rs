@@ -237,8 +237,9 @@ pub enum FeedDecoder {
         /// Room in the series table.
         max_series: usize,
     },
-    /// NYSE Integrated Feed (XDP v2.1 layout), with order books per symbol index.
-    NyseXdp,
+    /// NYSE Integrated Feed (XDP v2.1 or Pillar v2.5 layout), with order books per symbol
+    /// index.
+    Nyse(tickplant_wire::xdp_integrated::Dialect),
 }
 
 /// The OPRA FAST decoder stage.
@@ -507,7 +508,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
-    if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50 | FeedDecoder::NyseXdp) {
+    if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50 | FeedDecoder::Nyse(_)) {
         return Err(cfg_err("book.stream = \"ll\": the OPRA decoders keep no books to follow a stream".into()));
     }
     let mut arb_cfg = spec.arb.clone();
@@ -578,7 +579,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     // The OPRA FAST program, specialised for the capture's hottest presence maps.
     let mut specialised = 0;
     let opra_program = match &spec.decoder {
-        FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } | FeedDecoder::NyseXdp => None,
+        FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } | FeedDecoder::Nyse(_) => None,
         FeedDecoder::OpraFast(o) => {
             let mut p = (*o.program).clone();
             if o.profile_blocks > 0 && !source.is_live() {
@@ -611,8 +612,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
             (FeedDecoder::OpraBinary { max_series }, _) => AnyFeed::OpraBinary(OpraBinaryFeed::new(*max_series)),
             // Each NYSE stream keeps its own books (the LL stream's are dropped at the end
             // unless the books follow it).
-            (FeedDecoder::NyseXdp, _) => {
-                AnyFeed::NyseXdp(NyseXdpFeed::new(Books::with_table_advice(spec.book, crate::huge_pages)))
+            (FeedDecoder::Nyse(d), _) => {
+                AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::with_table_advice(spec.book, crate::huge_pages), *d))
             }
             _ if stream == spec.book_stream => {
                 AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
