@@ -323,7 +323,12 @@ fn bad_config_says_what_and_where() {
     assert!(err.contains("\"kk\" is not an OPRA message category"), "{err}");
     std::fs::write(d.path().join("i.toml"), "[source]\na = \"x.pcap\"\ndecoder = \"itch51\"\n").unwrap();
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "i.toml"]).stderr).to_string();
-    assert!(err.contains("decoder \"itch51\": expected \"itch50\" or \"opra-fast\""), "{err}");
+    assert!(
+        err.contains(
+            "decoder \"itch51\": expected \"itch50\", \"nyse-xdp\", \"nyse-pillar\", \"opra-fast\" or \"opra-binary\""
+        ),
+        "{err}"
+    );
     std::fs::write(d.path().join("typo.toml"), "[source]\na = \"x.pcap\"\nbogus = 1\n").unwrap();
     let err = String::from_utf8_lossy(&tp(d.path(), &["run", "typo.toml"]).stderr).to_string();
     assert!(err.contains("typo.toml") && err.contains("bogus"), "{err}");
