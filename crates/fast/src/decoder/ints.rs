@@ -352,7 +352,7 @@ impl<'p> Decoder<'p> {
             }
             _ => self.delta_t::<S, N, W>(ins, buf, pos)?,
         };
-        if let Some(v) = v {
+        if let Some(v) = v.filter(|_| !ins.skip) {
             msg.entries.push(Entry { field: ins.field, value: if S { Value::Int(v) } else { Value::UInt(v as u64) } });
         }
         Ok(i + 1)
@@ -370,7 +370,7 @@ impl<'p> Decoder<'p> {
         pmap: &mut Pmap,
         msg: &mut Message,
     ) -> R<usize> {
-        if let Some(v) = self.int_code(code, ins, buf, pos, pmap)? {
+        if let Some(v) = self.int_code(code, ins, buf, pos, pmap)?.filter(|_| !ins.skip) {
             msg.entries.push(Entry { field: ins.field, value: int_value(ins, v) });
         }
         Ok(i + 1)

@@ -342,6 +342,18 @@ impl<'p> Decoder<'p> {
         Ok(())
     }
 
+    /// [`Decoder::str_op`], its entry and bytes dropped when the field is skipped.
+    #[inline(always)]
+    fn str_skippable(&mut self, ins: &Insn, bit: bool, buf: &[u8], pos: usize, msg: &mut Message) -> R<usize> {
+        let (entries, bytes) = (msg.entries.len(), msg.bytes.len());
+        let next = self.str_op(ins, bit, buf, pos, msg)?;
+        if ins.skip {
+            msg.entries.truncate(entries);
+            msg.bytes.truncate(bytes);
+        }
+        Ok(next)
+    }
+
     /// Run instructions `start..end` from byte `p` with presence map `pm`; returns the byte
     /// after them. The cursor and the presence map stay in registers: every function this
     /// loop does not inline takes them by value.
@@ -463,6 +475,18 @@ impl<'p> Decoder<'p> {
             69 => self.int_typed::<8, true, false, true>(i, ins, buf, pos, pmap, msg),
             70 => self.int_typed::<8, false, true, true>(i, ins, buf, pos, pmap, msg),
             71 => self.int_typed::<8, true, true, true>(i, ins, buf, pos, pmap, msg),
+            op::SKIP_UNIT => {
+                // A skipped field without an operator: step over its bytes to the stop bit
+                // (not decoded, so an overlong value is not noticed: only its extent).
+                let rest = buf.get(*pos..).unwrap_or_default();
+                match rest.iter().position(|&b| b & 0x80 != 0) {
+                    Some(k) => {
+                        *pos += k + 1;
+                        Ok(i + 1)
+                    }
+                    None => Err(self.fail(ErrorKind::Truncated("a skipped field"), *pos)),
+                }
+            }
             op::CONSTS => {
                 let program = self.program;
                 let lo = ins.a as usize;
@@ -479,7 +503,7 @@ impl<'p> Decoder<'p> {
                 let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
                 let (v, q) = self.dec_op(ins, bit, buf, *pos)?;
                 *pos = q;
-                if let Some(d) = v {
+                if let Some(d) = v.filter(|_| !ins.skip) {
                     msg.entries.push(Entry { field: ins.field, value: Value::Decimal(d) });
                 }
                 Ok(i + 1)
@@ -493,6 +517,9 @@ impl<'p> Decoder<'p> {
                 let Some(m) = self.delta_t::<true, false, false>(m_ins, buf, pos)? else {
                     return Err(self.fail(ErrorKind::NoInitialValue, *pos));
                 };
+                if ins.skip {
+                    return Ok(i + 3);
+                }
                 msg.entries.push(Entry {
                     field: ins.field,
                     value: Value::Decimal(Decimal { exponent: e_ins.init as i32, mantissa: m }),
@@ -523,6 +550,9 @@ impl<'p> Decoder<'p> {
                     let Some(m) = m else {
                         return Err(self.fail(ErrorKind::NoInitialValue, *pos));
                     };
+                    if ins.skip {
+                        return Ok(i + 3);
+                    }
                     msg.entries.push(Entry {
                         field: ins.field,
                         value: Value::Decimal(Decimal { exponent: e as i32, mantissa: m }),
@@ -550,13 +580,17 @@ impl<'p> Decoder<'p> {
                         }
                         s.state = ASSIGNED;
                     }
-                    msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len } });
+                    if ins.skip {
+                        msg.bytes.truncate(start as usize);
+                    } else {
+                        msg.entries.push(Entry { field: ins.field, value: Value::Bytes { start, len } });
+                    }
                 } else {
-                    *pos = self.str_op(ins, false, buf, *pos, msg)?;
+                    *pos = self.str_skippable(ins, false, buf, *pos, msg)?;
                 }
                 Ok(i + 1)
             }
-            op::STR_LOAD if self.strs[ins.slot as usize].state == ASSIGNED => {
+            op::STR_LOAD if self.strs[ins.slot as usize].state == ASSIGNED && !ins.skip => {
                 let v = &self.strs[ins.slot as usize].buf;
                 let start = msg.bytes.len() as u32;
                 append(&mut msg.bytes, v);
@@ -572,7 +606,7 @@ impl<'p> Decoder<'p> {
             | op::STR_STORE
             | op::STR_LOAD => {
                 let bit = ins.code.uses_bit(ins.has(flag::OPT)) && take(pmap);
-                *pos = self.str_op(ins, bit, buf, *pos, msg)?;
+                *pos = self.str_skippable(ins, bit, buf, *pos, msg)?;
                 Ok(i + 1)
             }
             op::SEQ => {

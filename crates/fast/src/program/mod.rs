@@ -157,6 +157,9 @@ pub struct Insn {
     /// for a sequence or group, after its body's), so a run of constants costs no dispatch
     /// of its own. `first << 8 | count` into [`Program::consts`]; 0 when none.
     pub then: u32,
+    /// The field is decoded (the stream and the dictionaries stay right) but not written
+    /// to the message: `skip` in the program text (see `text`).
+    pub skip: bool,
 }
 
 /// Integer operators in dispatch-key order.
@@ -200,6 +203,10 @@ pub mod op {
     pub const DEC_SPLIT_CONST_DELTA: u8 = CONSTS + 1;
     /// The key of a mandatory, signed, 64-bit delta (8 * operator + signed).
     pub const I64_DELTA: u8 = 5 * 8 + 1;
+    /// A skipped integer or ASCII string without an operator: its bytes are stepped over to
+    /// the stop bit, not decoded. (Other skipped fields keep their own key and are decoded,
+    /// their entry not written.)
+    pub const SKIP_UNIT: u8 = DEC_SPLIT_CONST_DELTA + 1;
 }
 
 /// The dispatch key of an instruction (see [`Insn::op`]).
@@ -217,7 +224,8 @@ pub fn op_of(ins: &Insn) -> u8 {
 
 impl Insn {
     /// Every operand zero: the base the compiler fills in (`Insn { code, ..Insn::BLANK }`).
-    pub const BLANK: Insn = Insn { code: Code::IntNone, flags: 0, field: 0, slot: 0, a: 0, init: 0, op: 0, then: 0 };
+    pub const BLANK: Insn =
+        Insn { code: Code::IntNone, flags: 0, field: 0, slot: 0, a: 0, init: 0, op: 0, then: 0, skip: false };
 
     #[inline(always)]
     pub fn has(&self, f: u8) -> bool {
@@ -388,6 +396,9 @@ const DENSE_IDS: u32 = 4096;
 mod compile;
 mod listing;
 mod specialise;
+mod text;
+
+pub use text::TextError;
 
 #[cfg(test)]
 mod tests;
@@ -407,6 +418,14 @@ impl Program {
                 && m.op == op::I64_DELTA
             {
                 self.insns[i].op = op::DEC_SPLIT_CONST_DELTA;
+            }
+        }
+        // Skipped fields without an operator last: stepped over, whatever their own key.
+        for ins in &mut self.insns {
+            let unit = ins.code == Code::IntNone
+                || ins.code == Code::StrNone && ins.flags & (flag::UNICODE | flag::BYTES) == 0;
+            if ins.skip && unit {
+                ins.op = op::SKIP_UNIT;
             }
         }
     }

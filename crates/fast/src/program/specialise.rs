@@ -228,6 +228,11 @@ impl Program {
     /// least `min_share` of its segment's occurrences. Replaces earlier specialisations.
     /// Returns how many were built.
     pub fn specialise(&mut self, profile: &Profile, per_segment: usize, max_total: usize, min_share: f64) -> usize {
+        // Straight-line segments and kernels write every field: a program with skipped
+        // fields runs generic.
+        if self.insns.iter().any(|i| i.skip) {
+            return 0;
+        }
         // Undo an earlier specialisation.
         if let Some(first) = self.specials.iter().map(|s| s.start).min() {
             self.insns.truncate(first as usize);
