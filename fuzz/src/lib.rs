@@ -59,10 +59,26 @@ pub fn xdp(data: &[u8]) {
         let _ = (p.messages().count(), p.is_sequence_reset());
         // Each message through the Integrated Feed layouts: fields or an error.
         for (_, m) in p.messages().flatten() {
-            if let Ok((l, f)) = tickplant_wire::xdp_integrated::fields(&m) {
-                assert_eq!(f.len(), l.fields.len());
+            use tickplant_wire::xdp_integrated::{fields_of, Dialect};
+            for d in [Dialect::Xdp21, Dialect::Pillar25] {
+                if let Ok((l, f)) = fields_of(d, &m) {
+                    assert_eq!(f.len(), l.fields.len());
+                }
             }
         }
+        // The pipeline's decoder with its books: every message announced counted once.
+        use tickplant_core::feed::FeedDecoder as _;
+        let books = tickplant_core::book::Books::new(tickplant_core::book::BookConfig {
+            max_orders: 64,
+            max_instruments: 64,
+            ..Default::default()
+        });
+        let mut feed = tickplant_core::nyse::NyseXdpFeed::new(books);
+        let mut out = tickplant_core::feed::EventBatch::default();
+        let pk = tickplant_core::feed::Packet { payload: data, seq: 1, count: 0, arrival_ns: 0, prefetched: false };
+        let d = feed.decode(&pk, &mut out);
+        assert_eq!(d.messages, d.decoded + d.undecodable);
+        assert_eq!(feed.books().stats().total(), d.decoded);
         let r = xdp::Repr::parse(&p).expect("checked packet parses");
         let mut out = vec![0u8; 16];
         r.emit(&mut out);

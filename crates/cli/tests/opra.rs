@@ -292,3 +292,35 @@ fn feeds_doc_examples_run() {
     }
     assert_eq!(n, 3);
 }
+
+/// `decode --feed opra-binary` of a simulated feed gives the simulator's messages: every
+/// quote's and trade's price and size at its sequence number, every message once.
+#[test]
+fn opra_binary_decode_of_a_simulated_feed_equals_the_simulator() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    tickplant(p, &["sim", "opra", "--series", "50", "--messages", "3000", "--out", "o.pcap", "--truth", "t.jsonl"]);
+    let got = decode(&p.join("o.pcap"), &[]);
+    assert_eq!(got.len(), 3000, "every message");
+    assert!(got.iter().all(|m| m.get("error").is_none()));
+    let by_seq: std::collections::HashMap<u64, &Value> =
+        got.iter().map(|m| (m["sequence"].as_u64().unwrap(), m)).collect();
+    let mut checked = 0;
+    for t in lines(&p.join("t.jsonl")) {
+        let m = by_seq[&t["sequence"].as_u64().unwrap()];
+        assert_eq!(m["type"], t["category"]);
+        let f = &m["fields"];
+        let (price, size) = match (t["action"].as_str().unwrap(), t["side"].as_str().unwrap()) {
+            ("quote", "bid") => ("bid_price_decimal", "bid_size"),
+            ("quote", "ask") => ("offer_price_decimal", "offer_size"),
+            ("trade", _) => ("premium_price_decimal", "volume"),
+            _ => continue,
+        };
+        let want: f64 = t["price"].as_f64().unwrap();
+        assert!((f[price].as_str().unwrap().parse::<f64>().unwrap() - want).abs() < 1e-9, "{m} vs {t}");
+        assert_eq!(f[size], t["size"], "{m} vs {t}");
+        assert_eq!(f["security_symbol"].as_str().unwrap().trim_end(), t["symbol"].as_str().unwrap());
+        checked += 1;
+    }
+    assert!(checked > 3000, "{checked}");
+}
