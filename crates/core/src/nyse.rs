@@ -86,10 +86,12 @@ pub struct NyseXdpFeed {
     named_taken: usize,
 }
 
+#[inline(always)]
 fn le32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
 }
 
+#[inline(always)]
 fn le64(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8).map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or_default()))
 }
