@@ -148,7 +148,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Sim(simcmd::SimCmd::OpraFast(a)) => {
             let (n, d) = simcmd::opra_fast_cmd(&a)?;
-            eprintln!("wrote {n} OPRA FAST messages in {d} datagrams to {}", a.out.display());
+            eprintln!("wrote {n} OPRA FAST messages in {d} datagrams to {}", a.gen.out.display());
         }
         Cmd::Sim(simcmd::SimCmd::Nyse(a)) => {
             let (n, p) = simcmd::nyse_cmd(&a)?;
@@ -156,7 +156,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Sim(simcmd::SimCmd::Opra(a)) => {
             let (n, d) = simcmd::opra_cmd(&a)?;
-            eprintln!("wrote {n} OPRA binary messages in {d} blocks to {}", a.out.display());
+            eprintln!("wrote {n} OPRA binary messages in {d} blocks to {}", a.gen.out.display());
         }
         Cmd::Sim(simcmd::SimCmd::Itch(a)) => {
             let (n, live) = simcmd::itch_cmd(&a)?;

@@ -332,11 +332,12 @@ pub struct RelayArgs {
     pub duration: Option<f64>,
 }
 
+/// What both OPRA simulators take.
 #[derive(Debug, Args, Clone)]
-pub struct OpraFastArgs {
+pub struct OpraGenFlags {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Option series (roots AAA, AAB, ..., eight series each).
+    /// Option series (eight a root).
     #[arg(long, default_value_t = 400)]
     pub series: u32,
     /// Messages in all, the opening control message included.
@@ -354,17 +355,28 @@ pub struct OpraFastArgs {
     pub truth: Option<PathBuf>,
 }
 
+impl OpraGenFlags {
+    fn check(&self) -> Result<()> {
+        if self.series == 0 || self.messages == 0 {
+            bail!("--series and --messages must be at least 1");
+        }
+        if self.max_msgs_per_block == 0 || self.max_msgs_per_block > 16 {
+            bail!("--max-msgs-per-block must be 1..=16 (a block must fit a 1500-byte MTU)");
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct OpraFastArgs {
+    #[command(flatten)]
+    pub gen: OpraGenFlags,
+}
+
 /// Write an OPRA FAST capture; returns (messages, datagrams).
 pub fn opra_fast_cmd(a: &OpraFastArgs) -> Result<(u64, u64)> {
-    if a.series == 0 {
-        bail!("--series must be at least 1");
-    }
-    if a.messages == 0 {
-        bail!("--messages must be at least 1");
-    }
-    if a.max_msgs_per_block == 0 || a.max_msgs_per_block > 16 {
-        bail!("--max-msgs-per-block must be 1..=16 (a block must fit a 1500-byte MTU)");
-    }
+    let a = &a.gen;
+    a.check()?;
     let cfg = tickplant_sim::OpraFastGenConfig {
         seed: a.seed,
         series: a.series,
@@ -404,24 +416,8 @@ fn write_truth_events(p: &Path, events: &[tickplant_sim::TruthEvent]) -> Result<
 
 #[derive(Debug, Args, Clone)]
 pub struct OpraArgs {
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Option series (roots of three to five letters, eight series each).
-    #[arg(long, default_value_t = 400)]
-    pub series: u32,
-    /// Messages in all, the opening control message included.
-    #[arg(long, default_value_t = 100_000)]
-    pub messages: u64,
-    /// Messages per block are drawn from 1..=K.
-    #[arg(long, default_value_t = 8, value_name = "K")]
-    pub max_msgs_per_block: u8,
-    /// Output capture (.pcap or .pcapng).
-    #[arg(long, value_name = "feed.pcap")]
-    pub out: PathBuf,
-    /// Write the events the feed must decode to, one JSON line each: sequence, category,
-    /// symbol (the root), action, side, price, size.
-    #[arg(long, value_name = "events.jsonl")]
-    pub truth: Option<PathBuf>,
+    #[command(flatten)]
+    pub gen: OpraGenFlags,
     /// Write each series' best bid and offer at the end, one JSON line each in instrument
     /// order (as the pipeline numbers them): instrument_id, symbol, expiration, put_call,
     /// strike, bid_price, bid_size, ask_price, ask_size.
@@ -431,12 +427,8 @@ pub struct OpraArgs {
 
 /// Write an OPRA binary capture; returns (messages, datagrams).
 pub fn opra_cmd(a: &OpraArgs) -> Result<(u64, u64)> {
-    if a.series == 0 || a.messages == 0 {
-        bail!("--series and --messages must be at least 1");
-    }
-    if a.max_msgs_per_block == 0 || a.max_msgs_per_block > 16 {
-        bail!("--max-msgs-per-block must be 1..=16 (a block must fit a 1500-byte MTU)");
-    }
+    let (bbo, a) = (&a.bbo, &a.gen);
+    a.check()?;
     let cfg = tickplant_sim::OpraBinaryGenConfig {
         seed: a.seed,
         series: a.series,
@@ -450,7 +442,7 @@ pub fn opra_cmd(a: &OpraArgs) -> Result<(u64, u64)> {
     if let Some(p) = &a.truth {
         write_truth_events(p, &truth.events)?;
     }
-    if let Some(p) = &a.bbo {
+    if let Some(p) = bbo {
         let mut w = std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
         );

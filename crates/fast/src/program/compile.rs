@@ -328,18 +328,7 @@ impl Program {
             });
         }
         let mut prog = c.prog;
-        for (i, t) in prog.templates.iter().enumerate() {
-            if let Some(id) = t.id {
-                if id < DENSE_IDS {
-                    if prog.dense.len() <= id as usize {
-                        prog.dense.resize(id as usize + 1, 0);
-                    }
-                    prog.dense[id as usize] = i as u32 + 1;
-                } else {
-                    prog.sparse.insert(id, i as u32);
-                }
-            }
-        }
+        prog.index_templates();
         if prog.templates.len() == 1 {
             prog.default_template = Some(0);
         }

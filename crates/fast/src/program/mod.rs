@@ -430,6 +430,22 @@ impl Program {
         }
     }
 
+    /// The template id tables: a dense one for ids below 4096, a map for the rest.
+    fn index_templates(&mut self) {
+        for (i, t) in self.templates.iter().enumerate() {
+            if let Some(id) = t.id {
+                if id < DENSE_IDS {
+                    if self.dense.len() <= id as usize {
+                        self.dense.resize(id as usize + 1, 0);
+                    }
+                    self.dense[id as usize] = i as u32 + 1;
+                } else {
+                    self.sparse.insert(id, i as u32);
+                }
+            }
+        }
+    }
+
     /// The template index for a template id.
     #[inline]
     pub fn template_index(&self, id: u32) -> Option<u32> {

@@ -375,18 +375,7 @@ impl Program {
         }
         p.default_template = default;
         p.check().map_err(|(line, reason)| TextError { line, reason })?;
-        for (i, t) in p.templates.iter().enumerate() {
-            if let Some(id) = t.id {
-                if id < DENSE_IDS {
-                    if p.dense.len() <= id as usize {
-                        p.dense.resize(id as usize + 1, 0);
-                    }
-                    p.dense[id as usize] = i as u32 + 1;
-                } else {
-                    p.sparse.insert(id, i as u32);
-                }
-            }
-        }
+        p.index_templates();
         p.seal();
         Ok(p)
     }
