@@ -51,8 +51,8 @@ pub struct DecodeArgs {
     /// Stop after this many messages.
     #[arg(long)]
     pub limit: Option<u64>,
-    /// Only these message types, comma-separated: numbers for nyse-xdp (100,103), letters
-    /// for itch50 (A,E) and the message category for OPRA (k,q).
+    /// Only these message types, comma-separated: numbers for nyse-xdp and nyse-pillar
+    /// (100,103), letters for itch50 (A,E) and the message category for OPRA (k,q).
     #[arg(long, value_delimiter = ',')]
     pub types: Vec<String>,
     /// Output format.

@@ -35,7 +35,7 @@ enum Cmd {
     /// high-reliability output (captures, or groups they are sent on to).
     Arb(Box<tickplant_io::config::ArbArgs>),
     /// One JSON line (or CSV rows) per message of a capture, every field under the
-    /// specification's name (feeds: nyse-xdp, opra-binary, itch50, opra-fast).
+    /// specification's name (feeds: nyse-xdp, nyse-pillar, opra-binary, itch50, opra-fast).
     Decode(decodecmd::DecodeArgs),
     /// Send captures as live UDP traffic, paced against absolute deadlines (recorded
     /// spacing, a fixed rate, or as fast as it goes); report the rate and the lateness.
