@@ -283,12 +283,8 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
 pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
     nyse(a, &mut out)?;
     ensure!(a.rounds > 0 && a.messages > 0 && a.series > 0, "--rounds, --messages and --series must be at least 1");
-    let cfg = tickplant_sim::OpraBinaryGenConfig {
-        messages: a.messages,
-        series: a.series,
-        max_per_block: 8,
-        ..Default::default()
-    };
+    let cfg =
+        tickplant_sim::OpraGenConfig { messages: a.messages, series: a.series, max_per_block: 8, ..Default::default() };
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
     let mut blocks = Vec::new();
     let truth = tickplant_sim::generate_opra_binary(&cfg, |_, f| blocks.push(f[off..].to_vec()));

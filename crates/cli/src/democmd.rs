@@ -223,12 +223,8 @@ fn opra_binary(d: &DemoArgs, dir: &std::path::Path) -> Result<()> {
     let mut cfg = RunConfig::parse(OPRA_BINARY_TOML).context("examples/opra-binary.toml")?;
     cfg.relative_to(dir);
     eprintln!("demo: 1/4 generating an OPRA binary feed: {} messages over {} option series", d.messages, d.symbols);
-    let gen = tickplant_sim::OpraBinaryGenConfig {
-        seed: d.seed,
-        series: d.symbols,
-        messages: d.messages,
-        ..Default::default()
-    };
+    let gen =
+        tickplant_sim::OpraGenConfig { seed: d.seed, series: d.symbols, messages: d.messages, ..Default::default() };
     let feed = dir.join("opra.pcap");
     let mut truth = None;
     let blocks = simcmd::write_capture(&feed, |emit| truth = Some(tickplant_sim::generate_opra_binary(&gen, emit)))?;

@@ -152,22 +152,7 @@ pub struct NyseArgs {
 
 /// Write a NYSE Integrated Feed capture; returns (messages, packets).
 pub fn nyse_cmd(a: &NyseArgs) -> Result<(u64, u64)> {
-    if a.symbols == 0 || a.symbols > 65_535 {
-        bail!("--symbols must be 1..=65535");
-    }
-    if a.messages < 2 * u64::from(a.symbols) + 10 {
-        bail!("--messages must be at least 2 x symbols + 10 (the directory and system messages alone take that)");
-    }
-    if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 28 {
-        bail!("--max-msgs-per-packet must be 1..=28 (a packet must fit a 1500-byte MTU)");
-    }
-    let midnight = tickplant_core::itch::midnight_eastern_ns(&a.date).map_err(|e| anyhow!("--date: {e}"))?;
-    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
-        seed: a.seed,
-        symbols: a.symbols,
-        messages: a.messages,
-        target_live: 0,
-    });
+    let (day, midnight) = itch_day(a.seed, a.symbols, a.messages, u16::from(a.max_msgs_per_packet), &a.date)?;
     let mut got = None;
     write_capture(&a.out, |emit| {
         let dialect = if a.layout == "pillar" {
@@ -192,24 +177,32 @@ pub fn nyse_cmd(a: &NyseArgs) -> Result<(u64, u64)> {
     Ok((got.messages, got.packets))
 }
 
-/// Write a generated day; returns (messages, live orders at the end).
-pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
-    if a.symbols == 0 || a.symbols > 65_535 {
-        bail!("--symbols must be 1..=65535 (ITCH stock locates are 16-bit)");
+/// The flags' ITCH day (checked) and the midnight of its date: what `sim itch` writes and
+/// `sim nyse` translates.
+fn itch_day(
+    seed: u64,
+    symbols: u32,
+    messages: u64,
+    max_per_packet: u16,
+    date: &str,
+) -> Result<(tickplant_sim::ItchDay, u64)> {
+    if symbols == 0 || symbols > 65_535 {
+        bail!("--symbols must be 1..=65535 (stock locates and symbol indexes are 16-bit here)");
     }
-    if a.messages < 2 * u64::from(a.symbols) + 10 {
+    if messages < 2 * u64::from(symbols) + 10 {
         bail!("--messages must be at least 2 x symbols + 10 (the directory and system messages alone take that)");
     }
-    if a.max_msgs_per_packet == 0 || a.max_msgs_per_packet > 28 {
+    if max_per_packet == 0 || max_per_packet > 28 {
         bail!("--max-msgs-per-packet must be 1..=28 (a packet must fit a 1500-byte MTU)");
     }
-    let midnight = tickplant_core::itch::midnight_eastern_ns(&a.date).map_err(|e| anyhow!("--date: {e}"))?;
-    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
-        seed: a.seed,
-        symbols: a.symbols,
-        messages: a.messages,
-        target_live: 0,
-    });
+    let midnight = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| anyhow!("--date: {e}"))?;
+    let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig { seed, symbols, messages, target_live: 0 });
+    Ok((day, midnight))
+}
+
+/// Write a generated day; returns (messages, live orders at the end).
+pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
+    let (day, midnight) = itch_day(a.seed, a.symbols, a.messages, a.max_msgs_per_packet, &a.date)?;
     match tickplant_io::itch::ItchInput::for_path(&a.out) {
         tickplant_io::itch::ItchInput::Capture => {
             write_itch_capture(&a.out, &day.messages, a.seed, a.max_msgs_per_packet, midnight)?;
@@ -356,6 +349,18 @@ pub struct OpraGenFlags {
 }
 
 impl OpraGenFlags {
+    /// The generator's settings, checked.
+    fn config(&self) -> Result<tickplant_sim::OpraGenConfig> {
+        self.check()?;
+        Ok(tickplant_sim::OpraGenConfig {
+            seed: self.seed,
+            series: self.series,
+            messages: self.messages,
+            max_per_block: self.max_msgs_per_block,
+            ..Default::default()
+        })
+    }
+
     fn check(&self) -> Result<()> {
         if self.series == 0 || self.messages == 0 {
             bail!("--series and --messages must be at least 1");
@@ -376,14 +381,7 @@ pub struct OpraFastArgs {
 /// Write an OPRA FAST capture; returns (messages, datagrams).
 pub fn opra_fast_cmd(a: &OpraFastArgs) -> Result<(u64, u64)> {
     let a = &a.gen;
-    a.check()?;
-    let cfg = tickplant_sim::OpraFastGenConfig {
-        seed: a.seed,
-        series: a.series,
-        messages: a.messages,
-        max_per_block: a.max_msgs_per_block,
-        ..Default::default()
-    };
+    let cfg = a.config()?;
     let mut truth = None;
     let n = write_capture(&a.out, |emit| truth = Some(tickplant_sim::generate_opra_fast(&cfg, emit)))?;
     let truth = truth.unwrap_or_default();
@@ -428,14 +426,7 @@ pub struct OpraArgs {
 /// Write an OPRA binary capture; returns (messages, datagrams).
 pub fn opra_cmd(a: &OpraArgs) -> Result<(u64, u64)> {
     let (bbo, a) = (&a.bbo, &a.gen);
-    a.check()?;
-    let cfg = tickplant_sim::OpraBinaryGenConfig {
-        seed: a.seed,
-        series: a.series,
-        messages: a.messages,
-        max_per_block: a.max_msgs_per_block,
-        ..Default::default()
-    };
+    let cfg = a.config()?;
     let mut truth = None;
     let n = write_capture(&a.out, |emit| truth = Some(tickplant_sim::generate_opra_binary(&cfg, emit)))?;
     let truth = truth.unwrap_or_default();

@@ -356,21 +356,15 @@ fn feed_handler_doc_examples_run() {
 
 #[test]
 fn opra_fast_doc_example_runs_and_matches_the_truth() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let doc = std::fs::read_to_string(root.join("docs/feed-handler.md")).unwrap();
-    let section = doc.split("## OPRA FAST").nth(1).expect("the OPRA FAST section");
-    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands = common::doc_commands("docs/feed-handler.md", "## OPRA FAST");
     let d = tempfile::tempdir().unwrap();
     for f in ["opra-fast.toml", "opra-fast.xml"] {
-        std::fs::copy(root.join("examples").join(f), d.path().join(f)).unwrap();
+        std::fs::copy(common::root().join("examples").join(f), d.path().join(f)).unwrap();
     }
-    let mut n = 0;
-    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
-        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
-        ok(d.path(), &args);
-        n += 1;
+    for args in &commands {
+        ok(d.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
     }
-    assert_eq!(n, 3);
+    assert_eq!(commands.len(), 3);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.path().join("opra-report.json")).unwrap()).unwrap();
     assert_eq!(report["feed"], "opra-fast");

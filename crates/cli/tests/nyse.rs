@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
 /// How the independent decoder shows a reserved field of `n` bytes: the first `n`
@@ -70,19 +72,14 @@ fn jsonl(p: &Path) -> Vec<serde_json::Value> {
 /// truth; `decode` reads every message of the feed.
 #[test]
 fn nyse_doc_example_runs_and_the_books_equal_the_truth() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let doc = std::fs::read_to_string(root.join("docs/feed-handler.md")).unwrap();
-    let section = doc.split("## NYSE Integrated Feed (XDP)").nth(1).expect("the NYSE section");
-    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands = common::doc_commands("docs/feed-handler.md", "## NYSE Integrated Feed (XDP)");
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    std::fs::copy(root.join("examples/nyse-xdp.toml"), p.join("nyse-xdp.toml")).unwrap();
-    let mut n = 0;
-    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
-        tickplant(p, &line.split_whitespace().skip(1).collect::<Vec<_>>());
-        n += 1;
+    std::fs::copy(common::root().join("examples/nyse-xdp.toml"), p.join("nyse-xdp.toml")).unwrap();
+    for args in &commands {
+        tickplant(p, &args.iter().map(String::as_str).collect::<Vec<_>>());
     }
-    assert_eq!(n, 3);
+    assert_eq!(commands.len(), 3);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.join("nyse-report.json")).unwrap()).unwrap();
     assert_eq!(report["feed"], "nyse-xdp");
@@ -151,7 +148,7 @@ fn pillar_feed_books_equal_the_truth() {
     let p = d.path();
     tickplant(
         p,
-        &words("sim nyse --layout pillar --symbols 30 --messages 60000 --out pillar.pcap --truth truth.jsonl"),
+        &common::words("sim nyse --layout pillar --symbols 30 --messages 60000 --out pillar.pcap --truth truth.jsonl"),
     );
     std::fs::write(
         p.join("pillar.toml"),
@@ -176,10 +173,6 @@ fn pillar_feed_books_equal_the_truth() {
     let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert!(first["fields"].get("trade_cond_1").is_some() && first["fields"].get("price_decimal").is_some(), "{first}");
     assert!(!out.contains("\"error\""));
-    let demo = tickplant(p, &words("demo --feed nyse-pillar --messages 80000 --symbols 30 --quiet"));
+    let demo = tickplant(p, &common::words("demo --feed nyse-pillar --messages 80000 --symbols 30 --quiet"));
     assert!(demo.contains("demo: verified"), "{demo}");
-}
-
-fn words(s: &str) -> Vec<&str> {
-    s.split_whitespace().collect()
 }

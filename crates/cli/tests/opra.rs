@@ -8,6 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
 fn decode(file: &Path, extra: &[&str]) -> Vec<Value> {
@@ -201,19 +203,14 @@ fn lines(p: &Path) -> Vec<Value> {
 /// config on the whole feed leaves every series' best bid and offer exactly the truth's.
 #[test]
 fn opra_binary_doc_example_runs_and_matches_the_truth() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let doc = std::fs::read_to_string(root.join("docs/feed-handler.md")).unwrap();
-    let section = doc.split("## OPRA binary").nth(1).expect("the OPRA binary section");
-    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands = common::doc_commands("docs/feed-handler.md", "## OPRA binary");
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    std::fs::copy(root.join("examples/opra-binary.toml"), p.join("opra-binary.toml")).unwrap();
-    let mut n = 0;
-    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
-        tickplant(p, &line.split_whitespace().skip(1).collect::<Vec<_>>());
-        n += 1;
+    std::fs::copy(common::root().join("examples/opra-binary.toml"), p.join("opra-binary.toml")).unwrap();
+    for args in &commands {
+        tickplant(p, &args.iter().map(String::as_str).collect::<Vec<_>>());
     }
-    assert_eq!(n, 3);
+    assert_eq!(commands.len(), 3);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(p.join("opra-report.json")).unwrap()).unwrap();
     assert_eq!(report["feed"], "opra-binary");
     assert_eq!(report["undecodable"], 0);
@@ -276,21 +273,18 @@ fn opra_binary_demo_runs_small_and_checks_itself() {
 /// real data) and print a line for every message.
 #[test]
 fn feeds_doc_examples_run() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = common::root();
     if !root.join("../shared/data/opra").exists() {
         eprintln!("SKIPPED: ../shared/data is absent (the shared real data)");
         return;
     }
-    let doc = std::fs::read_to_string(root.join("docs/feeds.md")).unwrap();
-    let block = doc.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
-    let mut n = 0;
-    for line in block.lines().filter(|l| l.starts_with("tickplant ")) {
-        let o = Command::new(BIN).current_dir(&root).args(line.split_whitespace().skip(1)).output().unwrap();
-        assert!(o.status.success(), "{line}: {}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.stdout.len() > 100, "{line}");
-        n += 1;
+    let commands = common::doc_commands("docs/feeds.md", "");
+    for args in &commands {
+        let o = Command::new(BIN).current_dir(&root).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout.len() > 100, "{args:?}");
     }
-    assert_eq!(n, 3);
+    assert_eq!(commands.len(), 3);
 }
 
 /// `decode --feed opra-binary` of a simulated feed gives the simulator's messages: every

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use tickplant_fast::{opra_block, Decoder as FastDecoder, Message as FastMessage, NativeKernels, Program};
-use tickplant_wire::{itch50, moldudp64};
+use tickplant_wire::moldudp64;
 
 use crate::arb::GapReport;
 use crate::book::Books;
@@ -247,8 +247,7 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     midnight_ns: u64,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).
-    named: Vec<u32>,
-    named_taken: usize,
+    named: itch::NamedQueue,
 }
 
 /// ITCH 5.0 events without books.
@@ -276,8 +275,7 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
             dir: SymbolDirectory::new(),
             midnight_ns,
             by_type: [0; 256],
-            named: Vec::new(),
-            named_taken: 0,
+            named: itch::NamedQueue::default(),
         }
     }
     /// The books (`None` without them).
@@ -294,21 +292,7 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     }
 }
 
-impl<const BOOKS: bool> ItchFeed<BOOKS> {
-    /// [`FeedDecoder::take_named`] when some instrument was named.
-    #[cold]
-    fn take_named_slow(&mut self) -> Option<(u32, [u8; 8])> {
-        while let Some(&id) = self.named.get(self.named_taken) {
-            self.named_taken += 1;
-            if let Some(sym) = self.dir.symbol(id) {
-                return Some((id, itch50::stock(sym)));
-            }
-        }
-        self.named.clear();
-        self.named_taken = 0;
-        None
-    }
-}
+impl<const BOOKS: bool> ItchFeed<BOOKS> {}
 
 impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
     fn feed(&self) -> &'static str {
@@ -377,7 +361,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
         if self.named.is_empty() {
             return None;
         }
-        self.take_named_slow()
+        self.named.take(&self.dir)
     }
 
     #[inline]
@@ -604,6 +588,7 @@ mod tests {
     use super::*;
     use crate::book::BookConfig;
     use crate::event::EventAction;
+    use tickplant_wire::itch50;
 
     /// The walk of a payload's blocks against the wire crate's message iterator and
     /// `itch::order_hint` on each message it yields, for whole payloads, payloads cut

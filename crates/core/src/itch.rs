@@ -322,6 +322,39 @@ pub struct SymbolDirectory {
 
 const DENSE_IDS: u32 = 1 << 16;
 
+/// Instruments a feed named and the pipeline has not yet taken
+/// ([`crate::feed::FeedDecoder::take_named`]), with their symbols from the directory.
+#[derive(Debug, Clone, Default)]
+pub struct NamedQueue {
+    ids: Vec<u32>,
+    taken: usize,
+}
+
+impl NamedQueue {
+    #[inline]
+    pub fn push(&mut self, id: u32) {
+        self.ids.push(id);
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+    /// The next instrument named (its symbol space padded), skipping ids the directory has
+    /// no symbol for; `None` when all were taken (the queue then starts afresh).
+    #[cold]
+    pub fn take(&mut self, dir: &SymbolDirectory) -> Option<(u32, [u8; 8])> {
+        while let Some(&id) = self.ids.get(self.taken) {
+            self.taken += 1;
+            if let Some(sym) = dir.symbol(id) {
+                return Some((id, itch50::stock(sym)));
+            }
+        }
+        self.ids.clear();
+        self.taken = 0;
+        None
+    }
+}
+
 impl SymbolDirectory {
     pub fn new() -> Self {
         Self::default()

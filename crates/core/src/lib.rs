@@ -23,6 +23,7 @@ pub mod opra_fast;
 pub mod risk;
 pub mod route;
 pub mod seq;
+mod series;
 pub mod trigger;
 pub mod ttt;
 

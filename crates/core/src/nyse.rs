@@ -82,8 +82,7 @@ pub struct NyseXdpFeed {
     unmapped: u64,
     resets: u64,
     clears: u64,
-    named: Vec<u32>,
-    named_taken: usize,
+    named: crate::itch::NamedQueue,
 }
 
 #[inline(always)]
@@ -121,8 +120,7 @@ impl NyseXdpFeed {
             unmapped: 0,
             resets: 0,
             clears: 0,
-            named: Vec::new(),
-            named_taken: 0,
+            named: crate::itch::NamedQueue::default(),
         }
     }
     pub fn books(&self) -> &Books {
@@ -354,15 +352,7 @@ impl FeedDecoder for NyseXdpFeed {
     }
 
     fn take_named(&mut self) -> Option<(u32, [u8; 8])> {
-        while let Some(&id) = self.named.get(self.named_taken) {
-            self.named_taken += 1;
-            if let Some(sym) = self.dir.get(id) {
-                return Some((id, *sym));
-            }
-        }
-        self.named.clear();
-        self.named_taken = 0;
-        None
+        self.named.take(&self.dir)
     }
 
     fn market(&self, instrument: u32) -> (Bbo, [u8; 8]) {

@@ -29,7 +29,7 @@ use tickplant_wire::opra_binary::{self as wire, BestSide, Level, Series};
 use crate::arb::GapReport;
 use crate::event::{flags, Bbo, Event, EventAction, Side};
 use crate::feed::{Decoded, EventBatch, FeedDecoder, Packet};
-use crate::fxhash::FxMap;
+use crate::series::SeriesTable;
 
 /// Why a message was decoded but not mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,11 +80,9 @@ struct Best {
 /// The OPRA binary feed decoder.
 #[derive(Debug, Clone)]
 pub struct OpraBinaryFeed {
-    ids: FxMap<Series, u32>,
-    series: Vec<Series>,
+    series: SeriesTable<Series>,
     /// By instrument id (0 unused).
     best: Vec<Best>,
-    max_series: usize,
     /// Gaps so far: a side set before the latest gap is not trusted.
     epoch: u32,
     by_category: [u64; 256],
@@ -113,13 +111,9 @@ fn set_side(side: BestSide, own: Level, appendage: Option<(u8, Level)>, price: &
 impl OpraBinaryFeed {
     /// A decoder with room for `max_series` series.
     pub fn new(max_series: usize) -> OpraBinaryFeed {
-        let mut ids = FxMap::default();
-        ids.reserve(max_series);
         OpraBinaryFeed {
-            ids,
-            series: Vec::with_capacity(max_series),
+            series: SeriesTable::new(max_series),
             best: vec![Best::default(); max_series + 1],
-            max_series,
             epoch: 0,
             by_category: [0; 256],
             rejected: [0; 2],
@@ -134,16 +128,7 @@ impl OpraBinaryFeed {
 
     #[inline]
     fn instrument(&mut self, key: Series) -> Option<u32> {
-        if let Some(&id) = self.ids.get(&key) {
-            return Some(id);
-        }
-        if self.series.len() >= self.max_series {
-            return None;
-        }
-        self.series.push(key);
-        let id = self.series.len() as u32;
-        self.ids.insert(key, id);
-        Some(id)
+        self.series.id(key)
     }
 
     #[cold]
@@ -153,12 +138,12 @@ impl OpraBinaryFeed {
 
     /// The series of an instrument id.
     pub fn series(&self, id: u32) -> Option<&Series> {
-        self.series.get((id as usize).checked_sub(1)?)
+        self.series.get(id)
     }
 
     /// Series named so far (instrument ids run 1..=this).
     pub fn series_count(&self) -> u32 {
-        self.series.len() as u32
+        self.series.len()
     }
 
     /// A series' best bid and offer now, and whether it is trusted (set since the last gap).
@@ -186,7 +171,7 @@ impl OpraBinaryFeed {
                 .filter(|r| self.rejected[**r as usize] > 0)
                 .map(|r| (r.as_str().to_string(), self.rejected[*r as usize]))
                 .collect(),
-            series: self.series.len() as u64,
+            series: u64::from(self.series.len()),
             bad_blocks: self.bad_blocks,
         }
     }

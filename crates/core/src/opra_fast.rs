@@ -29,7 +29,7 @@ use serde::Serialize;
 use tickplant_fast::{Message, Program, Value};
 
 use crate::event::{Bbo, Event, EventAction, Side, PRICE_SCALE};
-use crate::fxhash::FxMap;
+use crate::series::SeriesTable;
 
 /// What a field of the template is to the mapper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,10 +181,8 @@ fn price(v: u64, code: u32) -> Option<i64> {
 pub struct OpraFast {
     /// Role of each field of the program, by field index.
     roles: Vec<Role>,
-    ids: FxMap<Series, u32>,
-    series: Vec<Series>,
+    series: SeriesTable<Series>,
     bbo: Vec<Bbo>,
-    max_series: usize,
     by_category: [u64; 256],
     rejected: [u64; 5],
     quotes: u64,
@@ -209,14 +207,10 @@ impl OpraFast {
                 "the templates have no MESSAGE_CATEGORY field: not OPRA FAST templates",
             ));
         }
-        let mut ids = FxMap::default();
-        ids.reserve(max_series);
         Ok(OpraFast {
             roles,
-            ids,
-            series: Vec::with_capacity(max_series + 1),
+            series: SeriesTable::new(max_series),
             bbo: vec![Bbo::default(); max_series + 1],
-            max_series,
             by_category: [0; 256],
             rejected: [0; 5],
             quotes: 0,
@@ -333,26 +327,17 @@ impl OpraFast {
     }
 
     fn instrument(&mut self, key: Series) -> Option<u32> {
-        if let Some(&id) = self.ids.get(&key) {
-            return Some(id);
-        }
-        if self.series.len() >= self.max_series {
-            return None;
-        }
-        self.series.push(key);
-        let id = self.series.len() as u32;
-        self.ids.insert(key, id);
-        Some(id)
+        self.series.id(key)
     }
 
     /// Series named so far (instrument ids run 1..=this).
     pub fn series_count(&self) -> u32 {
-        self.series.len() as u32
+        self.series.len()
     }
 
     /// The series of an instrument id.
     pub fn series(&self, id: u32) -> Option<&Series> {
-        self.series.get((id as usize).checked_sub(1)?)
+        self.series.get(id)
     }
 
     /// The latest quote of an instrument (zeros before its first quote).
@@ -387,7 +372,7 @@ impl OpraFast {
                 .filter(|r| self.rejected[**r as usize] > 0)
                 .map(|r| (r.as_str().to_string(), self.rejected[*r as usize]))
                 .collect(),
-            series: self.series.len() as u64,
+            series: u64::from(self.series.len()),
             specialised_segments: 0,
         }
     }

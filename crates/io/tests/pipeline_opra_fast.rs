@@ -13,7 +13,7 @@ use tickplant_io::pipeline::{
     self, ConsumerAction, ConsumerSpec, FeedDecoder, Handler, OpraFastSpec, PipelineSpec, Record, SlowPolicy, Stream,
 };
 use tickplant_io::{Format, FrameWriter};
-use tickplant_sim::{generate_opra_fast, impair, ImpairConfig, OpraFastGenConfig};
+use tickplant_sim::{generate_opra_fast, impair, ImpairConfig, OpraGenConfig};
 
 fn sequencer() -> SequencerConfig {
     SequencerConfig {
@@ -77,7 +77,7 @@ fn write(path: &Path, frames: impl IntoIterator<Item = (u64, Vec<u8>)>) {
 fn impaired_ab_feed_delivers_the_truth_less_the_reported_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let mut frames = Vec::new();
-    let cfg = OpraFastGenConfig { seed: 3, series: 64, messages: 30_000, ..Default::default() };
+    let cfg = OpraGenConfig { seed: 3, series: 64, messages: 30_000, ..Default::default() };
     let truth = generate_opra_fast(&cfg, |t, f| frames.push((t, f.to_vec())));
     let ts: Vec<u64> = frames.iter().map(|f| f.0).collect();
     let im = impair(

@@ -19,5 +19,5 @@ pub use itch::{generate_itch, ItchDay, ItchGenConfig, TruthBook};
 pub use matching::{generate_matching, match_event, GenValue, MatchGenConfig, MatchWorkload, Workload};
 pub use moldudp64::{generate_moldudp64, MoldGenConfig};
 pub use nyse::{translate_itch_day, NyseDay};
-pub use opra_binary::{generate_opra_binary, OpraBinaryGenConfig, OpraBinaryTruth, TruthBbo};
-pub use opra_fast::{generate_opra_fast, OpraFastGenConfig, OpraFastTruth, TruthEvent};
+pub use opra_binary::{generate_opra_binary, OpraBinaryTruth, TruthBbo};
+pub use opra_fast::{generate_opra_fast, OpraFastTruth, OpraGenConfig, TruthEvent};

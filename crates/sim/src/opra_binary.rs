@@ -20,44 +20,11 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tickplant_wire::build::{write_udp_frame, Flow};
+use tickplant_wire::build::write_udp_frame;
 use tickplant_wire::opra_binary::build::{block, header, put, Put};
 use tickplant_wire::opra_binary::{layout, APPENDAGES};
 
-use crate::opra_fast::TruthEvent;
-
-/// Generator settings.
-#[derive(Debug, Clone)]
-pub struct OpraBinaryGenConfig {
-    pub seed: u64,
-    /// Option series quoted and traded.
-    pub series: u32,
-    /// Messages in all (the opening control message included).
-    pub messages: u64,
-    /// Messages per block are drawn from 1..=this.
-    pub max_per_block: u8,
-    pub first_seq: u32,
-    /// Capture time of the first datagram (ns since the epoch).
-    pub start_ns: u64,
-    /// Mean spacing between datagrams (ns).
-    pub spacing_ns: u64,
-    pub flow: Flow,
-}
-
-impl Default for OpraBinaryGenConfig {
-    fn default() -> Self {
-        OpraBinaryGenConfig {
-            seed: 1,
-            series: 100,
-            messages: 10_000,
-            max_per_block: 8,
-            first_seq: 1,
-            start_ns: 1_700_000_000_000_000_000,
-            spacing_ns: 2_000,
-            flow: Flow { dst_port: 45_030, ..Flow::default() },
-        }
-    }
-}
+use crate::opra_fast::{OpraGenConfig, TruthEvent};
 
 /// A series' best bid and offer at the end (prices in 1e-9 units; 0 on an empty side).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,7 +147,7 @@ fn indicator(bid: SideSays, offer: SideSays) -> u8 {
 
 /// Generate the feed, calling `emit(timestamp_ns, frame)` for each datagram (an Ethernet
 /// frame) in order; returns the ground truth.
-pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64, &[u8])) -> OpraBinaryTruth {
+pub fn generate_opra_binary(cfg: &OpraGenConfig, mut emit: impl FnMut(u64, &[u8])) -> OpraBinaryTruth {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
     let nseries = cfg.series.max(1);
     let mut series: Vec<SeriesState> = (0..nseries)
@@ -303,17 +270,11 @@ pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64,
                                 );
                             } else {
                                 header(&mut m, participant, b'k', b' ', ind, txid);
-                                put(
+                                put_long(
                                     &mut m,
-                                    layout(b'k', b' ').unwrap().fields,
+                                    b'k',
+                                    s,
                                     &[
-                                        Put::Bytes(&s.root),
-                                        Put::Bytes(&[0]),
-                                        Put::Bytes(&[s.month]),
-                                        Put::Int(s.day.into()),
-                                        Put::Int(s.year.into()),
-                                        Put::Bytes(b"B"),
-                                        Put::Int(s.strike_cents),
                                         Put::Bytes(&[s.den]),
                                         Put::Int(bid.price),
                                         Put::Int(bid.size.into()),
@@ -359,17 +320,11 @@ pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64,
                             let (price, volume) =
                                 (s.mid + rng.gen_range(-2..=2) * s.per_cent, rng.gen_range(1..=100u32));
                             header(&mut m, participant, b'a', b' ', b' ', txid);
-                            put(
+                            put_long(
                                 &mut m,
-                                layout(b'a', b' ').unwrap().fields,
+                                b'a',
+                                s,
                                 &[
-                                    Put::Bytes(&s.root),
-                                    Put::Bytes(&[0]),
-                                    Put::Bytes(&[s.month]),
-                                    Put::Int(s.day.into()),
-                                    Put::Int(s.year.into()),
-                                    Put::Bytes(b"B"),
-                                    Put::Int(s.strike_cents),
                                     Put::Int(volume.into()),
                                     Put::Bytes(&[s.den]),
                                     Put::Int(price),
@@ -390,9 +345,7 @@ pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64,
                         }
                         85..=89 => {
                             header(&mut m, participant, b'd', b' ', b' ', txid);
-                            let oi = [Put::Int(rng.gen_range(0..100_000))];
-                            put(&mut m, &layout(b'd', b' ').unwrap().fields[..7], &series_puts(s));
-                            put(&mut m, &layout(b'd', b' ').unwrap().fields[7..], &oi);
+                            put_long(&mut m, b'd', s, &[Put::Int(rng.gen_range(0..100_000))]);
                             b'd'
                         }
                         90..=93 => {
@@ -411,8 +364,6 @@ pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64,
                         }
                         _ => {
                             header(&mut m, participant, b'f', b' ', b' ', txid);
-                            let l = layout(b'f', b' ').unwrap();
-                            put(&mut m, &l.fields[..7], &series_puts(s));
                             let p = Put::Int(s.mid);
                             let rest = [
                                 Put::Int(rng.gen_range(0..10_000)),
@@ -428,7 +379,7 @@ pub fn generate_opra_binary(cfg: &OpraBinaryGenConfig, mut emit: impl FnMut(u64,
                                 p,
                                 p,
                             ];
-                            put(&mut m, &l.fields[7..], &rest);
+                            put_long(&mut m, b'f', s, &rest);
                             b'f'
                         }
                     }
@@ -476,9 +427,11 @@ fn status(sequence: u64, category: u8) -> TruthEvent {
     TruthEvent { sequence, category, root: String::new(), action: "status", side: "none", price: 0, size: 0 }
 }
 
-/// The series part of a long message (symbol to strike).
-fn series_puts(s: &SeriesState) -> [Put<'_>; 7] {
-    [
+/// A long message's fields (`a`, `d`, `f`, `k`): the series part (symbol to strike), then
+/// `rest`.
+fn put_long(m: &mut Vec<u8>, category: u8, s: &SeriesState, rest: &[Put<'_>]) {
+    let fields = layout(category, b' ').expect("a long message category").fields;
+    let series = [
         Put::Bytes(&s.root),
         Put::Bytes(&[0]),
         Put::Bytes(std::slice::from_ref(&s.month)),
@@ -486,7 +439,9 @@ fn series_puts(s: &SeriesState) -> [Put<'_>; 7] {
         Put::Int(s.year.into()),
         Put::Bytes(b"B"),
         Put::Int(s.strike_cents),
-    ]
+    ];
+    put(m, &fields[..series.len()], &series);
+    put(m, &fields[series.len()..], rest);
 }
 
 #[cfg(test)]
@@ -497,7 +452,7 @@ mod tests {
 
     #[test]
     fn blocks_parse_and_the_quotes_carry_the_best() {
-        let cfg = OpraBinaryGenConfig { messages: 5_000, series: 40, ..Default::default() };
+        let cfg = OpraGenConfig { messages: 5_000, series: 40, ..Default::default() };
         let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
         let (mut n, mut expect) = (0u64, 1u64);
         let mut cats = std::collections::BTreeMap::new();
@@ -527,7 +482,7 @@ mod tests {
     fn deterministic_for_a_seed() {
         let run = |seed| {
             let mut out = Vec::new();
-            generate_opra_binary(&OpraBinaryGenConfig { seed, messages: 300, ..Default::default() }, |t, f| {
+            generate_opra_binary(&OpraGenConfig { seed, messages: 300, ..Default::default() }, |t, f| {
                 out.push((t, f.to_vec()))
             });
             out

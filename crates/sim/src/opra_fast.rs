@@ -26,9 +26,9 @@ pub const TEMPLATES: &str = include_str!("../../../examples/opra-fast.xml");
 /// Bytes before the OPRA FAST block in each datagram.
 pub const HEADER_LEN: usize = 5;
 
-/// Generator settings.
+/// Settings of both OPRA generators (FAST here, binary in [`crate::opra_binary`]).
 #[derive(Debug, Clone)]
-pub struct OpraFastGenConfig {
+pub struct OpraGenConfig {
     pub seed: u64,
     /// Option series quoted and traded.
     pub series: u32,
@@ -44,9 +44,9 @@ pub struct OpraFastGenConfig {
     pub flow: Flow,
 }
 
-impl Default for OpraFastGenConfig {
+impl Default for OpraGenConfig {
     fn default() -> Self {
-        OpraFastGenConfig {
+        OpraGenConfig {
             seed: 1,
             series: 100,
             messages: 10_000,
@@ -130,7 +130,7 @@ impl Builder<'_> {
 
 /// Generate the feed, calling `emit(timestamp_ns, frame)` for each datagram (an Ethernet
 /// frame) in order; returns the ground truth.
-pub fn generate_opra_fast(cfg: &OpraFastGenConfig, mut emit: impl FnMut(u64, &[u8])) -> OpraFastTruth {
+pub fn generate_opra_fast(cfg: &OpraGenConfig, mut emit: impl FnMut(u64, &[u8])) -> OpraFastTruth {
     let program = Program::from_xml(TEMPLATES).expect("the OPRA FAST templates compile");
     let mut enc = Encoder::new(&program);
     enc.set_template_id_policy(TemplateIdPolicy::WhenChanged);
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn blocks_decode_on_their_own_to_the_truth_counts() {
-        let cfg = OpraFastGenConfig { messages: 2_000, series: 40, ..Default::default() };
+        let cfg = OpraGenConfig { messages: 2_000, series: 40, ..Default::default() };
         let program = Program::from_xml(TEMPLATES).unwrap();
         let mut dec = Decoder::new(&program);
         let mut msg = Message::new();
@@ -309,7 +309,7 @@ mod tests {
     fn deterministic_for_a_seed() {
         let run = |seed| {
             let mut out = Vec::new();
-            generate_opra_fast(&OpraFastGenConfig { seed, messages: 300, ..Default::default() }, |t, f| {
+            generate_opra_fast(&OpraGenConfig { seed, messages: 300, ..Default::default() }, |t, f| {
                 out.push((t, f.to_vec()))
             });
             out
