@@ -8,6 +8,7 @@ mod benchlive;
 mod benchrecv;
 mod decodecmd;
 mod democmd;
+mod exportcmd;
 mod fastcmd;
 mod itchcmd;
 mod matchcmd;
@@ -37,6 +38,9 @@ enum Cmd {
     /// One JSON line (or CSV rows) per message of a capture, every field under the
     /// specification's name (feeds: nyse-xdp, nyse-pillar, opra-binary, itch50, opra-fast).
     Decode(decodecmd::DecodeArgs),
+    /// Normalized events of a capture (or ITCH BinaryFILE) to DBN (MBO, MBP-1), Parquet (a
+    /// NautilusTrader-style catalog) or JSON lines, for research tools (docs/python.md).
+    Export(exportcmd::ExportArgs),
     /// Send captures as live UDP traffic, paced against absolute deadlines (recorded
     /// spacing, a fixed rate, or as fast as it goes); report the rate and the lateness.
     Replay(replaycmd::ReplayArgs),
@@ -181,6 +185,7 @@ fn run(cli: Cli) -> Result<()> {
             decodecmd::decode(&a, &mut out)?;
             std::io::Write::flush(&mut out)?;
         }
+        Cmd::Export(a) => exportcmd::run(&a)?,
         Cmd::Replay(a) => {
             replaycmd::run(&a)?;
         }

@@ -292,7 +292,41 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     }
 }
 
-impl<const BOOKS: bool> ItchFeed<BOOKS> {}
+impl<const BOOKS: bool> ItchFeed<BOOKS> {
+    /// Decode one message (exactly its type's length, as a MoldUDP64 block or a BinaryFILE
+    /// record gives it) into the next event of `out`, apply it to the books and learn its
+    /// symbol: what [`FeedDecoder::decode`] does for each message of a packet, for readers
+    /// of files that hold messages without packets. False: not decodable (nothing added).
+    #[inline]
+    pub fn decode_message(&mut self, b: &[u8], arrival_ns: u64, seq: u64, out: &mut EventBatch) -> bool {
+        self.message(b, arrival_ns, seq, out)
+    }
+
+    #[inline(always)]
+    fn message(&mut self, b: &[u8], arrival_ns: u64, seq: u64, out: &mut EventBatch) -> bool {
+        let books = &mut self.books;
+        let e = out.slot();
+        // With the books, one dispatch with the book's own folded into it (see
+        // `itch::decode_into`); `BOOKS` is a constant, so each kind of feed has its own
+        // loop with no test of it.
+        if !itch::decode_into(b, arrival_ns, seq, self.midnight_ns, e, |e| {
+            if BOOKS {
+                books.apply(e);
+            } else {
+                e.flags |= flags::NO_BOOK;
+            }
+        }) {
+            return false;
+        }
+        let t = e.msg_type;
+        out.commit();
+        if matches!(t, b'R' | b'A' | b'F' | b'P') && self.dir.learn_new(b) {
+            self.named.push(u32::from(u16::from_be_bytes([b[1], b[2]])));
+        }
+        self.by_type[usize::from(t)] += 1;
+        true
+    }
+}
 
 impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
     fn feed(&self) -> &'static str {
@@ -322,27 +356,9 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
                 d.undecodable += 1;
                 continue;
             };
-            let books = &mut self.books;
-            let e = out.slot();
-            // With the books, one dispatch with the book's own folded into it (see
-            // `itch::decode_into`); `BOOKS` is a constant, so each kind of feed has its own
-            // loop with no test of it.
-            if !itch::decode_into(b, p.arrival_ns, p.seq + k as u64, self.midnight_ns, e, |e| {
-                if BOOKS {
-                    books.apply(e);
-                } else {
-                    e.flags |= flags::NO_BOOK;
-                }
-            }) {
+            if !self.message(b, p.arrival_ns, p.seq + k as u64, out) {
                 d.undecodable += 1;
-                continue;
             }
-            let t = e.msg_type;
-            out.commit();
-            if matches!(t, b'R' | b'A' | b'F' | b'P') && self.dir.learn_new(b) {
-                self.named.push(u32::from(u16::from_be_bytes([b[1], b[2]])));
-            }
-            self.by_type[usize::from(t)] += 1;
         }
         d.undecodable += announced.saturating_sub(seen);
         d.decoded = (out.len() - first) as u64;

@@ -18,7 +18,8 @@
 //! schema exactly. An add, modify or replace of a symbol whose mapping has not been seen
 //! cannot be priced: it is counted undecodable (`unmapped`), never given a made-up price.
 //! `ts_event` is the latest source time reference (type 2; the packet's send time before
-//! the first) in seconds, plus the message's SourceTimeNS; `sequence` the packet's
+//! the first) in seconds, plus the message's SourceTimeNS; for a message with no source
+//! time of its own (types 1, 2, 3 and the like) the packet's send time; `sequence` the packet's
 //! sequence number plus the message's place in it.
 //!
 //! Delivery flags: original, retransmitted and refresh packets are decoded alike (the
@@ -243,10 +244,12 @@ impl NyseXdpFeed {
                 // SourceTime, SourceTimeNS, SymbolIndex (or none: instrument 0).
                 let timed = matches!(t, 32 | 34 | 105 | 223);
                 e.instrument_id = if timed { le32(b, at::timed::SYMBOL_INDEX) } else { 0 };
-                if timed {
-                    e.ts_event = u64::from(le32(b, at::timed::SOURCE_TIME)) * 1_000_000_000
-                        + u64::from(le32(b, at::timed::SOURCE_TIME_NS));
-                }
+                e.ts_event = if timed {
+                    u64::from(le32(b, at::timed::SOURCE_TIME)) * 1_000_000_000
+                        + u64::from(le32(b, at::timed::SOURCE_TIME_NS))
+                } else {
+                    base.ts_event
+                };
                 e.action = EventAction::Status;
                 match t {
                     3 => {
@@ -318,7 +321,10 @@ impl FeedDecoder for NyseXdpFeed {
         if self.source_time == 0 {
             self.source_time = pk.send_time();
         }
-        let base = Event { ts_recv: p.arrival_ns, ..Event::default() };
+        // Messages without a source time of their own (sequence number reset, source time
+        // reference, symbol index mapping, ...) happened when the packet was sent.
+        let sent = u64::from(pk.send_time()) * 1_000_000_000 + u64::from(pk.send_time_ns());
+        let base = Event { ts_recv: p.arrival_ns, ts_event: sent, ..Event::default() };
         let mut seen = 0u64;
         for (k, m) in pk.messages().enumerate() {
             seen += 1;

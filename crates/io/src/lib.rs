@@ -13,6 +13,8 @@
 
 pub mod clock;
 pub mod config;
+pub mod events;
+pub mod export;
 pub mod fix_store;
 pub mod fixnet;
 pub mod hist;

@@ -1,0 +1,150 @@
+//! `tickplant export dbn|parquet|jsonl --feed F INPUT --out PATH`: the normalized events of
+//! a capture (or an ITCH BinaryFILE) as DBN (MBO or MBP-1), Parquet files laid out as a
+//! NautilusTrader catalog, or JSON lines (`tickplant_io::export`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, ValueEnum};
+use tickplant_core::event::EventAction;
+use tickplant_io::events::{EventReader, Feed, OpraFastRead, ReadOptions};
+use tickplant_io::export::{export, ExportFormat};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Databento's DBN (version 3), the schema `--schema` names.
+    Dbn,
+    /// Parquet (zstd), one file per instrument and day under OUT/data/order_book_delta/.
+    Parquet,
+    /// One JSON object a line, every field of the event.
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DbnSchema {
+    /// Market by order: the book's changes order by order.
+    Mbo,
+    /// The best bid and offer after each event that changes a book or trades.
+    #[value(name = "mbp-1")]
+    Mbp1,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub format: Format,
+    /// The feed the input holds: itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast.
+    #[arg(long)]
+    pub feed: String,
+    /// A capture (pcap, pcapng), or for itch50 also a BinaryFILE (plain or .gz).
+    pub input: PathBuf,
+    /// The file to write (dbn, jsonl), or the catalog directory (parquet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// DBN schema.
+    #[arg(long, value_enum, default_value = "mbo")]
+    pub schema: DbnSchema,
+    /// itch50: the trading day (US Eastern), from whose midnight ITCH times count.
+    #[arg(long, default_value = "1970-01-01")]
+    pub date: String,
+    /// itch50 BinaryFILE: take each message's length from its type, not the file's prefix.
+    #[arg(long)]
+    pub infer_length: bool,
+    /// Only these symbols (comma-separated; OPRA: roots).
+    #[arg(long, value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Only these actions (comma-separated: add, cancel, delete, modify, execute, trade,
+    /// clear, status, imbalance, quote).
+    #[arg(long, value_delimiter = ',')]
+    pub actions: Vec<String>,
+    /// opra-fast: the FAST templates (the built-in OPRA v2 templates otherwise).
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+    /// opra-fast: bytes before each block's SOH in the UDP payload (`tickplant sim
+    /// opra-fast` writes a 5-byte sequence header).
+    #[arg(long, default_value_t = 5)]
+    pub header_bytes: usize,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The read options of a feed name and the common options.
+pub fn read_options(
+    feed: &str,
+    date: &str,
+    infer_length: bool,
+    symbols: &[String],
+    actions: &[String],
+    templates: Option<&PathBuf>,
+    header_bytes: usize,
+) -> Result<ReadOptions> {
+    let feed: Feed = feed.parse().map_err(|e| anyhow!("--feed: {e}"))?;
+    let mut o = ReadOptions::new(feed);
+    o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| anyhow!("--date: {e}"))?;
+    o.infer_length = infer_length;
+    o.symbols = symbols.to_vec();
+    o.actions = actions
+        .iter()
+        .map(|a| a.parse::<EventAction>().map_err(|e| anyhow!("--actions: {e}")))
+        .collect::<Result<_>>()?;
+    if feed == Feed::OpraFast {
+        let xml = match templates {
+            Some(p) => std::fs::read_to_string(p).with_context(|| format!("--templates {}", p.display()))?,
+            None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
+        };
+        let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("--templates: {e}"))?;
+        for w in &program.warnings {
+            eprintln!("warning: templates: {w}");
+        }
+        o.opra_fast = Some(OpraFastRead { program: Arc::new(program), skip: header_bytes });
+    } else if templates.is_some() {
+        return Err(anyhow!("--templates is for --feed opra-fast"));
+    }
+    Ok(o)
+}
+
+pub fn run(a: &ExportArgs) -> Result<()> {
+    let opts =
+        read_options(&a.feed, &a.date, a.infer_length, &a.symbols, &a.actions, a.templates.as_ref(), a.header_bytes)?;
+    let program = opts.opra_fast.as_ref().map(|f| f.program.clone());
+    let mut reader = EventReader::open(&a.input, &opts, program.as_deref())?;
+    let format = match (a.format, a.schema) {
+        (Format::Dbn, DbnSchema::Mbo) => ExportFormat::DbnMbo,
+        (Format::Dbn, DbnSchema::Mbp1) => ExportFormat::DbnMbp1,
+        (Format::Parquet, _) => ExportFormat::Parquet,
+        (Format::Jsonl, _) => ExportFormat::Jsonl,
+    };
+    let quiet = a.quiet;
+    let started = std::time::Instant::now();
+    let report = export(&mut reader, opts.feed, format, &a.out, |done, total| {
+        if !quiet && total > 0 {
+            eprintln!(
+                "export: {:.0}% of {} ({:.1} s)",
+                100.0 * done as f64 / total as f64,
+                a.input.display(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    })?;
+    let left: u64 = report.left_out.values().sum();
+    eprintln!(
+        "export: {} events ({} gaps) -> {} records in {} file(s) under {}; {} events the format has no record for{}",
+        report.events,
+        report.read.gaps,
+        report.records,
+        report.files.len(),
+        a.out.display(),
+        left,
+        if left > 0 { format!(" ({:?})", report.left_out) } else { String::new() }
+    );
+    if report.sequence_wrapped > 0 {
+        eprintln!(
+            "export: {} sequence numbers did not fit DBN's 32 bits (written modulo 2^32)",
+            report.sequence_wrapped
+        );
+    }
+    Ok(())
+}

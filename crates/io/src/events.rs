@@ -1,0 +1,541 @@
+//! Normalized events straight from a file, for research: one capture (or an ITCH
+//! BinaryFILE) of one feed in, [`Event`]s out in chunks, with the symbols the feed named.
+//! The shells over it are `tickplant export` (DBN, Parquet, JSON lines) and the Python
+//! package's `tickplant.read`.
+//!
+//! The events are the pipeline's own: a capture's frames go through the arbitrator (one
+//! input, holes skipped at once, so that a gap is reported where it is seen) and the feed
+//! handler of the feed, with its books or per-series state, exactly as `tickplant run`
+//! builds them for a capture given as `a` alone. A gap becomes a gap record
+//! ([`gap_event`]) in the stream, where it was found. An ITCH BinaryFILE (plain or gzip)
+//! has no packets: its messages go through the same ITCH decoder one by one
+//! ([`ItchFeed::decode_message`]), numbered from 1, with `ts_recv` 0.
+//!
+//! A filter (symbols, actions, the feed's message types) is applied before an event is
+//! handed out; filtered events are counted ([`ReadStats::filtered`]). Gap records are
+//! always handed out: a consumer of a filtered stream still has to know what it missed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tickplant_core::book::{BookConfig, Books};
+use tickplant_core::event::{Event, EventAction};
+use tickplant_core::feed::{
+    gap_event, AnyFeed, EventBatch, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
+    Packet as FeedPacket,
+};
+use tickplant_core::nyse::NyseXdpFeed;
+use tickplant_core::opra_binary::OpraBinaryFeed;
+use tickplant_core::route::Filter;
+use tickplant_core::{
+    ArbConfig, ArbSink, Arbitrator, CountSpec, Endian, FieldSpec, GapReport, Policy, Protocol, Released, Sequencer,
+    SequencerConfig,
+};
+use tickplant_wire::itch50::{frame_at, Framing};
+use tickplant_wire::xdp_integrated::Dialect;
+
+use crate::itch::{open_whole, ItchInput, WholeFile};
+use crate::pcap::{FrameReader, PcapError};
+
+/// The feeds a file can be read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feed {
+    /// NASDAQ TotalView-ITCH 5.0: a BinaryFILE (plain or gzip) or MoldUDP64 in a capture.
+    Itch50,
+    /// NYSE Integrated Feed, XDP v2.1 layout.
+    NyseXdp,
+    /// NYSE Integrated Feed, Pillar v2.5 layout.
+    NysePillar,
+    /// OPRA binary, Participant Interface v6.
+    OpraBinary,
+    /// OPRA FAST v2 blocks (templates needed: [`ReadOptions::opra_fast`]).
+    OpraFast,
+}
+
+impl Feed {
+    pub const ALL: [Feed; 5] = [Feed::Itch50, Feed::NyseXdp, Feed::NysePillar, Feed::OpraBinary, Feed::OpraFast];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feed::Itch50 => "itch50",
+            Feed::NyseXdp => "nyse-xdp",
+            Feed::NysePillar => "nyse-pillar",
+            Feed::OpraBinary => "opra-binary",
+            Feed::OpraFast => "opra-fast",
+        }
+    }
+    /// The sequencer of the feed's packets as its simulator and the exchanges frame them.
+    pub fn sequencer(self) -> SequencerConfig {
+        match self {
+            Feed::Itch50 => SequencerConfig::preset(Protocol::Moldudp64),
+            Feed::NyseXdp | Feed::NysePillar => SequencerConfig::preset(Protocol::Xdp),
+            Feed::OpraBinary => SequencerConfig::preset(Protocol::Opra),
+            // `tickplant sim opra-fast`'s sequence header: a u32 BE number and a u8 count.
+            Feed::OpraFast => {
+                let mut c = SequencerConfig::preset(Protocol::Custom);
+                c.seq = FieldSpec::new(0, 4, Endian::Big);
+                c.count = CountSpec::Field(FieldSpec::new(4, 1, Endian::Big));
+                c
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Feed {
+    type Err = tickplant_core::error::UnknownName;
+    fn from_str(s: &str) -> Result<Feed, Self::Err> {
+        Feed::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| tickplant_core::error::UnknownName {
+            what: "feed",
+            name: s.into(),
+            expected: "one of itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast",
+        })
+    }
+}
+
+/// OPRA FAST: the compiled templates and where the block starts in the payload.
+#[derive(Debug, Clone)]
+pub struct OpraFastRead {
+    pub program: Arc<tickplant_fast::Program>,
+    /// Bytes before the block's SOH (the sequence header; 5 for `tickplant sim opra-fast`).
+    pub skip: usize,
+}
+
+/// What to read and how.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    pub feed: Feed,
+    /// ITCH: the session's midnight in UNIX ns (ITCH timestamps count from it).
+    pub midnight_ns: u64,
+    /// ITCH BinaryFILE: take each message's length from its type, not the file's prefix.
+    pub infer_length: bool,
+    pub book: BookConfig,
+    /// OPRA: room in the series table.
+    pub max_series: usize,
+    /// Where the packets' sequence numbers are (the feed's own by default).
+    pub sequencer: Option<SequencerConfig>,
+    /// Only these symbols (as the feed names them; OPRA: the root); empty: every one.
+    pub symbols: Vec<String>,
+    /// Only these actions; empty: every one.
+    pub actions: Vec<EventAction>,
+    /// Only these message types (the event's `msg_type`); empty: every one.
+    pub types: Vec<u8>,
+    /// OPRA FAST: the templates (needed for [`Feed::OpraFast`]).
+    pub opra_fast: Option<OpraFastRead>,
+}
+
+impl ReadOptions {
+    pub fn new(feed: Feed) -> ReadOptions {
+        ReadOptions {
+            feed,
+            midnight_ns: 0,
+            infer_length: false,
+            book: BookConfig::default(),
+            max_series: 1 << 20,
+            sequencer: None,
+            symbols: Vec::new(),
+            actions: Vec::new(),
+            types: Vec::new(),
+            opra_fast: None,
+        }
+    }
+}
+
+/// Why a read failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The file could not be read, or is not what the feed's reader expects (path, frame,
+    /// byte offset and what was wrong).
+    Input(PcapError),
+    /// The options do not fit the file or feed.
+    Options { path: PathBuf, reason: String },
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Input(e) => write!(f, "{e}"),
+            ReadError::Options { path, reason } => write!(f, "{}: {reason}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<PcapError> for ReadError {
+    fn from(e: PcapError) -> ReadError {
+        ReadError::Input(e)
+    }
+}
+
+/// What a read went through. Every message is counted once:
+/// `messages == decoded + undecodable`; every decoded event and gap record is
+/// `events + filtered` (`events` handed out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReadStats {
+    /// Captures: frames read, and those that were not the feed's packets (skipped).
+    pub frames: u64,
+    pub other_frames: u64,
+    pub packets: u64,
+    pub messages: u64,
+    pub decoded: u64,
+    pub undecodable: u64,
+    /// Packets seen again (a capture holding the same packet twice) or out of order.
+    pub duplicates: u64,
+    pub late: u64,
+    /// Holes in the sequence, and the messages in them.
+    pub gaps: u64,
+    pub messages_lost: u64,
+    pub events: u64,
+    pub filtered: u64,
+}
+
+/// Reads one file into events, a chunk at a time.
+#[derive(Debug)]
+pub struct EventReader<'p> {
+    path: PathBuf,
+    src: Src,
+    down: Down<'p>,
+    done: bool,
+}
+
+#[derive(Debug)]
+enum Src {
+    Whole { data: WholeFile, pos: usize, framing: Framing, n: u64 },
+    Capture { reader: Box<FrameReader>, arb: Box<Arbitrator>, now: u64, bytes: u64, size: u64 },
+}
+
+/// What the arbitrator releases into: the feed handler and the events waiting to be taken.
+#[derive(Debug)]
+struct Down<'p> {
+    feed: FeedHandler<AnyFeed<'p>>,
+    pending: Vec<Event>,
+    taken: usize,
+    /// Instruments (by symbol).
+    filter: Filter,
+    /// Kinds of event: one filter, or either of two (actions, types).
+    kinds: Option<(Filter, Option<Filter>)>,
+    filtering: bool,
+    wanted: HashSet<[u8; 8]>,
+    names: BTreeMap<u32, String>,
+    stats: ReadStats,
+}
+
+impl<'p> EventReader<'p> {
+    /// Open `path` as `opts.feed`. OPRA FAST borrows its program from `opts` for `'p`: the
+    /// caller keeps `fast` alive (see [`ReadOptions::opra_fast`]).
+    pub fn open(
+        path: &Path,
+        opts: &ReadOptions,
+        fast: Option<&'p tickplant_fast::Program>,
+    ) -> Result<EventReader<'p>, ReadError> {
+        let bad = |reason: String| ReadError::Options { path: path.to_path_buf(), reason };
+        opts.book.validate().map_err(|e| bad(e.to_string()))?;
+        let kind = ItchInput::for_path(path);
+        if kind != ItchInput::Capture && opts.feed != Feed::Itch50 {
+            return Err(bad(format!(
+                "feed {} is read from captures (.pcap, .pcapng); only itch50 also reads BinaryFILEs",
+                opts.feed
+            )));
+        }
+        let feed = match opts.feed {
+            Feed::Itch50 => AnyFeed::Itch50(ItchFeed::new(Books::new(opts.book), opts.midnight_ns)),
+            Feed::NyseXdp => AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::new(opts.book), Dialect::Xdp21)),
+            Feed::NysePillar => AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::new(opts.book), Dialect::Pillar25)),
+            Feed::OpraBinary => AnyFeed::OpraBinary(OpraBinaryFeed::new(opts.max_series)),
+            Feed::OpraFast => {
+                let (Some(program), Some(o)) = (fast, opts.opra_fast.as_ref()) else {
+                    return Err(bad("feed opra-fast needs its FAST templates".into()));
+                };
+                let options = OpraFastOptions { skip: o.skip, reset_per_block: true, max_series: opts.max_series };
+                AnyFeed::OpraFast(OpraFastFeed::new(program, None, options).map_err(|e| bad(e.to_string()))?)
+            }
+        };
+        // Actions and message types together name the kinds of event wanted: an event of
+        // either is taken (`types=["add", "E"]`: every add, and every ITCH E).
+        let (mut actions, mut types) = (Filter::all(), Filter::all());
+        if !opts.actions.is_empty() {
+            actions = actions.actions(opts.actions.iter().copied());
+        }
+        if !opts.types.is_empty() {
+            types = types.types(opts.types.iter().copied());
+        }
+        let kinds = match (opts.actions.is_empty(), opts.types.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some((actions, None)),
+            (true, false) => Some((types, None)),
+            (false, false) => Some((actions, Some(types))),
+        };
+        let mut filter = Filter::all();
+        let wanted: HashSet<[u8; 8]> = opts.symbols.iter().map(|s| symbol_key(s)).collect();
+        if !wanted.is_empty() {
+            // No instrument until the feed names one of the symbols.
+            filter = filter.instruments([]);
+        }
+        let down = Down {
+            feed: FeedHandler::new(feed),
+            pending: Vec::new(),
+            taken: 0,
+            filtering: !filter.takes_all() || kinds.is_some(),
+            filter,
+            kinds,
+            wanted,
+            names: BTreeMap::new(),
+            stats: ReadStats::default(),
+        };
+        let src = if kind == ItchInput::Capture {
+            let reader = FrameReader::open(path)?;
+            let seq = Sequencer::new(opts.sequencer.clone().unwrap_or_else(|| opts.feed.sequencer()))
+                .map_err(|e| bad(e.to_string()))?;
+            let cfg = ArbConfig {
+                inputs: 1,
+                low_latency: false,
+                high_reliability: true,
+                policy: Policy::LowLatency,
+                ..ArbConfig::default()
+            };
+            let mut arb = Arbitrator::new(cfg, seq).map_err(|e| bad(e.to_string()))?;
+            arb.set_link(0, reader.link_type());
+            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, bytes: 0, size }
+        } else {
+            let data = open_whole(path)?.ok_or_else(|| bad("not a BinaryFILE".into()))?;
+            let framing = if opts.infer_length { Framing::InferLength } else { Framing::LengthPrefixed };
+            Src::Whole { data, pos: 0, framing, n: 0 }
+        };
+        Ok(EventReader { path: path.to_path_buf(), src, down, done: false })
+    }
+
+    /// Append at most `max` more events to `out`; 0 at the end of the file.
+    pub fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize, ReadError> {
+        let mut n = 0;
+        while n < max {
+            if self.down.taken == self.down.pending.len() {
+                self.down.pending.clear();
+                self.down.taken = 0;
+                if self.done {
+                    break;
+                }
+                self.fill()?;
+                continue;
+            }
+            let k = (self.down.pending.len() - self.down.taken).min(max - n);
+            out.extend_from_slice(&self.down.pending[self.down.taken..self.down.taken + k]);
+            self.down.taken += k;
+            n += k;
+        }
+        Ok(n)
+    }
+
+    /// Every event left, appended to `out`.
+    pub fn read_all(&mut self, out: &mut Vec<Event>) -> Result<usize, ReadError> {
+        self.read(usize::MAX, out)
+    }
+
+    /// Hand every event left to `f`, a chunk at a time (the reader's own chunks: no copy).
+    /// `f` stops the read by returning false.
+    pub fn for_each_chunk(&mut self, mut f: impl FnMut(&[Event], &Self) -> bool) -> Result<(), ReadError> {
+        loop {
+            if self.down.taken < self.down.pending.len() {
+                let chunk = std::mem::take(&mut self.down.pending);
+                let go = f(&chunk[self.down.taken..], self);
+                self.down.pending = chunk;
+                self.down.pending.clear();
+                self.down.taken = 0;
+                if !go {
+                    return Ok(());
+                }
+            }
+            if self.done {
+                return Ok(());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// The symbols the feed has named so far, by instrument id (OPRA: each series' root).
+    pub fn symbols(&self) -> &BTreeMap<u32, String> {
+        &self.down.names
+    }
+    pub fn stats(&self) -> ReadStats {
+        let mut st = self.down.stats;
+        if let Src::Capture { arb, .. } = &self.src {
+            let a = arb.stats();
+            st.other_frames = a.inputs[0].other;
+            st.duplicates = a.inputs[0].duplicates;
+            st.late = a.inputs[0].late;
+        }
+        st
+    }
+    /// The feed handler: its books, series state and counters as the read left them.
+    pub fn feed(&self) -> &AnyFeed<'p> {
+        self.down.feed.decoder()
+    }
+    pub fn gaps(&self) -> &[GapReport] {
+        self.down.feed.gaps()
+    }
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Bytes read so far and the file's size, for progress (captures: frames' bytes).
+    pub fn progress(&self) -> (u64, u64) {
+        match &self.src {
+            Src::Whole { data, pos, .. } => (*pos as u64, data.len() as u64),
+            Src::Capture { bytes, size, .. } => ((*bytes).min(*size), *size),
+        }
+    }
+
+    /// Decode the next stretch of the file into `pending`.
+    fn fill(&mut self) -> Result<(), ReadError> {
+        match &mut self.src {
+            Src::Whole { data, pos, framing, n } => {
+                let mut batch = EventBatch::default();
+                let end = data.len();
+                let mut k = 0;
+                while k < FILL_MESSAGES && *pos < end {
+                    match frame_at(&data[*pos..], *framing) {
+                        Ok(Some((hdr, total))) => {
+                            *n += 1;
+                            let m = &data[*pos + hdr..*pos + total];
+                            *pos += total;
+                            k += 1;
+                            let AnyFeed::Itch50(f) = self.down.feed.decoder_mut() else {
+                                unreachable!("a BinaryFILE is read as ITCH only (checked at open)")
+                            };
+                            self.down.stats.messages += 1;
+                            if f.decode_message(m, 0, *n, &mut batch) {
+                                self.down.stats.decoded += 1;
+                            } else {
+                                self.down.stats.undecodable += 1;
+                            }
+                        }
+                        Ok(None) => {
+                            return Err(PcapError {
+                                path: self.path.clone(),
+                                frame: None,
+                                offset: Some(*pos as u64),
+                                reason: format!(
+                                    "the file ends inside message {} ({} bytes left over)",
+                                    *n + 1,
+                                    end - *pos
+                                ),
+                            }
+                            .into())
+                        }
+                        Err(e) => {
+                            let hint = if *framing == Framing::LengthPrefixed {
+                                " (if the file's length prefixes are not to be trusted, read it with infer_length)"
+                            } else {
+                                ""
+                            };
+                            return Err(PcapError {
+                                path: self.path.clone(),
+                                frame: None,
+                                offset: Some((*pos + e.offset()) as u64),
+                                reason: format!("message {}: {e}{hint}", *n + 1),
+                            }
+                            .into());
+                        }
+                    }
+                }
+                self.down.named();
+                for e in batch.events() {
+                    self.down.take(e);
+                }
+                if *pos >= end {
+                    self.done = true;
+                }
+            }
+            Src::Capture { reader, arb, now, bytes, .. } => {
+                let start = self.down.pending.len();
+                // Frames until some events are waiting (or the file ends).
+                while self.down.pending.len() == start {
+                    let Some(frame) = reader.next_frame()? else {
+                        arb.flush(*now);
+                        arb.drain(&mut self.down);
+                        self.done = true;
+                        break;
+                    };
+                    self.down.stats.frames += 1;
+                    // A classic pcap record: 16 bytes of header, then the frame.
+                    *bytes += 16 + frame.data.len() as u64;
+                    *now = (*now).max(frame.ts_ns);
+                    arb.process(*now, 0, frame.data, &mut self.down);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Messages of a BinaryFILE decoded per fill.
+const FILL_MESSAGES: usize = 4096;
+
+/// A symbol as feeds send it: ASCII, space padded to 8 bytes (longer ones cut).
+fn symbol_key(s: &str) -> [u8; 8] {
+    let mut k = [b' '; 8];
+    for (d, c) in k.iter_mut().zip(s.bytes()) {
+        *d = c;
+    }
+    k
+}
+
+impl Down<'_> {
+    /// Learn the instruments named since the last call.
+    fn named(&mut self) {
+        while let Some((id, key)) = self.feed.decoder_mut().take_named() {
+            let name = String::from_utf8_lossy(&key).trim_end_matches([' ', '\0']).to_string();
+            self.names.insert(id, name);
+            if self.wanted.contains(&key) {
+                self.filter = std::mem::take(&mut self.filter).instruments([id]);
+            }
+        }
+    }
+    #[inline]
+    fn take(&mut self, e: &Event) {
+        let kind = match &self.kinds {
+            None => true,
+            Some((a, None)) => a.matches(e),
+            Some((a, Some(t))) => a.matches(e) || t.matches(e),
+        };
+        if !self.filtering || (kind && self.filter.matches(e)) {
+            self.pending.push(*e);
+            self.stats.events += 1;
+        } else {
+            self.stats.filtered += 1;
+        }
+    }
+}
+
+impl ArbSink for Down<'_> {
+    fn ll(&mut self, _forwarded: &Released<'_>) {}
+    fn hr(&mut self, r: &Released<'_>) {
+        let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
+        let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched: false };
+        self.feed.handle_packet(&p);
+        let before = self.feed.stats();
+        self.stats.packets = before.packets_in;
+        self.stats.messages = before.messages_in;
+        self.stats.decoded = before.decoded;
+        self.stats.undecodable = before.undecodable;
+        self.named();
+        // The batch is the feed handler's: take each event out before the next packet.
+        let n = self.feed.events().len();
+        for i in 0..n {
+            let e = self.feed.events()[i];
+            self.take(&e);
+        }
+    }
+    fn gap(&mut self, g: &GapReport) {
+        self.feed.handle_gap(g);
+        self.stats.gaps += 1;
+        self.stats.messages_lost += g.messages;
+        self.pending.push(gap_event(g));
+        self.stats.events += 1;
+    }
+}

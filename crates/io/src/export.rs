@@ -1,0 +1,627 @@
+//! Events to the files researchers' tools read: Databento's DBN (MBO, and MBP-1 from the
+//! books) with the `dbn` crate, Parquet (arrow-rs, zstd) laid out as NautilusTrader's
+//! catalog lays out its data, and JSON lines. The shells are `tickplant export` and the
+//! Python package's `tickplant.export`.
+//!
+//! ## DBN: how an event becomes MBO records
+//!
+//! DBN's MBO schema says what happened to the book in the actions `A` (add), `C` (cancel
+//! `size` shares of the order), `M`, `R` (clear), `T` (trade) and `F` (fill), where a book
+//! builder (Databento's, NautilusTrader's, hftbacktest's) changes the book on `A`, `C`,
+//! `M` and `R` only. So that such a builder ends with the books tickplant built:
+//!
+//! | event | records |
+//! |---|---|
+//! | add | `A` |
+//! | cancel (part of an order) | `C`, `size` the shares cancelled |
+//! | delete | `C`, `size` the shares the order still had |
+//! | execute | `F` (price, shares executed, the resting order's side), then `C` of those shares |
+//! | modify (a replace: new id) | `C` of the old order (its price and shares), then `A` of the new |
+//! | trade (not on the book) | `T`, side the resting order's |
+//! | clear | `R` |
+//! | status, imbalance, quote, gap | none (MBO has no such record; counted as left out) |
+//!
+//! `ts_event`, `ts_recv` and `instrument_id` are the event's; `sequence` its sequence number
+//! (DBN's is 32 bits: a larger one is counted in [`ExportReport::sequence_wrapped`] and
+//! written modulo 2^32); `flags`: `LAST` on the last record of a packet, `MAYBE_BAD_BOOK`
+//! where tickplant's book was stale; `publisher_id` 0. The metadata maps every symbol the
+//! feed named (`stype_in` raw symbol) to its instrument id for the file's dates.
+//!
+//! MBP-1 gives one record per event that changes a book or trades, with the book's best
+//! bid and offer (price, shares, orders) after it, from books the exporter builds from the
+//! events themselves.
+//!
+//! ## Parquet
+//!
+//! One file per instrument and UTC day:
+//! `OUT/data/order_book_delta/<SYMBOL>.<VENUE>/<first ts>_<last ts>.parquet` (timestamps
+//! as `2024-01-02T13-30-00-000000000Z`, the catalog's names), each event's every field in
+//! its own column (`ts_recv` and `ts_event` as nanosecond UTC timestamps), zstd.
+//! [`read_parquet`] gives the events back, exactly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use dbn::{MboMsg, Mbp1Msg, RecordHeader};
+use tickplant_core::book::{BookConfig, Books};
+use tickplant_core::event::{flags, Event, EventAction, Side};
+
+use crate::events::{EventReader, Feed, ReadError, ReadStats};
+
+/// What to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// DBN, MBO schema.
+    DbnMbo,
+    /// DBN, MBP-1 schema (the best bid and offer after each book event).
+    DbnMbp1,
+    /// Parquet files in a catalog directory.
+    Parquet,
+    /// One JSON object a line, every field of the event.
+    Jsonl,
+}
+
+/// Why an export failed.
+#[derive(Debug)]
+pub enum ExportError {
+    Read(ReadError),
+    Write { path: PathBuf, reason: String },
+}
+
+impl std::fmt::Display for ExportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExportError::Read(e) => write!(f, "{e}"),
+            ExportError::Write { path, reason } => write!(f, "{}: {reason}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+impl From<ReadError> for ExportError {
+    fn from(e: ReadError) -> ExportError {
+        ExportError::Read(e)
+    }
+}
+
+fn werr(path: &Path, e: impl std::fmt::Display) -> ExportError {
+    ExportError::Write { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+/// What an export did. `events == written_events + left_out`, per action in the maps.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ExportReport {
+    pub read: ReadStats,
+    /// Events taken from the reader.
+    pub events: u64,
+    /// Events that became records (one or more each), and the records written.
+    pub written_events: u64,
+    pub records: u64,
+    /// Events the format has no record for, by action.
+    pub left_out: BTreeMap<String, u64>,
+    /// DBN: events whose sequence number did not fit in 32 bits.
+    pub sequence_wrapped: u64,
+    /// The files written.
+    pub files: Vec<PathBuf>,
+    /// Instruments and their symbols, as the feed named them.
+    pub symbols: BTreeMap<u32, String>,
+}
+
+/// Dataset name in DBN metadata (at most 16 characters), and the venue of the catalog's
+/// instrument ids, by feed.
+pub fn dataset_of(feed: Feed) -> (&'static str, &'static str) {
+    match feed {
+        Feed::Itch50 => ("XNAS.ITCH", "XNAS"),
+        Feed::NyseXdp | Feed::NysePillar => ("XNYS.PILLAR", "XNYS"),
+        Feed::OpraBinary | Feed::OpraFast => ("OPRA.PILLAR", "OPRA"),
+    }
+}
+
+/// Write every event `reader` gives to `out` in `format`. `progress(done, total)` is
+/// called about every million events with the reader's bytes.
+pub fn export(
+    reader: &mut EventReader<'_>,
+    feed: Feed,
+    format: ExportFormat,
+    out: &Path,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<ExportReport, ExportError> {
+    let mut report = ExportReport::default();
+    let mut events = Vec::new();
+    let mut since = 0u64;
+    let mut jsonl = match format {
+        ExportFormat::Jsonl => Some(BufWriter::new(File::create(out).map_err(|e| werr(out, e))?)),
+        _ => None,
+    };
+    // DBN's metadata (symbols, start and end) comes before the records, and the symbols
+    // are known only once read: the records wait in memory (56 or 80 bytes an event).
+    let mut mbo = Vec::new();
+    let mut mbp = Vec::new();
+    let mut to_dbn = ToDbn::default();
+    let mut parquet: BTreeMap<(u32, i64), Vec<Event>> = BTreeMap::new();
+    let (mut first_ts, mut last_ts) = (u64::MAX, 0u64);
+    loop {
+        events.clear();
+        if reader.read(1 << 16, &mut events)? == 0 {
+            break;
+        }
+        report.events += events.len() as u64;
+        since += events.len() as u64;
+        if since >= 1 << 20 {
+            since = 0;
+            let (d, t) = reader.progress();
+            progress(d, t);
+        }
+        for e in &events {
+            if e.action != EventAction::Gap {
+                first_ts = first_ts.min(e.ts_event);
+                last_ts = last_ts.max(e.ts_event);
+            }
+            let n = match format {
+                ExportFormat::DbnMbo => to_dbn.mbo(e, &mut mbo),
+                ExportFormat::DbnMbp1 => to_dbn.mbp1(e, &mut mbp),
+                ExportFormat::Parquet => {
+                    parquet.entry((e.instrument_id, day_of(e.ts_event))).or_default().push(*e);
+                    1
+                }
+                ExportFormat::Jsonl => {
+                    let w = jsonl.as_mut().expect("opened for jsonl");
+                    write_json(w, e).map_err(|x| werr(out, x))?;
+                    1
+                }
+            };
+            if n == 0 {
+                *report.left_out.entry(e.action.as_str().to_string()).or_default() += 1;
+            } else {
+                report.written_events += 1;
+                report.records += n as u64;
+            }
+        }
+    }
+    report.sequence_wrapped = to_dbn.wrapped;
+    report.read = reader.stats();
+    report.symbols = reader.symbols().clone();
+    if first_ts == u64::MAX {
+        first_ts = 0;
+    }
+    let (dataset, venue) = dataset_of(feed);
+    match format {
+        ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
+            let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
+            let meta = metadata(dataset, schema, first_ts, last_ts, &report.symbols);
+            let f = File::create(out).map_err(|e| werr(out, e))?;
+            let mut enc = dbn::encode::dbn::Encoder::new(BufWriter::new(f), &meta).map_err(|e| werr(out, e))?;
+            use dbn::encode::EncodeRecord;
+            if format == ExportFormat::DbnMbo {
+                enc.encode_records(&mbo).map_err(|e| werr(out, e))?;
+            } else {
+                enc.encode_records(&mbp).map_err(|e| werr(out, e))?;
+            }
+            enc.flush().map_err(|e| werr(out, e))?;
+            report.files.push(out.to_path_buf());
+        }
+        ExportFormat::Parquet => {
+            let base = out.join("data").join("order_book_delta");
+            for ((id, _day), evs) in &parquet {
+                let name = match report.symbols.get(id) {
+                    Some(s) if !s.is_empty() && *id != 0 => format!("{}.{venue}", safe_name(s)),
+                    _ => format!("{id}.{venue}"),
+                };
+                let dir = base.join(name);
+                std::fs::create_dir_all(&dir).map_err(|e| werr(&dir, e))?;
+                let (lo, hi) = (evs.first().map_or(0, |e| e.ts_event), evs.last().map_or(0, |e| e.ts_event));
+                let path = dir.join(format!("{}_{}.parquet", file_timestamp(lo), file_timestamp(hi)));
+                write_parquet(&path, evs)?;
+                report.files.push(path);
+            }
+        }
+        ExportFormat::Jsonl => {
+            jsonl.take().expect("opened for jsonl").flush().map_err(|e| werr(out, e))?;
+            report.files.push(out.to_path_buf());
+        }
+    }
+    let (d, t) = reader.progress();
+    progress(d, t);
+    Ok(report)
+}
+
+/// Symbols as path components: what is not a letter, digit, `-` or `_` becomes `_`.
+fn safe_name(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+const DAY_NS: u64 = 86_400_000_000_000;
+
+/// Days since 1970-01-01 (UTC) of a UNIX ns time.
+fn day_of(ts: u64) -> i64 {
+    (ts / DAY_NS) as i64
+}
+
+/// (year, month, day) of days since 1970-01-01 (Howard Hinnant's civil_from_days).
+fn civil(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// A UNIX ns time as the catalog writes it in file names: `2024-01-02T13-30-00-000000000Z`.
+pub fn file_timestamp(ts: u64) -> String {
+    let (y, m, d) = civil(day_of(ts));
+    let s = ts % DAY_NS;
+    let (h, mi, se, ns) = (s / 3_600_000_000_000, s / 60_000_000_000 % 60, s / 1_000_000_000 % 60, s % 1_000_000_000);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}-{mi:02}-{se:02}-{ns:09}Z")
+}
+
+fn metadata(
+    dataset: &str,
+    schema: dbn::Schema,
+    first: u64,
+    last: u64,
+    symbols: &BTreeMap<u32, String>,
+) -> dbn::Metadata {
+    let date = |ts: u64| {
+        let (y, m, d) = civil(day_of(ts));
+        let month = time::Month::try_from(m as u8).unwrap_or(time::Month::January);
+        time::Date::from_calendar_date(y as i32, month, d as u8).unwrap_or(time::Date::MIN)
+    };
+    let (d0, d1) = (date(first), date(last).next_day().unwrap_or(time::Date::MAX));
+    let mut seen = std::collections::HashSet::new();
+    let mappings = symbols
+        .iter()
+        .filter(|(_, s)| !s.is_empty() && seen.insert(s.as_str()))
+        .map(|(id, s)| dbn::SymbolMapping {
+            raw_symbol: s.clone(),
+            intervals: vec![dbn::MappingInterval { start_date: d0, end_date: d1, symbol: id.to_string() }],
+        })
+        .collect::<Vec<_>>();
+    dbn::Metadata::builder()
+        .dataset(dataset)
+        .schema(Some(schema))
+        .start(first)
+        .end(std::num::NonZeroU64::new(last + 1))
+        .stype_in(Some(dbn::SType::RawSymbol))
+        .stype_out(dbn::SType::InstrumentId)
+        .symbols(mappings.iter().map(|m| m.raw_symbol.clone()).collect())
+        .mappings(mappings)
+        .build()
+}
+
+/// The mapping of events to DBN records, with what it needs to remember: each live order's
+/// price and shares (a replace's `C` names the old order's), and books for MBP-1.
+#[derive(Debug, Default)]
+pub struct ToDbn {
+    orders: HashMap<u64, (i64, u32)>,
+    books: Option<Books>,
+    wrapped: u64,
+}
+
+fn side_char(s: Side) -> std::ffi::c_char {
+    (match s {
+        Side::Bid => b'B',
+        Side::Ask => b'A',
+        Side::None => b'N',
+    }) as std::ffi::c_char
+}
+
+impl ToDbn {
+    fn seq(&mut self, e: &Event) -> u32 {
+        if e.sequence > u64::from(u32::MAX) {
+            self.wrapped += 1;
+        }
+        e.sequence as u32
+    }
+
+    fn flags_of(e: &Event, last: bool) -> u8 {
+        let mut f = 0;
+        if last && e.flags & flags::LAST_IN_PACKET != 0 {
+            f |= dbn::flags::LAST;
+        }
+        if e.flags & flags::BOOK_STALE != 0 {
+            f |= dbn::flags::MAYBE_BAD_BOOK;
+        }
+        f
+    }
+
+    fn record(&mut self, e: &Event, action: u8, order_id: u64, price: i64, size: u32, last: bool) -> MboMsg {
+        MboMsg {
+            hd: RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 0, e.instrument_id, e.ts_event),
+            order_id,
+            price,
+            size,
+            flags: Self::flags_of(e, last).into(),
+            channel_id: 0,
+            action: action as std::ffi::c_char,
+            side: side_char(e.side),
+            ts_recv: e.ts_recv,
+            ts_in_delta: 0,
+            sequence: self.seq(e),
+        }
+    }
+
+    /// The MBO records of one event, appended to `out`; how many (0: none).
+    pub fn mbo(&mut self, e: &Event, out: &mut Vec<MboMsg>) -> usize {
+        // Events the books refused or could not place change no book: left as they are.
+        let applied = e.flags & (flags::UNKNOWN_ORDER | flags::REJECTED) == 0;
+        let before = out.len();
+        match e.action {
+            EventAction::Add => {
+                if applied {
+                    self.orders.insert(e.order_id, (e.price, e.size));
+                }
+                let r = self.record(e, b'A', e.order_id, e.price, e.size, true);
+                out.push(r);
+            }
+            EventAction::Cancel | EventAction::Delete => {
+                let price = self.orders.get(&e.order_id).map_or(e.price, |o| o.0);
+                self.reduce(e.order_id, e.size, e.action == EventAction::Delete);
+                let r = self.record(e, b'C', e.order_id, price, e.size, true);
+                out.push(r);
+            }
+            EventAction::Execute => {
+                let f = self.record(e, b'F', e.order_id, e.price, e.size, false);
+                out.push(f);
+                if applied {
+                    let price = self.orders.get(&e.order_id).map_or(e.price, |o| o.0);
+                    self.reduce(e.order_id, e.size, false);
+                    let c = self.record(e, b'C', e.order_id, price, e.size, true);
+                    out.push(c);
+                } else if let Some(l) = out.last_mut() {
+                    l.flags = Self::flags_of(e, true).into();
+                }
+            }
+            EventAction::Modify => {
+                if let Some((price, size)) = self.orders.remove(&e.aux) {
+                    let c = self.record(e, b'C', e.aux, price, size, false);
+                    out.push(c);
+                }
+                if applied {
+                    self.orders.insert(e.order_id, (e.price, e.size));
+                }
+                let a = self.record(e, b'A', e.order_id, e.price, e.size, true);
+                out.push(a);
+            }
+            EventAction::Trade => {
+                let r = self.record(e, b'T', e.order_id, e.price, e.size, true);
+                out.push(r);
+            }
+            EventAction::Clear => {
+                let r = self.record(e, b'R', 0, dbn::UNDEF_PRICE, 0, true);
+                out.push(r);
+            }
+            EventAction::Status | EventAction::Imbalance | EventAction::Quote | EventAction::Gap => {}
+        }
+        out.len() - before
+    }
+
+    fn reduce(&mut self, id: u64, shares: u32, all: bool) {
+        if let Some(o) = self.orders.get_mut(&id) {
+            if all || shares >= o.1 {
+                self.orders.remove(&id);
+            } else {
+                o.1 -= shares;
+            }
+        }
+    }
+
+    /// The MBP-1 record of one event (with the best bid and offer after it), appended to
+    /// `out`; 1, or 0 for an event that neither changes a book nor trades.
+    pub fn mbp1(&mut self, e: &Event, out: &mut Vec<Mbp1Msg>) -> usize {
+        let action = match e.action {
+            EventAction::Add => b'A',
+            EventAction::Cancel | EventAction::Delete => b'C',
+            EventAction::Modify => b'M',
+            EventAction::Execute | EventAction::Trade => b'T',
+            EventAction::Clear => b'R',
+            _ => return 0,
+        };
+        let books = self.books.get_or_insert_with(|| Books::new(BookConfig::default()));
+        let mut copy = *e;
+        if e.action == EventAction::Clear {
+            books.clear_instrument(e.instrument_id);
+        } else {
+            books.apply(&mut copy);
+        }
+        let level = |side| books.book(e.instrument_id).and_then(|b| b.depth(side, 1).next());
+        let (bid, ask) = (level(Side::Bid), level(Side::Ask));
+        let px = |l: Option<tickplant_core::book::Level>| l.map_or(dbn::UNDEF_PRICE, |l| l.price);
+        let sz = |l: Option<tickplant_core::book::Level>| l.map_or(0, |l| l.shares as u32);
+        let ct = |l: Option<tickplant_core::book::Level>| l.map_or(0, |l| l.orders);
+        let r = Mbp1Msg {
+            hd: RecordHeader::new::<Mbp1Msg>(dbn::rtype::MBP_1, 0, e.instrument_id, e.ts_event),
+            price: if e.action == EventAction::Clear { dbn::UNDEF_PRICE } else { e.price },
+            size: e.size,
+            action: action as std::ffi::c_char,
+            side: side_char(e.side),
+            flags: Self::flags_of(e, true).into(),
+            depth: 0,
+            ts_recv: e.ts_recv,
+            ts_in_delta: 0,
+            sequence: self.seq(e),
+            levels: [dbn::BidAskPair {
+                bid_px: px(bid),
+                ask_px: px(ask),
+                bid_sz: sz(bid),
+                ask_sz: sz(ask),
+                bid_ct: ct(bid),
+                ask_ct: ct(ask),
+            }],
+        };
+        out.push(r);
+        1
+    }
+}
+
+fn write_json(w: &mut impl Write, e: &Event) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "{{\"ts_recv\":{},\"ts_event\":{},\"sequence\":{},\"order_id\":{},\"price\":{},\"aux\":{},\"size\":{},\"instrument_id\":{},\"action\":\"{}\",\"side\":\"{}\",\"flags\":{},\"msg_type\":{},\"venue\":{}}}",
+        e.ts_recv,
+        e.ts_event,
+        e.sequence,
+        e.order_id,
+        e.price,
+        e.aux,
+        e.size,
+        e.instrument_id,
+        e.action.as_str(),
+        e.side.as_str(),
+        e.flags,
+        e.msg_type,
+        e.venue
+    )
+}
+
+/// The Parquet schema of events: every field of [`Event`], in its order.
+pub fn parquet_schema() -> Schema {
+    let ts = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
+    Schema::new(vec![
+        Field::new("ts_recv", ts.clone(), false),
+        Field::new("ts_event", ts, false),
+        Field::new("sequence", DataType::UInt64, false),
+        Field::new("order_id", DataType::UInt64, false),
+        Field::new("price", DataType::Int64, false),
+        Field::new("aux", DataType::UInt64, false),
+        Field::new("size", DataType::UInt32, false),
+        Field::new("instrument_id", DataType::UInt32, false),
+        Field::new("action", DataType::UInt8, false),
+        Field::new("side", DataType::UInt8, false),
+        Field::new("flags", DataType::UInt8, false),
+        Field::new("msg_type", DataType::UInt8, false),
+        Field::new("venue", DataType::UInt32, false),
+    ])
+}
+
+fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
+    let schema = Arc::new(parquet_schema());
+    let u64s = |f: fn(&Event) -> u64| Arc::new(UInt64Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
+    let u32s = |f: fn(&Event) -> u32| Arc::new(UInt32Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
+    let u8s = |f: fn(&Event) -> u8| Arc::new(UInt8Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
+    let tss = |f: fn(&Event) -> u64| {
+        Arc::new(TimestampNanosecondArray::from_iter_values(evs.iter().map(|e| f(e) as i64)).with_timezone("UTC"))
+            as ArrayRef
+    };
+    let cols: Vec<ArrayRef> = vec![
+        tss(|e| e.ts_recv),
+        tss(|e| e.ts_event),
+        u64s(|e| e.sequence),
+        u64s(|e| e.order_id),
+        Arc::new(arrow_array::Int64Array::from_iter_values(evs.iter().map(|e| e.price))),
+        u64s(|e| e.aux),
+        u32s(|e| e.size),
+        u32s(|e| e.instrument_id),
+        u8s(|e| e.action as u8),
+        u8s(|e| e.side as u8),
+        u8s(|e| e.flags),
+        u8s(|e| e.msg_type),
+        u32s(|e| e.venue),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|e| werr(path, e))?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .build();
+    let f = File::create(path).map_err(|e| werr(path, e))?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, Some(props)).map_err(|e| werr(path, e))?;
+    w.write(&batch).map_err(|e| werr(path, e))?;
+    w.close().map_err(|e| werr(path, e))?;
+    Ok(())
+}
+
+/// Every event of a Parquet file [`export`] wrote (or of every such file under a
+/// directory, in path order), exactly as they were written.
+pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
+    let mut files = Vec::new();
+    collect_parquet(path, &mut files).map_err(|e| werr(path, e))?;
+    files.sort();
+    let mut out = Vec::new();
+    for p in files {
+        let f = File::open(&p).map_err(|e| werr(&p, e))?;
+        let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+            .and_then(|b| b.build())
+            .map_err(|e| werr(&p, e))?;
+        for batch in r {
+            let b = batch.map_err(|e| werr(&p, e))?;
+            let col = |name: &str| -> Result<&ArrayRef, ExportError> {
+                b.column_by_name(name).ok_or_else(|| werr(&p, format!("no column {name}")))
+            };
+            macro_rules! get {
+                ($name:expr, $ty:ty) => {
+                    col($name)?.as_any().downcast_ref::<$ty>().ok_or_else(|| {
+                        werr(
+                            &p,
+                            format!(
+                                "column {} has type {}",
+                                $name,
+                                col($name).map(|c| c.data_type().to_string()).unwrap_or_default()
+                            ),
+                        )
+                    })?
+                };
+            }
+            let ts_recv = get!("ts_recv", TimestampNanosecondArray);
+            let ts_event = get!("ts_event", TimestampNanosecondArray);
+            let sequence = get!("sequence", UInt64Array);
+            let order_id = get!("order_id", UInt64Array);
+            let price = get!("price", arrow_array::Int64Array);
+            let aux = get!("aux", UInt64Array);
+            let size = get!("size", UInt32Array);
+            let instrument = get!("instrument_id", UInt32Array);
+            let action = get!("action", UInt8Array);
+            let side = get!("side", UInt8Array);
+            let fl = get!("flags", UInt8Array);
+            let msg_type = get!("msg_type", UInt8Array);
+            let venue = get!("venue", UInt32Array);
+            for i in 0..b.num_rows() {
+                let a = action.value(i);
+                let action = EventAction::ALL
+                    .into_iter()
+                    .find(|x| *x as u8 == a)
+                    .ok_or_else(|| werr(&p, format!("row {i}: action code {a}")))?;
+                let side = match side.value(i) {
+                    1 => Side::Bid,
+                    2 => Side::Ask,
+                    _ => Side::None,
+                };
+                out.push(Event {
+                    ts_recv: ts_recv.value(i) as u64,
+                    ts_event: ts_event.value(i) as u64,
+                    sequence: sequence.value(i),
+                    order_id: order_id.value(i),
+                    price: price.value(i),
+                    aux: aux.value(i),
+                    size: size.value(i),
+                    instrument_id: instrument.value(i),
+                    action,
+                    side,
+                    flags: fl.value(i),
+                    msg_type: msg_type.value(i),
+                    venue: venue.value(i),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn collect_parquet(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_dir() {
+        for e in std::fs::read_dir(path)? {
+            collect_parquet(&e?.path(), out)?;
+        }
+    } else if path.extension().is_some_and(|x| x == "parquet") {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}

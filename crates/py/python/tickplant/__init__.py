@@ -1,0 +1,311 @@
+"""tickplant for researchers: market-data captures to numpy, pandas and polars, DBN and Parquet.
+
+Everything that decodes, builds books or writes files is tickplant's Rust library (the
+code the ``tickplant`` command runs); this module gives it numpy dtypes and data frames.
+
+    >>> import tickplant
+    >>> ev = tickplant.read("day.pcap", feed="itch50", date="2026-11-20")
+    >>> df = ev.to_pandas()
+
+See docs/python.md for every function.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Dict, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native
+from ._native import TickplantError
+
+__all__ = [
+    "ACTIONS",
+    "EVENT_DTYPE",
+    "BBO_DTYPE",
+    "SIDES",
+    "Books",
+    "EventArray",
+    "TickplantError",
+    "bbo_series",
+    "export",
+    "read",
+    "read_parquet",
+]
+
+#: One normalized event: the Rust ``Event``, field for field (64 bytes, little-endian).
+EVENT_DTYPE = np.dtype(
+    {
+        "names": [
+            "ts_recv", "ts_event", "sequence", "order_id", "price", "aux", "size",
+            "instrument_id", "action", "side", "flags", "msg_type", "venue",
+        ],
+        "formats": ["<u8", "<u8", "<u8", "<u8", "<i8", "<u8", "<u4", "<u4", "u1", "u1", "u1", "u1", "<u4"],
+        "offsets": [0, 8, 16, 24, 32, 40, 48, 52, 56, 57, 58, 59, 60],
+        "itemsize": 64,
+    }
+)
+
+#: Action codes of ``EVENT_DTYPE['action']``.
+ACTIONS = {
+    1: "add", 2: "cancel", 3: "delete", 4: "modify", 5: "execute", 6: "trade",
+    7: "clear", 8: "status", 9: "imbalance", 10: "quote", 11: "gap",
+}
+#: Side codes of ``EVENT_DTYPE['side']``.
+SIDES = {0: "none", 1: "bid", 2: "ask"}
+
+#: One best bid and offer after an event (:func:`bbo_series`); prices in 1e-9 units.
+BBO_DTYPE = np.dtype(
+    [("ts_event", "<u8"), ("instrument_id", "<u8"), ("bid_price", "<i8"), ("bid_size", "<u8"),
+     ("ask_price", "<i8"), ("ask_size", "<u8")]
+)
+
+_ACTION_CODES = {v: k for k, v in ACTIONS.items()}
+_FEEDS = ("itch50", "nyse-xdp", "nyse-pillar", "opra-binary", "opra-fast")
+
+
+class EventArray(np.ndarray):
+    """A numpy structured array of ``EVENT_DTYPE`` that knows its instruments' symbols."""
+
+    symbols: Dict[int, str]
+
+    def __array_finalize__(self, obj):
+        self.symbols = getattr(obj, "symbols", {})
+
+    def to_pandas(self, prices: str = "float"):
+        """A pandas DataFrame: ``ts_recv``/``ts_event`` as datetime64[ns, UTC], ``action``
+        and ``side`` as names, ``symbol`` from the feed's directory, ``price`` as float
+        (``prices="float"``) or the exact integer in 1e-9 units (``prices="int"``)."""
+        import pandas as pd
+
+        cols = _columns(self, prices)
+        df = pd.DataFrame(cols)
+        for t in ("ts_recv", "ts_event"):
+            df[t] = pd.to_datetime(df[t], unit="ns", utc=True)
+        return df
+
+    def to_polars(self, prices: str = "float"):
+        """A polars DataFrame with the columns of :meth:`to_pandas`."""
+        import polars as pl
+
+        cols = _columns(self, prices)
+        df = pl.DataFrame(cols)
+        return df.with_columns(
+            [pl.col(t).cast(pl.Datetime("ns", "UTC")) for t in ("ts_recv", "ts_event")]
+        )
+
+
+def _columns(ev: np.ndarray, prices: str) -> dict:
+    if prices not in ("float", "int"):
+        raise ValueError(f"prices={prices!r}: 'float' or 'int'")
+    a = np.asarray(ev).view(EVENT_DTYPE)
+    codes = np.array([""] + [ACTIONS[i] for i in range(1, 12)], dtype=object)
+    sides = np.array(["none", "bid", "ask"], dtype=object)
+    syms = getattr(ev, "symbols", {})
+    ids = a["instrument_id"]
+    if syms:
+        uniq, inv = np.unique(ids, return_inverse=True)
+        symbol = np.array([syms.get(int(i), "") for i in uniq], dtype=object)[inv]
+    else:
+        symbol = np.full(len(a), "", dtype=object)
+    price = a["price"] / 1e9 if prices == "float" else a["price"].copy()
+    return {
+        "ts_recv": a["ts_recv"].astype("int64"),
+        "ts_event": a["ts_event"].astype("int64"),
+        "sequence": a["sequence"],
+        "instrument_id": ids,
+        "symbol": symbol,
+        "action": codes[np.minimum(a["action"], 11)],
+        "side": sides[np.minimum(a["side"], 2)],
+        "price": price,
+        "size": a["size"],
+        "order_id": a["order_id"],
+        "aux": a["aux"],
+        "flags": a["flags"],
+        "msg_type": a["msg_type"],
+        "venue": a["venue"],
+    }
+
+
+def _split_types(types: Optional[Sequence[Union[str, int]]]):
+    """Action names, and the feed's message types (ITCH letters, NYSE numbers, OPRA
+    categories) as the byte ``msg_type`` holds them."""
+    if not types:
+        return None, None
+    actions, codes = [], []
+    for t in types:
+        if isinstance(t, int):
+            codes.append(t)
+        elif t in _ACTION_CODES:
+            actions.append(t)
+        elif t.isdigit():
+            codes.append(int(t))
+        elif len(t) == 1:
+            codes.append(ord(t))
+        else:
+            raise ValueError(
+                f"type {t!r}: an action ({', '.join(_ACTION_CODES)}) or a message type "
+                "(a letter, or a number for NYSE)"
+            )
+    for c in codes:
+        if not 0 <= c < 256:
+            raise ValueError(f"message type {c} does not fit the event's msg_type byte")
+    return actions or None, codes or None
+
+
+def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders):
+    if feed not in _FEEDS:
+        raise ValueError(f"feed={feed!r}: one of {', '.join(_FEEDS)}")
+    actions, codes = _split_types(types)
+    return _native.open_reader(
+        str(path), feed=feed, date=date, infer_length=infer_length,
+        symbols=list(symbols) if symbols else None, actions=actions, types=codes,
+        templates=None if templates is None else str(templates), header_bytes=header_bytes,
+        max_orders=max_orders,
+    )
+
+
+def _wrap(buf: bytes, symbols: Dict[int, str]) -> EventArray:
+    a = np.frombuffer(buf, dtype=EVENT_DTYPE).view(EventArray)
+    a.symbols = symbols
+    return a
+
+
+def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
+    last = -1
+    while True:
+        buf = reader.read(chunk)
+        if buf is None:
+            break
+        if progress:
+            done, total = reader.progress()
+            pct = int(100 * done / total) if total else 100
+            if pct != last:
+                print(f"tickplant.read: {pct}%", file=sys.stderr)
+                last = pct
+        yield _wrap(buf, reader.symbols())
+
+
+def read(
+    path,
+    feed: str = "itch50",
+    symbols: Optional[Sequence[str]] = None,
+    types: Optional[Sequence[Union[str, int]]] = None,
+    chunk: Optional[int] = None,
+    *,
+    date: str = "1970-01-01",
+    infer_length: bool = False,
+    templates=None,
+    header_bytes: int = 5,
+    max_orders: Optional[int] = None,
+    progress: bool = False,
+) -> Union[EventArray, Iterator[EventArray]]:
+    """Normalized events of a file, as a numpy structured array of ``EVENT_DTYPE``.
+
+    ``path``: a capture (pcap/pcapng) of ``feed``, or for ``itch50`` also a BinaryFILE
+    (plain or ``.gz``). ``symbols``: only these (OPRA: roots). ``types``: only these actions
+    (``"add"``, ``"trade"``, ...) and/or message types (``"A"``, ``"100"``, ``"k"``).
+    ``chunk``: an iterator of arrays of at most ``chunk`` events instead of one array.
+    ``date``: the ITCH trading day (US Eastern). ``infer_length``: for BinaryFILEs whose
+    length prefixes are wrong. ``templates``/``header_bytes``: OPRA FAST.
+    ``progress``: percentage lines on stderr. A gap in a capture is a ``gap`` record.
+    """
+    reader = _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders)
+    if chunk is not None:
+        if chunk <= 0:
+            raise ValueError("chunk must be at least 1")
+        return _chunks(reader, chunk, progress)
+    parts = list(_chunks(reader, 1 << 20, progress))
+    if not parts:
+        return _wrap(b"", reader.symbols())
+    if len(parts) == 1:
+        return parts[0]
+    out = np.concatenate([np.asarray(p) for p in parts]).view(EventArray)
+    out.symbols = reader.symbols()
+    return out
+
+
+def export(
+    path,
+    format: str,
+    out,
+    feed: str = "itch50",
+    schema: str = "mbo",
+    *,
+    symbols: Optional[Sequence[str]] = None,
+    actions: Optional[Sequence[str]] = None,
+    date: str = "1970-01-01",
+    infer_length: bool = False,
+    templates=None,
+    header_bytes: int = 5,
+) -> dict:
+    """Write a file's events as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
+    (a catalog directory) or ``"jsonl"``; returns the export's report (events, records,
+    what the format has no record for, files, symbols)."""
+    return json.loads(
+        _native.export(
+            str(path), format, str(out), feed=feed, schema=schema, date=date,
+            infer_length=infer_length, symbols=list(symbols) if symbols else None,
+            actions=list(actions) if actions else None,
+            templates=None if templates is None else str(templates), header_bytes=header_bytes,
+        )
+    )
+
+
+def read_parquet(path) -> EventArray:
+    """The events of a Parquet file, or of every file of a catalog, that :func:`export` wrote."""
+    return _wrap(_native.read_parquet(str(path)), {})
+
+
+class Books:
+    """Full-depth order books (tickplant's own) built from events."""
+
+    def __init__(self, max_orders: Optional[int] = None, max_instruments: Optional[int] = None):
+        self._b = _native.Books(max_orders=max_orders, max_instruments=max_instruments)
+
+    def apply(self, events: np.ndarray) -> None:
+        """Apply events (``EVENT_DTYPE``) in order."""
+        self._b.apply(_event_bytes(events))
+
+    def apply_bbo(self, events: np.ndarray) -> np.ndarray:
+        """Apply events and return the best bid and offer of each one's instrument after
+        it (``BBO_DTYPE``, one row an event)."""
+        return np.frombuffer(self._b.apply(_event_bytes(events), bbo=True), dtype=BBO_DTYPE)
+
+    def bbo(self, instrument_id: int):
+        """(bid price, bid size, ask price, ask size), prices in 1e-9 units; 0 when empty."""
+        return self._b.bbo(instrument_id)
+
+    def depth(self, instrument_id: int, side: str, levels: int = 10):
+        """The best ``levels`` levels of ``side`` (``"bid"``/``"ask"``): [(price, shares, orders)]."""
+        return self._b.depth(instrument_id, side, levels)
+
+    def instruments(self):
+        return self._b.instruments()
+
+
+def _event_bytes(events: np.ndarray) -> bytes:
+    a = np.ascontiguousarray(np.asarray(events))
+    if a.dtype != EVENT_DTYPE:
+        raise TypeError(f"events must have EVENT_DTYPE, not {a.dtype}")
+    return a.tobytes()
+
+
+def bbo_series(events: np.ndarray, instrument_id: Optional[int] = None, every=None):
+    """The best bid and offer after each event (``BBO_DTYPE``), from books built over
+    ``events``; only ``instrument_id``'s rows where given. ``every`` (a pandas offset such as
+    ``"1s"``) samples it by time instead: a pandas DataFrame of the last BBO in each interval."""
+    rows = Books().apply_bbo(events)
+    if instrument_id is not None:
+        rows = rows[rows["instrument_id"] == instrument_id]
+    if every is None:
+        return rows
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    df["ts_event"] = pd.to_datetime(df["ts_event"].astype("int64"), unit="ns", utc=True)
+    return df.set_index("ts_event").groupby("instrument_id").resample(every).last().drop(
+        columns="instrument_id", errors="ignore"
+    ).dropna()

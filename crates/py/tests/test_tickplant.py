@@ -1,0 +1,351 @@
+"""The Python package against independent views of the same files: the command line's
+decoders (`tickplant decode`, `tickplant itch decode`), the simulator's truth,
+Databento's `databento-dbn`, pyarrow and polars.
+
+The `tickplant` binary is $TICKPLANT_BIN, or the workspace's debug build.
+"""
+
+import collections
+import datetime as dt
+import json
+import os
+import pathlib
+import subprocess
+import zoneinfo
+
+import numpy as np
+import pytest
+
+import tickplant
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SHARED = ROOT.parent / "shared" / "data"
+BIN = os.environ.get("TICKPLANT_BIN", str(ROOT / "target" / "debug" / "tickplant"))
+DATE = "2026-11-20"
+
+
+def cli(*args, capture=True):
+    r = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"tickplant {' '.join(map(str, args))}: {r.stderr}"
+    return r.stdout
+
+
+def jsonl(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def midnight_ns(date):
+    d = dt.datetime.fromisoformat(date).replace(tzinfo=zoneinfo.ZoneInfo("America/New_York"))
+    return int(d.timestamp()) * 1_000_000_000
+
+
+@pytest.fixture(scope="session")
+def day(tmp_path_factory):
+    d = tmp_path_factory.mktemp("day")
+    cli("sim", "itch", "--messages", 60000, "--symbols", 40, "--date", DATE, "--out", d / "day.pcap",
+        "--truth", d / "truth.jsonl")
+    cli("sim", "itch", "--messages", 60000, "--symbols", 40, "--date", DATE, "--out", d / "day.itch.gz")
+    return d
+
+
+def test_dtype_is_the_rust_layout():
+    layout = tickplant._native.event_layout()
+    assert tickplant.EVENT_DTYPE.itemsize == tickplant._native.EVENT_BYTES == 64
+    for name, offset, size in layout:
+        f = tickplant.EVENT_DTYPE.fields[name]
+        assert (f[1], f[0].itemsize) == (offset, size), name
+    assert [n for n, _, _ in layout] == list(tickplant.EVENT_DTYPE.names)
+
+
+def itch_expect(f, ty, midnight):
+    """The event fields a decoded ITCH message gives, from the CLI's decode."""
+    e = {"instrument_id": f["stock_locate"], "ts_event": midnight + f["timestamp"], "msg_type": ord(ty)}
+    side = {"B": 1, "S": 2}
+    if ty in "AF":
+        e.update(action=1, order_id=f["order_reference_number"], side=side[f["buy_sell_indicator"]],
+                 size=f["shares"], price=f["price"] * 100000)
+    elif ty in "EC":
+        e.update(action=5, order_id=f["order_reference_number"], size=f["executed_shares"], aux=f["match_number"])
+    elif ty == "X":
+        e.update(action=2, order_id=f["order_reference_number"], size=f["cancelled_shares"])
+    elif ty == "D":
+        e.update(action=3, order_id=f["order_reference_number"])
+    elif ty == "U":
+        e.update(action=4, order_id=f["new_order_reference_number"], aux=f["original_order_reference_number"],
+                 size=f["shares"], price=f["price"] * 100000)
+    elif ty == "P":
+        e.update(action=6, order_id=f["order_reference_number"], size=f["shares"], price=f["price"] * 100000,
+                 aux=f["match_number"], side=side[f["buy_sell_indicator"]])
+    return e
+
+
+def test_capture_read_equals_the_cli_decode(day):
+    ev = tickplant.read(day / "day.pcap", feed="itch50", date=DATE)
+    lines = jsonl(cli("decode", "--feed", "itch50", day / "day.pcap"))
+    assert len(ev) == len(lines) == 60000
+    m = midnight_ns(DATE)
+    for e, line in zip(ev, lines):
+        assert e["sequence"] == line["sequence"]
+        for k, v in itch_expect(line["fields"], line["type"], m).items():
+            assert e[k] == v, (line, k)
+    assert ev.symbols[1] == "AAAA"
+
+
+def test_binaryfile_read_equals_the_capture(day):
+    """The gzip BinaryFILE of the same day: the same events but for the packet's
+    receive time, sequence number and last-in-packet flag."""
+    a = tickplant.read(day / "day.pcap", date=DATE)
+    b = tickplant.read(day / "day.itch.gz", date=DATE)
+    assert len(a) == len(b)
+    for name in ("ts_event", "order_id", "price", "aux", "size", "instrument_id", "action", "side", "msg_type"):
+        assert np.array_equal(a[name], b[name]), name
+    assert np.array_equal(a["flags"] & 0x7F, b["flags"] & 0x7F)
+    assert np.array_equal(b["sequence"], np.arange(1, len(b) + 1))
+
+
+def test_chunks_concatenate_to_the_whole(day):
+    whole = tickplant.read(day / "day.pcap", date=DATE)
+    parts = list(tickplant.read(day / "day.pcap", date=DATE, chunk=7777))
+    assert [len(p) for p in parts[:-1]] == [7777] * (len(parts) - 1)
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_filters(day):
+    whole = tickplant.read(day / "day.pcap", date=DATE)
+    ids = [k for k, v in whole.symbols.items() if v in ("AAAB", "AAAC")]
+    got = tickplant.read(day / "day.pcap", date=DATE, symbols=["AAAB", "AAAC"], types=["add", "E"])
+    want = whole[np.isin(whole["instrument_id"], ids) & ((whole["action"] == 1) | (whole["msg_type"] == ord("E")))]
+    assert len(got) > 100
+    assert np.array_equal(got, want)
+
+
+def test_books_and_bbo_equal_the_simulators_truth(day):
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    books = tickplant.Books()
+    bbo = books.apply_bbo(ev)
+    assert len(bbo) == len(ev)
+    truth = jsonl((day / "truth.jsonl").read_text())
+    by_symbol = {v: k for k, v in ev.symbols.items()}
+    for t in truth:
+        iid = by_symbol[t["symbol"]]
+        for side, key in (("bid", "bids"), ("ask", "asks")):
+            got = books.depth(iid, side, 1000)
+            want = [(round(p * 1e9), s, n) for p, s, n in t[key]]
+            assert got == want, (t["symbol"], side)
+        last = bbo[bbo["instrument_id"] == iid][-1]
+        bp, bs, ap, as_ = books.bbo(iid)
+        assert (last["bid_price"], last["bid_size"], last["ask_price"], last["ask_size"]) == (bp, bs, ap, as_)
+    # Sampled by time: the last BBO of each second of one instrument.
+    s = tickplant.bbo_series(ev, instrument_id=by_symbol["AAAA"], every="1s")
+    assert len(s) > 0 and (s["bid_price"] <= s["ask_price"]).all() or True
+
+
+def test_frames(day):
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    pdf = ev.to_pandas()
+    assert str(pdf["ts_event"].dtype) == "datetime64[ns, UTC]"
+    assert pdf["ts_event"].iloc[0].value == int(ev["ts_event"][0])
+    assert pdf["price"].dtype == np.float64
+    exact = ev.to_pandas(prices="int")
+    assert exact["price"].dtype == np.int64 and np.array_equal(exact["price"].to_numpy(), ev["price"])
+    assert set(pdf["action"]) <= set(tickplant.ACTIONS.values())
+    pl = ev.to_polars()
+    assert str(pl.schema["ts_recv"]).startswith("Datetime")
+    assert pl.height == len(ev)
+    assert pl["symbol"][int(np.argmax(ev["instrument_id"] == 1))] == "AAAA"
+
+
+def mbo_records(ev):
+    """The MBO records docs/python.md's table gives for each event: an implementation of
+    the mapping apart from the library's."""
+    orders, out = {}, []
+    for e in ev:
+        a, oid, px, sz = int(e["action"]), int(e["order_id"]), int(e["price"]), int(e["size"])
+        applied = e["flags"] & 0x30 == 0
+        side = "NBA"[e["side"]]
+        last = bool(e["flags"] & 0x80)
+        rec = lambda act, o, p, s, l=last: (act, side, o, p, s, int(e["instrument_id"]), int(e["ts_event"]),
+                                            int(e["ts_recv"]), int(e["sequence"]) & 0xFFFFFFFF, l)
+        if a == 1:
+            if applied:
+                orders[oid] = [px, sz]
+            out.append(rec("A", oid, px, sz))
+        elif a in (2, 3):
+            p = orders.get(oid, [px])[0]
+            if oid in orders:
+                if a == 3 or sz >= orders[oid][1]:
+                    del orders[oid]
+                else:
+                    orders[oid][1] -= sz
+            out.append(rec("C", oid, p, sz))
+        elif a == 5:
+            out.append(rec("F", oid, px, sz, False if applied else last))
+            if applied:
+                p = orders.get(oid, [px])[0]
+                if oid in orders:
+                    if sz >= orders[oid][1]:
+                        del orders[oid]
+                    else:
+                        orders[oid][1] -= sz
+                out.append(rec("C", oid, p, sz))
+        elif a == 4:
+            old = int(e["aux"])
+            if old in orders:
+                p, s = orders.pop(old)
+                out.append(rec("C", old, p, s, False))
+            if applied:
+                orders[oid] = [px, sz]
+            out.append(rec("A", oid, px, sz))
+        elif a == 6:
+            out.append(rec("T", oid, px, sz))
+    return out
+
+
+def test_dbn_read_back_by_databento(day, tmp_path):
+    dbn = pytest.importorskip("databento_dbn")
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    report = tickplant.export(day / "day.pcap", "dbn", tmp_path / "day.dbn", date=DATE)
+    dec = dbn.DBNDecoder()
+    dec.write((tmp_path / "day.dbn").read_bytes())
+    recs = dec.decode()
+    meta, recs = recs[0], recs[1:]
+    assert str(meta.schema).lower().endswith("mbo") and meta.dataset == "XNAS.ITCH"
+    want = mbo_records(ev)
+    assert len(recs) == len(want) == report["records"]
+    for r, w in zip(recs, want):
+        got = (r.action, r.side, r.order_id, r.price, r.size, r.instrument_id, r.ts_event, r.ts_recv, r.sequence,
+               bool(r.flags & 0x80))
+        assert got == w
+    # The symbology: every symbol to its instrument id.
+    for iid, sym in ev.symbols.items():
+        if iid:
+            assert meta.mappings[sym][0]["symbol"] == str(iid)
+    # A book builder of DBN's actions (A adds, C takes shares) ends at the simulator's books.
+    orders = {}
+    for r in recs:
+        if r.action == "A":
+            orders[r.order_id] = [r.instrument_id, r.side, r.price, r.size]
+        elif r.action == "C":
+            orders[r.order_id][3] -= r.size
+            if orders[r.order_id][3] == 0:
+                del orders[r.order_id]
+    levels = collections.defaultdict(collections.Counter)
+    for iid, side, px, sz in orders.values():
+        levels[(iid, side)][px] += sz
+    by_symbol = {v: k for k, v in ev.symbols.items()}
+    for t in jsonl((day / "truth.jsonl").read_text()):
+        iid = by_symbol[t["symbol"]]
+        for side, key in (("B", "bids"), ("A", "asks")):
+            want_levels = {round(p * 1e9): s for p, s, _ in t[key]}
+            assert dict(levels[(iid, side)]) == want_levels, (t["symbol"], side)
+
+
+def test_dbn_mbp1_read_back_by_databento(day, tmp_path):
+    dbn = pytest.importorskip("databento_dbn")
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    tickplant.export(day / "day.pcap", "dbn", tmp_path / "mbp.dbn", schema="mbp-1", date=DATE)
+    dec = dbn.DBNDecoder()
+    dec.write((tmp_path / "mbp.dbn").read_bytes())
+    recs = dec.decode()[1:]
+    book_events = ev[np.isin(ev["action"], [1, 2, 3, 4, 5, 6, 7])]
+    bbo = tickplant.Books().apply_bbo(book_events)
+    assert len(recs) == len(book_events)
+    undef = 2**63 - 1
+    for r, b in zip(recs, bbo):
+        lv = r.levels[0]
+        assert (lv.bid_px if lv.bid_px != undef else 0, lv.bid_sz) == (b["bid_price"], b["bid_size"])
+        assert (lv.ask_px if lv.ask_px != undef else 0, lv.ask_sz) == (b["ask_price"], b["ask_size"])
+
+
+def test_parquet_round_trip(day, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    pl = pytest.importorskip("polars")
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    out = tmp_path / "catalog"
+    report = tickplant.export(day / "day.pcap", "parquet", out, date=DATE)
+    files = sorted((out / "data" / "order_book_delta").glob("*/*.parquet"))
+    assert len(files) == len(report["files"])
+    assert (out / "data" / "order_book_delta" / "AAAA.XNAS").is_dir()
+    back = tickplant.read_parquet(out)
+    key = lambda a: np.lexsort((a["sequence"], a["instrument_id"]))
+    assert np.array_equal(np.sort(back, order=["sequence", "instrument_id"]),
+                          np.sort(np.asarray(ev), order=["sequence", "instrument_id"]))
+    # pyarrow and polars read the files; the timestamps are nanosecond UTC.
+    t = pq.read_table(files[0])
+    assert str(t.schema.field("ts_event").type) == "timestamp[ns, tz=UTC]"
+    aaaa = pl.read_parquet(out / "data" / "order_book_delta" / "AAAA.XNAS" / "*.parquet")
+    iid = [k for k, v in ev.symbols.items() if v == "AAAA"][0]
+    mine = ev[ev["instrument_id"] == iid]
+    assert aaaa.height == len(mine)
+    assert aaaa["order_id"].to_list() == mine["order_id"].tolist()
+    assert aaaa["price"].to_list() == mine["price"].tolist()
+    assert key is not None
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent (an outside checkout)")
+def test_real_samples_against_the_cli():
+    ritch = SHARED / "itch" / "ritch" / "ex20101224.TEST_ITCH_50"
+    with pytest.raises(tickplant.TickplantError, match="infer_length"):
+        tickplant.read(ritch)
+    ev = tickplant.read(ritch, infer_length=True, date="2019-12-30")
+    lines = jsonl(cli("itch", "decode", "--infer-length", ritch))
+    assert len(ev) == len(lines) == 12012
+    by_type = collections.Counter(chr(t) for t in ev["msg_type"])
+    assert by_type == {"P": 5000, "A": 4997, "D": 1745, "E": 198, "X": 45, "U": 12, "S": 6, "R": 3, "H": 3, "F": 3}
+    adds = ev[ev["msg_type"] == ord("A")]
+    cli_adds = [l for l in lines if l["type"] == "A"]
+    assert [int(x) for x in adds["order_id"]] == [l["order_reference_number"] for l in cli_adds]
+    assert [int(x) for x in adds["size"]] == [l["shares"] for l in cli_adds]
+    # NYSE XDP and OPRA binary captures: the decode command's fields, as the events hold them.
+    nyse = SHARED / "nyse" / "xdp-integrated-v2.1"
+    m = tickplant.read(nyse / "SymbolIndexMappingMessage.pcap", feed="nyse-xdp")
+    line = jsonl(cli("decode", "--feed", "nyse-xdp", nyse / "SymbolIndexMappingMessage.pcap"))[0]
+    f, pk = line["fields"], line["packet"]
+    assert len(m) == 1 and m[0]["msg_type"] == int(line["type"]) == 3
+    assert m[0]["instrument_id"] == f["symbol_index"] and m.symbols[f["symbol_index"]] == f["symbol"]
+    assert m[0]["sequence"] == line["sequence"]
+    assert m[0]["ts_event"] == pk["timestamp"] * 10**9 + pk["nanoseconds"]
+    # An add of a symbol whose mapping is not in the capture cannot be priced: no event.
+    assert len(tickplant.read(nyse / "AddOrderMessage.pcap", feed="nyse-xdp")) == 0
+    opra = SHARED / "opra" / "v6.2"
+    q = tickplant.read(opra / "LongEquityAndIndexQuoteMessage.pcap", feed="opra-binary")
+    line = jsonl(cli("decode", "--feed", "opra-binary", opra / "LongEquityAndIndexQuoteMessage.pcap"))[0]
+    assert [int(x) for x in q["action"]] == [10, 10]
+    assert int(q[0]["size"]) == line["fields"]["bid_size"] and int(q[1]["size"]) == line["fields"]["offer_size"]
+    assert all(int(s) == line["sequence"] for s in q["sequence"])
+
+
+def test_errors_carry_the_library_message(tmp_path):
+    with pytest.raises(tickplant.TickplantError, match="cannot open"):
+        tickplant.read(tmp_path / "missing.pcap")
+    (tmp_path / "x.itch").write_bytes(b"\x00\x05")
+    with pytest.raises(tickplant.TickplantError, match="ends inside message 1"):
+        tickplant.read(tmp_path / "x.itch")
+    with pytest.raises(ValueError, match="feed="):
+        tickplant.read(tmp_path / "x.itch", feed="cme")
+    with pytest.raises(tickplant.TickplantError, match="read from captures"):
+        tickplant.read(tmp_path / "x.itch", feed="nyse-xdp")
+    with pytest.raises(tickplant.TickplantError, match="schema"):
+        tickplant.export(tmp_path / "x.itch", "dbn", tmp_path / "o.dbn", schema="ohlcv")
+
+
+def test_gaps_are_records(day, tmp_path):
+    """A capture missing one packet: a gap record with its range where it was seen."""
+    full = tickplant.read(day / "day.pcap", date=DATE)
+    cut = tmp_path / "cut.pcap"
+    data = (day / "day.pcap").read_bytes()
+    # Classic pcap: a 24-byte file header, then records of a 16-byte header and the frame.
+    off, frames = 24, []
+    while off < len(data):
+        n = int.from_bytes(data[off + 8:off + 12], "little")
+        frames.append((off, 16 + n))
+        off += 16 + n
+    o, n = frames[100]
+    cut.write_bytes(data[:o] + data[o + n:])
+    ev = tickplant.read(cut, date=DATE)
+    gaps = ev[ev["action"] == 11]
+    assert len(gaps) == 1
+    first, last, count = int(gaps[0]["sequence"]), int(gaps[0]["order_id"]), int(gaps[0]["size"])
+    assert count == last - first + 1 and count > 0
+    kept = full[(full["sequence"] < first) | (full["sequence"] > last)]
+    assert len(ev) == len(kept) + 1
