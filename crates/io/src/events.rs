@@ -429,7 +429,7 @@ impl<'p> EventReader<'p> {
                         }
                         Err(e) => {
                             let hint = if *framing == Framing::LengthPrefixed {
-                                " (if the file's length prefixes are not to be trusted, read it with infer_length)"
+                                " (if the file's length prefixes are not to be trusted, read it inferring each length from the type: --infer-length, infer_length=True)"
                             } else {
                                 ""
                             };

@@ -1,5 +1,5 @@
 //! Events to the files researchers' tools read: Databento's DBN (MBO, and MBP-1 from the
-//! books) with the `dbn` crate, Parquet (arrow-rs, zstd) laid out as NautilusTrader's
+//! books) with the `dbn` crate, Parquet (the `parquet` crate of arrow-rs, zstd) laid out as NautilusTrader's
 //! catalog lays out its data, and JSON lines. The shells are `tickplant export` and the
 //! Python package's `tickplant.export`.
 //!
@@ -45,8 +45,6 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array};
-use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use dbn::{MboMsg, Mbp1Msg, RecordHeader};
 use tickplant_core::book::{BookConfig, Books};
 use tickplant_core::event::{flags, Event, EventAction, Side};
@@ -484,57 +482,77 @@ fn write_json(w: &mut impl Write, e: &Event) -> std::io::Result<()> {
     )
 }
 
-/// The Parquet schema of events: every field of [`Event`], in its order.
-pub fn parquet_schema() -> Schema {
-    let ts = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
-    Schema::new(vec![
-        Field::new("ts_recv", ts.clone(), false),
-        Field::new("ts_event", ts, false),
-        Field::new("sequence", DataType::UInt64, false),
-        Field::new("order_id", DataType::UInt64, false),
-        Field::new("price", DataType::Int64, false),
-        Field::new("aux", DataType::UInt64, false),
-        Field::new("size", DataType::UInt32, false),
-        Field::new("instrument_id", DataType::UInt32, false),
-        Field::new("action", DataType::UInt8, false),
-        Field::new("side", DataType::UInt8, false),
-        Field::new("flags", DataType::UInt8, false),
-        Field::new("msg_type", DataType::UInt8, false),
-        Field::new("venue", DataType::UInt32, false),
-    ])
+/// The Parquet schema of events: every field of [`Event`], in its order, with the
+/// logical types that make pyarrow, polars and pandas read them as the numpy dtype has
+/// them (unsigned integers, nanosecond UTC timestamps).
+pub const PARQUET_SCHEMA: &str = "message event {
+    REQUIRED INT64 ts_recv (TIMESTAMP(NANOS,true));
+    REQUIRED INT64 ts_event (TIMESTAMP(NANOS,true));
+    REQUIRED INT64 sequence (INTEGER(64,false));
+    REQUIRED INT64 order_id (INTEGER(64,false));
+    REQUIRED INT64 price;
+    REQUIRED INT64 aux (INTEGER(64,false));
+    REQUIRED INT32 size (INTEGER(32,false));
+    REQUIRED INT32 instrument_id (INTEGER(32,false));
+    REQUIRED INT32 action (INTEGER(8,false));
+    REQUIRED INT32 side (INTEGER(8,false));
+    REQUIRED INT32 flags (INTEGER(8,false));
+    REQUIRED INT32 msg_type (INTEGER(8,false));
+    REQUIRED INT32 venue (INTEGER(32,false));
+}";
+
+/// The columns of [`PARQUET_SCHEMA`] as the file stores them (64- or 32-bit integers).
+enum Column {
+    I64(fn(&Event) -> i64),
+    I32(fn(&Event) -> i32),
 }
 
+const COLUMNS: [Column; 13] = [
+    Column::I64(|e| e.ts_recv as i64),
+    Column::I64(|e| e.ts_event as i64),
+    Column::I64(|e| e.sequence as i64),
+    Column::I64(|e| e.order_id as i64),
+    Column::I64(|e| e.price),
+    Column::I64(|e| e.aux as i64),
+    Column::I32(|e| e.size as i32),
+    Column::I32(|e| e.instrument_id as i32),
+    Column::I32(|e| i32::from(e.action as u8)),
+    Column::I32(|e| i32::from(e.side as u8)),
+    Column::I32(|e| i32::from(e.flags)),
+    Column::I32(|e| i32::from(e.msg_type)),
+    Column::I32(|e| e.venue as i32),
+];
+
+// Parquet's own column writer and reader, not its arrow layer: the files are one flat
+// table of integers, and arrow's crates doubled the build time of the research formats.
 fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
-    let schema = Arc::new(parquet_schema());
-    let u64s = |f: fn(&Event) -> u64| Arc::new(UInt64Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
-    let u32s = |f: fn(&Event) -> u32| Arc::new(UInt32Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
-    let u8s = |f: fn(&Event) -> u8| Arc::new(UInt8Array::from_iter_values(evs.iter().map(f))) as ArrayRef;
-    let tss = |f: fn(&Event) -> u64| {
-        Arc::new(TimestampNanosecondArray::from_iter_values(evs.iter().map(|e| f(e) as i64)).with_timezone("UTC"))
-            as ArrayRef
-    };
-    let cols: Vec<ArrayRef> = vec![
-        tss(|e| e.ts_recv),
-        tss(|e| e.ts_event),
-        u64s(|e| e.sequence),
-        u64s(|e| e.order_id),
-        Arc::new(arrow_array::Int64Array::from_iter_values(evs.iter().map(|e| e.price))),
-        u64s(|e| e.aux),
-        u32s(|e| e.size),
-        u32s(|e| e.instrument_id),
-        u8s(|e| e.action as u8),
-        u8s(|e| e.side as u8),
-        u8s(|e| e.flags),
-        u8s(|e| e.msg_type),
-        u32s(|e| e.venue),
-    ];
-    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|e| werr(path, e))?;
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-        .build();
+    use parquet::data_type::{Int32Type, Int64Type};
+    let schema = Arc::new(parquet::schema::parser::parse_message_type(PARQUET_SCHEMA).map_err(|e| werr(path, e))?);
+    let props = Arc::new(
+        parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .build(),
+    );
     let f = File::create(path).map_err(|e| werr(path, e))?;
-    let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, Some(props)).map_err(|e| werr(path, e))?;
-    w.write(&batch).map_err(|e| werr(path, e))?;
+    let mut w = parquet::file::writer::SerializedFileWriter::new(f, schema, props).map_err(|e| werr(path, e))?;
+    let mut rg = w.next_row_group().map_err(|e| werr(path, e))?;
+    let mut k = 0;
+    while let Some(mut col) = rg.next_column().map_err(|e| werr(path, e))? {
+        match COLUMNS.get(k) {
+            Some(Column::I64(f)) => {
+                let v: Vec<i64> = evs.iter().map(f).collect();
+                col.typed::<Int64Type>().write_batch(&v, None, None).map_err(|e| werr(path, e))?;
+            }
+            Some(Column::I32(f)) => {
+                let v: Vec<i32> = evs.iter().map(f).collect();
+                col.typed::<Int32Type>().write_batch(&v, None, None).map_err(|e| werr(path, e))?;
+            }
+            None => return Err(werr(path, "more columns than an event has")),
+        }
+        col.close().map_err(|e| werr(path, e))?;
+        k += 1;
+    }
+    rg.close().map_err(|e| werr(path, e))?;
     w.close().map_err(|e| werr(path, e))?;
     Ok(())
 }
@@ -542,72 +560,86 @@ fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
 /// Every event of a Parquet file [`export`] wrote (or of every such file under a
 /// directory, in path order), exactly as they were written.
 pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
+    use parquet::column::reader::{get_typed_column_reader, ColumnReader};
+    use parquet::data_type::{Int32Type, Int64Type};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
     let mut files = Vec::new();
     collect_parquet(path, &mut files).map_err(|e| werr(path, e))?;
     files.sort();
+    let want = parquet::schema::parser::parse_message_type(PARQUET_SCHEMA).map_err(|e| werr(path, e))?;
     let mut out = Vec::new();
     for p in files {
         let f = File::open(&p).map_err(|e| werr(&p, e))?;
-        let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
-            .and_then(|b| b.build())
-            .map_err(|e| werr(&p, e))?;
-        for batch in r {
-            let b = batch.map_err(|e| werr(&p, e))?;
-            let col = |name: &str| -> Result<&ArrayRef, ExportError> {
-                b.column_by_name(name).ok_or_else(|| werr(&p, format!("no column {name}")))
-            };
-            macro_rules! get {
-                ($name:expr, $ty:ty) => {
-                    col($name)?.as_any().downcast_ref::<$ty>().ok_or_else(|| {
-                        werr(
-                            &p,
-                            format!(
-                                "column {} has type {}",
-                                $name,
-                                col($name).map(|c| c.data_type().to_string()).unwrap_or_default()
-                            ),
-                        )
-                    })?
-                };
+        let r = SerializedFileReader::new(f).map_err(|e| werr(&p, e))?;
+        let got = r.metadata().file_metadata().schema();
+        if got.get_fields().len() != want.get_fields().len()
+            || got.get_fields().iter().zip(want.get_fields()).any(|(a, b)| a.name() != b.name())
+        {
+            return Err(werr(&p, "not a file of tickplant's event schema (export's PARQUET_SCHEMA)"));
+        }
+        for g in 0..r.num_row_groups() {
+            let rg = r.get_row_group(g).map_err(|e| werr(&p, e))?;
+            let rows = rg.metadata().num_rows() as usize;
+            let mut cols64: Vec<Vec<i64>> = Vec::new();
+            let mut cols32: Vec<Vec<i32>> = Vec::new();
+            for (c, kind) in COLUMNS.iter().enumerate() {
+                let reader = rg.get_column_reader(c).map_err(|e| werr(&p, e))?;
+                match (kind, reader) {
+                    (Column::I64(_), r @ ColumnReader::Int64ColumnReader(_)) => {
+                        let mut v = Vec::with_capacity(rows);
+                        let mut typed = get_typed_column_reader::<Int64Type>(r);
+                        while v.len() < rows {
+                            let (n, _, _) =
+                                typed.read_records(rows - v.len(), None, None, &mut v).map_err(|e| werr(&p, e))?;
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        cols64.push(v);
+                    }
+                    (Column::I32(_), r @ ColumnReader::Int32ColumnReader(_)) => {
+                        let mut v = Vec::with_capacity(rows);
+                        let mut typed = get_typed_column_reader::<Int32Type>(r);
+                        while v.len() < rows {
+                            let (n, _, _) =
+                                typed.read_records(rows - v.len(), None, None, &mut v).map_err(|e| werr(&p, e))?;
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        cols32.push(v);
+                    }
+                    _ => return Err(werr(&p, format!("column {c} has another physical type"))),
+                }
             }
-            let ts_recv = get!("ts_recv", TimestampNanosecondArray);
-            let ts_event = get!("ts_event", TimestampNanosecondArray);
-            let sequence = get!("sequence", UInt64Array);
-            let order_id = get!("order_id", UInt64Array);
-            let price = get!("price", arrow_array::Int64Array);
-            let aux = get!("aux", UInt64Array);
-            let size = get!("size", UInt32Array);
-            let instrument = get!("instrument_id", UInt32Array);
-            let action = get!("action", UInt8Array);
-            let side = get!("side", UInt8Array);
-            let fl = get!("flags", UInt8Array);
-            let msg_type = get!("msg_type", UInt8Array);
-            let venue = get!("venue", UInt32Array);
-            for i in 0..b.num_rows() {
-                let a = action.value(i);
+            if cols64.iter().any(|c| c.len() != rows) || cols32.iter().any(|c| c.len() != rows) {
+                return Err(werr(&p, format!("row group {g}: a column is shorter than its {rows} rows")));
+            }
+            for i in 0..rows {
+                let a = cols32[2][i] as u8;
                 let action = EventAction::ALL
                     .into_iter()
                     .find(|x| *x as u8 == a)
                     .ok_or_else(|| werr(&p, format!("row {i}: action code {a}")))?;
-                let side = match side.value(i) {
+                let side = match cols32[3][i] {
                     1 => Side::Bid,
                     2 => Side::Ask,
                     _ => Side::None,
                 };
                 out.push(Event {
-                    ts_recv: ts_recv.value(i) as u64,
-                    ts_event: ts_event.value(i) as u64,
-                    sequence: sequence.value(i),
-                    order_id: order_id.value(i),
-                    price: price.value(i),
-                    aux: aux.value(i),
-                    size: size.value(i),
-                    instrument_id: instrument.value(i),
+                    ts_recv: cols64[0][i] as u64,
+                    ts_event: cols64[1][i] as u64,
+                    sequence: cols64[2][i] as u64,
+                    order_id: cols64[3][i] as u64,
+                    price: cols64[4][i],
+                    aux: cols64[5][i] as u64,
+                    size: cols32[0][i] as u32,
+                    instrument_id: cols32[1][i] as u32,
                     action,
                     side,
-                    flags: fl.value(i),
-                    msg_type: msg_type.value(i),
-                    venue: venue.value(i),
+                    flags: cols32[4][i] as u8,
+                    msg_type: cols32[5][i] as u8,
+                    venue: cols32[6][i] as u32,
                 });
             }
         }

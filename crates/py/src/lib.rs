@@ -3,9 +3,9 @@
 //! frames; everything that decodes, builds books or writes files is the Rust library's, the
 //! same code the command line runs.
 //!
-//! Events cross into Python as one `bytes` object per chunk holding the chunk's 64-byte
-//! [`Event`]s back to back (one copy of the chunk, none per event), which numpy views
-//! as a structured array without copying again (`numpy.frombuffer`).
+//! Events cross into Python without a copy: an [`EventBuffer`] holds the library's
+//! `Vec<Event>`, which numpy views through the array interface as a structured array of
+//! the package's `EVENT_DTYPE` (the same 64 bytes, field for field).
 #![deny(unsafe_code)]
 
 use std::collections::HashMap;
@@ -160,6 +160,43 @@ fn options(
     Ok((o, program))
 }
 
+/// Events in the library's own memory, which numpy views without a copy through the
+/// array interface (`numpy.asarray(buffer)`, kept alive by the array): the `Event` layout
+/// is the package's `EVENT_DTYPE` byte for byte on a little-endian machine (the layout is
+/// checked by `event_layout` and the tests). Exposed read-only: the bytes numpy sees are
+/// never written from Python, so they stay valid events.
+#[pyclass(frozen)]
+struct EventBuffer {
+    events: Vec<Event>,
+}
+
+#[pymethods]
+impl EventBuffer {
+    fn __len__(&self) -> usize {
+        self.events.len()
+    }
+    /// The numpy array interface (version 3): read-only void records of 64 bytes.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", (self.events.len(),))?;
+        d.set_item("typestr", format!("|V{EVENT_BYTES}"))?;
+        // An empty vector's pointer is dangling but aligned and never read (no elements).
+        d.set_item("data", (self.events.as_ptr() as usize, true))?;
+        Ok(d)
+    }
+    /// The events as bytes (a copy), in the same layout.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        PyBytes::new_with(py, self.events.len() * EVENT_BYTES, |out| {
+            to_bytes(&self.events, out);
+            Ok(())
+        })
+    }
+}
+
+const _: () = assert!(cfg!(target_endian = "little"), "EVENT_DTYPE is little-endian: the buffer is viewed as is");
+
 /// Reads one capture or ITCH file into events, a chunk at a time.
 #[pyclass(unsendable)]
 struct Reader {
@@ -168,19 +205,40 @@ struct Reader {
 
 #[pymethods]
 impl Reader {
-    /// Up to `max` more events as bytes (64 a event); None at the end. The Python side
-    /// reads in chunks, so that a keyboard interrupt stops a read between two of them.
-    fn read<'py>(&mut self, py: Python<'py>, max: usize) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let mut events = Vec::with_capacity(max.min(1 << 22));
+    /// Up to `max` more events; None at the end. The Python side reads in chunks, so that
+    /// a keyboard interrupt stops a read between two of them.
+    fn read(&mut self, max: usize) -> PyResult<Option<EventBuffer>> {
+        let mut events = Vec::new();
         self.inner.read(max, &mut events).map_err(err)?;
-        if events.is_empty() {
-            return Ok(None);
+        Ok((!events.is_empty()).then_some(EventBuffer { events }))
+    }
+    /// Every event left, appended chunk by chunk as the library decodes; a keyboard
+    /// interrupt is looked for every million events.
+    fn read_all(&mut self, py: Python<'_>) -> PyResult<EventBuffer> {
+        // Room for the most events the file can hold (an ITCH message takes at least 13
+        // bytes of a BinaryFILE, more of a capture; gzip may hold more, and the buffer then
+        // grows): reserved, not touched, so that growing it never copies what was written.
+        let (_, size) = self.inner.progress();
+        let mut events: Vec<Event> = Vec::with_capacity(size as usize / 13 + 1024);
+        let (mut since, mut interrupted) = (0usize, None);
+        self.inner
+            .for_each_chunk(|chunk, _| {
+                events.extend_from_slice(chunk);
+                since += chunk.len();
+                if since >= 1 << 20 {
+                    since = 0;
+                    if let Err(e) = py.check_signals() {
+                        interrupted = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+            .map_err(err)?;
+        if let Some(e) = interrupted {
+            return Err(e);
         }
-        let b = PyBytes::new_with(py, events.len() * EVENT_BYTES, |out| {
-            to_bytes(&events, out);
-            Ok(())
-        })?;
-        Ok(Some(b))
+        Ok(EventBuffer { events })
     }
     /// Instrument id -> symbol, as the feed named them so far.
     fn symbols(&self) -> std::collections::BTreeMap<u32, String> {
@@ -274,14 +332,11 @@ fn export(
     serde_json::to_string(&report).map_err(err)
 }
 
-/// Events of a Parquet file or catalog directory `export` wrote, as bytes (64 a event).
+/// Events of a Parquet file or catalog directory `export` wrote.
 #[pyfunction]
-fn read_parquet<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes>> {
+fn read_parquet(path: PathBuf) -> PyResult<EventBuffer> {
     let events = tickplant_io::export::read_parquet(&path).map_err(err)?;
-    PyBytes::new_with(py, events.len() * EVENT_BYTES, |out| {
-        to_bytes(&events, out);
-        Ok(())
-    })
+    Ok(EventBuffer { events })
 }
 
 /// Full-depth books built from events, the library's own.
@@ -372,6 +427,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
     m.add_class::<Reader>()?;
+    m.add_class::<EventBuffer>()?;
     m.add_class::<Books>()?;
     Ok(())
 }

@@ -167,8 +167,10 @@ def _open(path, feed, symbols, types, date, infer_length, templates, header_byte
     )
 
 
-def _wrap(buf: bytes, symbols: Dict[int, str]) -> EventArray:
-    a = np.frombuffer(buf, dtype=EVENT_DTYPE).view(EventArray)
+def _wrap(buf, symbols: Dict[int, str]) -> EventArray:
+    """The library's events viewed as EVENT_DTYPE records, with no copy (the array keeps
+    the Rust buffer alive)."""
+    a = np.asarray(buf).view(EVENT_DTYPE).view(EventArray)
     a.symbols = symbols
     return a
 
@@ -217,9 +219,11 @@ def read(
         if chunk <= 0:
             raise ValueError("chunk must be at least 1")
         return _chunks(reader, chunk, progress)
+    if not progress:
+        return _wrap(reader.read_all(), reader.symbols())
     parts = list(_chunks(reader, 1 << 20, progress))
     if not parts:
-        return _wrap(b"", reader.symbols())
+        return _wrap(np.empty(0, dtype=EVENT_DTYPE), reader.symbols())
     if len(parts) == 1:
         return parts[0]
     out = np.concatenate([np.asarray(p) for p in parts]).view(EventArray)

@@ -1,0 +1,176 @@
+//! `tickplant export` and the library under it (`tickplant_io::events`, `::export`): a
+//! simulated ITCH day's events go to Parquet and back exactly, to JSON lines field for
+//! field, and to DBN MBO records that Databento's own decoder (the `dbn` crate) reads and
+//! from which a book builder of DBN's actions ends at the simulator's books.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::Command;
+
+use dbn::decode::{DbnMetadata, DecodeRecord};
+use serde_json::Value;
+use tickplant_core::event::Event;
+use tickplant_io::events::{EventReader, Feed, ReadOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+const DATE: &str = "2026-11-20";
+
+fn tp(args: &[&str]) -> String {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    assert!(o.status.success(), "tickplant {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stderr).unwrap()
+}
+
+fn day(dir: &Path) {
+    let pcap = dir.join("day.pcap");
+    let truth = dir.join("truth.jsonl");
+    tp(&["sim", "itch", "--messages", "40000", "--symbols", "30", "--date", DATE, "--out"]
+        .into_iter()
+        .chain([pcap.to_str().unwrap(), "--truth", truth.to_str().unwrap()])
+        .collect::<Vec<_>>());
+}
+
+fn events(path: &Path) -> (Vec<Event>, BTreeMap<u32, String>) {
+    let mut o = ReadOptions::new(Feed::Itch50);
+    o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(DATE).unwrap();
+    let mut r = EventReader::open(path, &o, None).unwrap();
+    let mut ev = Vec::new();
+    r.read_all(&mut ev).unwrap();
+    let s = r.stats();
+    assert_eq!(s.messages, s.decoded + s.undecodable);
+    assert_eq!(s.events + s.filtered, s.decoded + s.gaps);
+    (ev, r.symbols().clone())
+}
+
+#[test]
+fn parquet_and_jsonl_give_the_events_back() {
+    let dir = tempfile::tempdir().unwrap();
+    day(dir.path());
+    let pcap = dir.path().join("day.pcap");
+    let (ev, symbols) = events(&pcap);
+    assert_eq!(ev.len(), 40_000);
+    let cat = dir.path().join("catalog");
+    let err = tp(&[
+        "export",
+        "parquet",
+        "--feed",
+        "itch50",
+        "--date",
+        DATE,
+        pcap.to_str().unwrap(),
+        "--out",
+        cat.to_str().unwrap(),
+    ]);
+    assert!(err.contains("40000 events"), "{err}");
+    let aaaa = cat.join("data/order_book_delta/AAAA.XNAS");
+    assert_eq!(std::fs::read_dir(&aaaa).unwrap().count(), 1, "one file for the one day");
+    let mut back = tickplant_io::export::read_parquet(&cat).unwrap();
+    back.sort_by_key(|e| e.sequence);
+    assert_eq!(back, ev);
+    // One instrument's file holds exactly its events, in order.
+    let id = *symbols.iter().find(|(_, s)| s.as_str() == "AAAA").unwrap().0;
+    let mine: Vec<Event> = ev.iter().filter(|e| e.instrument_id == id).copied().collect();
+    assert_eq!(tickplant_io::export::read_parquet(&aaaa).unwrap(), mine);
+
+    let jsonl = dir.path().join("day.jsonl");
+    tp(&[
+        "export",
+        "jsonl",
+        "--feed",
+        "itch50",
+        "--date",
+        DATE,
+        pcap.to_str().unwrap(),
+        "--out",
+        jsonl.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), ev.len());
+    for (l, e) in lines.iter().zip(&ev) {
+        assert_eq!(l["sequence"], e.sequence);
+        assert_eq!(l["ts_event"], e.ts_event);
+        assert_eq!(l["order_id"], e.order_id);
+        assert_eq!(l["price"], e.price);
+        assert_eq!(l["size"], e.size);
+        assert_eq!(l["action"], e.action.as_str());
+        assert_eq!(l["side"], e.side.as_str());
+        assert_eq!(l["flags"], e.flags);
+    }
+}
+
+#[test]
+fn dbn_mbo_rebuilds_the_simulators_books() {
+    let dir = tempfile::tempdir().unwrap();
+    day(dir.path());
+    let pcap = dir.path().join("day.pcap");
+    let out = dir.path().join("day.dbn");
+    tp(&["export", "dbn", "--feed", "itch50", "--date", DATE, pcap.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let mut dec = dbn::decode::DbnDecoder::from_file(&out).unwrap();
+    let meta = dec.metadata().clone();
+    assert_eq!(meta.dataset, "XNAS.ITCH");
+    assert_eq!(meta.schema, Some(dbn::Schema::Mbo));
+    let id_of: HashMap<String, u32> =
+        meta.mappings.iter().map(|m| (m.raw_symbol.clone(), m.intervals[0].symbol.parse().unwrap())).collect();
+    // (instrument, side, price) -> shares, from DBN's book actions alone.
+    let mut orders: HashMap<u64, (u32, u8, i64, u32)> = HashMap::new();
+    let mut records = 0;
+    while let Some(r) = dec.decode_record::<dbn::MboMsg>().unwrap() {
+        records += 1;
+        match r.action as u8 {
+            b'A' => {
+                orders.insert(r.order_id, (r.hd.instrument_id, r.side as u8, r.price, r.size));
+            }
+            b'C' => {
+                let o = orders.get_mut(&r.order_id).expect("a cancel names a live order");
+                o.3 = o.3.checked_sub(r.size).expect("never more than the order has");
+                if o.3 == 0 {
+                    orders.remove(&r.order_id);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(records > 40_000);
+    let mut levels: BTreeMap<(u32, u8), BTreeMap<i64, u64>> = BTreeMap::new();
+    for (iid, side, px, sz) in orders.values() {
+        *levels.entry((*iid, *side)).or_default().entry(*px).or_default() += u64::from(*sz);
+    }
+    let truth = std::fs::read_to_string(dir.path().join("truth.jsonl")).unwrap();
+    for line in truth.lines() {
+        let t: Value = serde_json::from_str(line).unwrap();
+        let iid = id_of[t["symbol"].as_str().unwrap()];
+        for (side, key) in [(b'B', "bids"), (b'A', "asks")] {
+            let want: BTreeMap<i64, u64> = t[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| ((l[0].as_f64().unwrap() * 1e9).round() as i64, l[1].as_u64().unwrap()))
+                .collect();
+            assert_eq!(levels.remove(&(iid, side)).unwrap_or_default(), want, "{} {}", t["symbol"], side as char);
+        }
+    }
+    assert!(levels.values().all(|l| l.is_empty()), "no book the truth does not have");
+}
+
+#[test]
+fn bad_inputs_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.itch");
+    std::fs::write(&f, [0u8, 5]).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let out = dir.path().join("o.dbn");
+    let (f, out) = (f.to_str().unwrap(), out.to_str().unwrap());
+    assert!(run(&["export", "dbn", "--feed", "nyse-xdp", f, "--out", out]).contains("read from captures"));
+    assert!(run(&["export", "dbn", "--feed", "cme", f, "--out", out]).contains("one of itch50"));
+    assert!(run(&["export", "dbn", "--feed", "itch50", f, "--out", out]).contains("ends inside message 1"));
+    let ritch = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
+    if ritch.exists() {
+        let e = run(&["export", "jsonl", "--feed", "itch50", ritch.to_str().unwrap(), "--out", out]);
+        assert!(e.contains("infer_length") || e.contains("infer-length"), "{e}");
+    }
+}
