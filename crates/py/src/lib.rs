@@ -22,6 +22,8 @@ use tickplant_core::feed::FeedDecoder as _;
 use tickplant_io::events::{EventReader, Feed, OpraFastRead, ReadOptions};
 use tickplant_io::export::{export as export_events, ExportFormat};
 
+mod objects;
+
 create_exception!(
     _native,
     TickplantError,
@@ -429,5 +431,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<EventBuffer>()?;
     m.add_class::<Books>()?;
+    m.add_class::<objects::Arbitrator>()?;
+    m.add_class::<objects::Matcher>()?;
+    m.add_class::<objects::FastDecoder>()?;
+    m.add_function(wrap_pyfunction!(objects::run, m)?)?;
     Ok(())
 }

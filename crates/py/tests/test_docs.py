@@ -28,4 +28,6 @@ def folder(tmp_path_factory):
 @pytest.mark.parametrize("n", range(len(BLOCKS)))
 def test_example_runs(folder, n, monkeypatch):
     monkeypatch.chdir(folder)
+    # The examples call the `tickplant` command as a user's shell finds it.
+    monkeypatch.setenv("PATH", str(pathlib.Path(BIN).parent) + os.pathsep + os.environ.get("PATH", ""))
     exec(compile(BLOCKS[n], f"docs/python.md example {n + 1}", "exec"), {})

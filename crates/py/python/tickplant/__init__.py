@@ -26,13 +26,19 @@ __all__ = [
     "EVENT_DTYPE",
     "BBO_DTYPE",
     "SIDES",
+    "Arbitrator",
+    "ArbResult",
     "Books",
     "EventArray",
+    "FastDecoder",
+    "Matcher",
+    "PACKET_DTYPE",
     "TickplantError",
     "bbo_series",
     "export",
     "read",
     "read_parquet",
+    "run",
 ]
 
 #: One normalized event: the Rust ``Event``, field for field (64 bytes, little-endian).
@@ -60,6 +66,12 @@ SIDES = {0: "none", 1: "bid", 2: "ask"}
 BBO_DTYPE = np.dtype(
     [("ts_event", "<u8"), ("instrument_id", "<u8"), ("bid_price", "<i8"), ("bid_size", "<u8"),
      ("ask_price", "<i8"), ("ask_size", "<u8")]
+)
+
+#: A packet the arbitrator released (:class:`Arbitrator`): its first sequence number, when
+#: it arrived and when it was released (ns), its message count and the input (0 A, 1 B).
+PACKET_DTYPE = np.dtype(
+    [("seq", "<u8"), ("arrival_ns", "<u8"), ("release_ns", "<u8"), ("count", "<u4"), ("input", "<u4")]
 )
 
 _ACTION_CODES = {v: k for k, v in ACTIONS.items()}
@@ -313,3 +325,95 @@ def bbo_series(events: np.ndarray, instrument_id: Optional[int] = None, every=No
     return df.set_index("ts_event").groupby("instrument_id").resample(every).last().drop(
         columns="instrument_id", errors="ignore"
     ).dropna()
+
+
+class ArbResult:
+    """What :meth:`Arbitrator.run` gives: the packets of both outputs (``PACKET_DTYPE``), the
+    gaps, and the arbitrator's counters."""
+
+    def __init__(self, hr, ll, gaps, stats):
+        self.hr = np.frombuffer(hr, dtype=PACKET_DTYPE)
+        self.ll = np.frombuffer(ll, dtype=PACKET_DTYPE)
+        #: (output, first_seq, last_seq, messages, reason, at_ns) per gap, in order.
+        self.gaps = gaps
+        #: The counters, as `tickplant arb`'s report has them (per input, per output).
+        self.stats = stats
+
+    def gaps_frame(self):
+        """The gaps as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.gaps, columns=["output", "first_seq", "last_seq", "messages", "reason", "at_ns"])
+
+    def stats_frame(self):
+        """Per input (A, B) and output (hr, ll), the counters as a pandas DataFrame."""
+        import pandas as pd
+
+        rows = {}
+        for i, inp in enumerate(self.stats["inputs"]):
+            rows["AB"[i] if i < 2 else str(i)] = inp
+        rows["hr"] = self.stats["hr"]
+        rows["ll"] = self.stats["ll"]
+        return pd.DataFrame(rows).T
+
+
+class Arbitrator:
+    """A/B line arbitration of two captures (or one): ``tickplant arb``'s arbitrator, with its
+    options as keywords (``protocol="moldudp64"``, ``mode="time"``, ``timeout_us=100``,
+    ``max_msgs=...``, ``capacity_packets=...``, ``change_at=["2.5:count,max-msgs=100"]``)."""
+
+    def __init__(self, a, b=None, **options):
+        self._a = _native.Arbitrator(str(a), None if b is None else str(b), **options)
+
+    def run(self) -> ArbResult:
+        hr, ll, gaps, stats = self._a.run()
+        return ArbResult(hr, ll, gaps, json.loads(stats))
+
+
+class Matcher:
+    """The strategy matcher (docs/matching.md): ``add("1: symbol = \"AAAA\" and price > 10")``,
+    ``remove(id)``, ``match({"symbol": "AAAA", "price": 10.5})`` -> ids in ascending order;
+    ``brute_force(event)`` checks every strategy (the oracle the index is held to)."""
+
+    def __init__(self):
+        self._m = _native.Matcher()
+
+    def add(self, text: str) -> int:
+        return self._m.add(text)
+
+    def remove(self, strategy_id: int) -> bool:
+        return self._m.remove(strategy_id)
+
+    def match(self, event: dict):
+        return self._m.match(event)
+
+    def brute_force(self, event: dict):
+        return self._m.brute_force(event)
+
+    def memory_bytes(self) -> int:
+        return self._m.memory_bytes()
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+
+class FastDecoder:
+    """A FAST 1.1 decoder over templates (XML text or a path); the dictionary carries from
+    message to message until :meth:`reset`."""
+
+    def __init__(self, templates):
+        self._d = _native.FastDecoder(str(templates))
+
+    def decode(self, data: bytes, framing: str = "raw"):
+        """Every message of ``data`` (framed ``"raw"``, ``"u32le"`` or ``"opra"``), as dicts
+        (``tickplant fast decode``'s JSON)."""
+        return [json.loads(line) for line in self._d.decode(bytes(data), framing).splitlines()]
+
+    def reset(self) -> None:
+        self._d.reset()
+
+
+def run(config) -> dict:
+    """Run the pipeline a TOML config describes (a path, or the TOML text) over its captures;
+    the report ``tickplant run`` writes, as a dict."""
+    return json.loads(_native.run(str(config)))
