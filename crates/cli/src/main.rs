@@ -13,6 +13,7 @@ mod fastcmd;
 mod itchcmd;
 mod matchcmd;
 mod replaycmd;
+mod reportcmd;
 mod runcmd;
 mod simcmd;
 mod tradecmd;
@@ -41,6 +42,9 @@ enum Cmd {
     /// Normalized events of a capture (or ITCH BinaryFILE) to DBN (MBO, MBP-1), Parquet (a
     /// NautilusTrader-style catalog) or JSON lines, for research tools (docs/python.md).
     Export(exportcmd::ExportArgs),
+    /// Pictures of a run from its report (`[run] report`): message rate, A/B wins and gaps
+    /// over the day, stage and ring latencies, consumer drops, as one HTML file.
+    Report(reportcmd::ReportArgs),
     /// Send captures as live UDP traffic, paced against absolute deadlines (recorded
     /// spacing, a fixed rate, or as fast as it goes); report the rate and the lateness.
     Replay(replaycmd::ReplayArgs),
@@ -186,6 +190,7 @@ fn run(cli: Cli) -> Result<()> {
             std::io::Write::flush(&mut out)?;
         }
         Cmd::Export(a) => exportcmd::run(&a)?,
+        Cmd::Report(a) => reportcmd::run(&a)?,
         Cmd::Replay(a) => {
             replaycmd::run(&a)?;
         }

@@ -222,6 +222,9 @@ impl Reader {
         // grows): reserved, not touched, so that growing it never copies what was written.
         let (_, size) = self.inner.progress();
         let mut events: Vec<Event> = Vec::with_capacity(size as usize / 13 + 1024);
+        // Backed by huge pages where the kernel has them: the buffer is written once, front
+        // to back, and its page faults were a fifth of a 2M-message read.
+        tickplant_io::huge_pages(events.as_ptr().cast(), events.capacity() * EVENT_BYTES);
         let (mut since, mut interrupted) = (0usize, None);
         self.inner
             .for_each_chunk(|chunk, _| {

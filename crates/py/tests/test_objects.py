@@ -158,3 +158,26 @@ policy = "backpressure"
     assert report["decoded"] > 20000 and report["consumers"][0]["delivered"] > 20000
     with pytest.raises(tickplant.TickplantError, match="decoder"):
         tickplant.run('[source]\na = "x.pcap"\ndecoder = "cme"\n')
+
+
+def test_plot_report_draws_every_picture(ab, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    report = tickplant.run(f"""
+[source]
+a = "{ab / 'a.pcap'}"
+b = "{ab / 'b.pcap'}"
+decoder = "itch50"
+[[consumer]]
+name = "all"
+action = "count"
+policy = "backpressure"
+""")
+    assert sum(report["timeline"]["messages"]) == report["messages_in"]
+    figs = tickplant.plot_report(report, out_dir=tmp_path / "png")
+    assert set(figs) == {"rate", "wins", "gaps", "latency", "consumers"}
+    for name in figs:
+        png = tmp_path / "png" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

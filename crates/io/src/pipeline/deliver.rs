@@ -156,6 +156,8 @@ pub(super) struct Downstream<'p> {
     pub(super) time_all: bool,
     /// CPU time of the decode thread, when there is one.
     pub(super) cpu_ns: u64,
+    /// The HR stream over time.
+    pub(super) timeline: Timeline,
 }
 
 impl<'p> Downstream<'p> {
@@ -182,6 +184,9 @@ impl<'p> Downstream<'p> {
     /// a gap record, in order with its other records.
     pub(super) fn gap(&mut self, g: &GapReport) {
         let stream = Stream::of(g.output);
+        if stream == Stream::Hr {
+            self.timeline.gap(g.at_ns, g.messages);
+        }
         let Some(h) = self.handler(stream) else { return };
         h.handle_gap(g);
         let e = gap_event(g);
@@ -220,7 +225,10 @@ impl<'p> Downstream<'p> {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched };
         match stream {
-            Stream::Hr => self.feed.handle_packet(&p),
+            Stream::Hr => {
+                self.timeline.packet(r.arrival_ns, r.input, r.count);
+                self.feed.handle_packet(&p)
+            }
             Stream::Ll => match self.ll.as_mut() {
                 Some(h) => h.handle_packet(&p),
                 None => return,

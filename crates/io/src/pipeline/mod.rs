@@ -85,7 +85,7 @@ mod threads;
 
 pub use consumer::{Record, NOT_TIMED};
 pub use handoff::DECODE_BATCH;
-pub use report::{summary, ConsumerReport, MatchReport, Report, StreamReport};
+pub use report::{summary, ConsumerReport, MatchReport, Report, StreamReport, Timeline};
 
 use consumer::*;
 use deliver::*;
@@ -637,6 +637,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         sampler: Sampler::new(spec.latency_sample),
         time_all: false,
         cpu_ns: 0,
+        timeline: Timeline::default(),
     };
     let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
@@ -741,7 +742,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
-    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, .. } = down;
+    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, timeline, .. } = down;
     let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_)) {
         "2 decode + map (per packet)"
     } else {
@@ -799,6 +800,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         decode_cpu_s: cpu_ns as f64 / 1e9,
         latency_sample: spec.latency_sample.max(1),
         latency_ns,
+        timeline,
     };
     Ok(Outcome { report, books, symbols, opra_series })
 }

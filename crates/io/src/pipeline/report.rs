@@ -7,6 +7,63 @@ pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// The run over time, for the pictures of a day (`tickplant report`): per second of
+/// receive time from the first HR packet, the HR stream's messages, the packets each input
+/// won (the arbitrator released its copy), and the gaps given up and the messages they
+/// lost (by when they were given up). At most a day of seconds: later times count in the
+/// last one.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timeline {
+    pub interval_ns: u64,
+    /// Receive time of the first second's start (ns since the UNIX epoch).
+    pub start_ns: u64,
+    pub messages: Vec<u64>,
+    pub wins_a: Vec<u64>,
+    pub wins_b: Vec<u64>,
+    pub gaps: Vec<u64>,
+    pub messages_lost: Vec<u64>,
+}
+
+const TIMELINE_SLOTS: usize = 86_400;
+
+impl Timeline {
+    /// The slot of a time; the vectors grow a second at a time as the run goes on (a push
+    /// per new second, none per packet).
+    #[inline]
+    fn slot(&mut self, at: u64) -> usize {
+        if self.interval_ns == 0 {
+            self.interval_ns = 1_000_000_000;
+            self.start_ns = at - at % self.interval_ns;
+        }
+        let i = (at.saturating_sub(self.start_ns) / self.interval_ns).min(TIMELINE_SLOTS as u64 - 1) as usize;
+        if i >= self.messages.len() {
+            let n = i + 1;
+            self.messages.resize(n, 0);
+            self.wins_a.resize(n, 0);
+            self.wins_b.resize(n, 0);
+            self.gaps.resize(n, 0);
+            self.messages_lost.resize(n, 0);
+        }
+        i
+    }
+    /// A packet the HR stream released.
+    #[inline]
+    pub(super) fn packet(&mut self, arrival_ns: u64, input: u8, count: u32) {
+        let i = self.slot(arrival_ns);
+        self.messages[i] += u64::from(count);
+        match input {
+            0 => self.wins_a[i] += 1,
+            _ => self.wins_b[i] += 1,
+        }
+    }
+    /// A gap of the HR stream.
+    pub(super) fn gap(&mut self, at_ns: u64, messages: u64) {
+        let i = self.slot(at_ns);
+        self.gaps[i] += 1;
+        self.messages_lost[i] += messages;
+    }
+}
+
 /// What one consumer did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ConsumerReport {
@@ -125,6 +182,8 @@ pub struct Report {
     /// The stages were timed on one frame or packet in this many (`latency_ns`' counts).
     pub latency_sample: u32,
     pub latency_ns: BTreeMap<String, Latency>,
+    /// The HR stream over time (a second a slot).
+    pub timeline: Timeline,
 }
 
 impl Report {

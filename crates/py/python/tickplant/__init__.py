@@ -37,6 +37,7 @@ __all__ = [
     "bbo_series",
     "export",
     "read",
+    "plot_report",
     "read_parquet",
     "run",
 ]
@@ -417,3 +418,73 @@ def run(config) -> dict:
     """Run the pipeline a TOML config describes (a path, or the TOML text) over its captures;
     the report ``tickplant run`` writes, as a dict."""
     return json.loads(_native.run(str(config)))
+
+
+def plot_report(report, out_dir=None) -> dict:
+    """Pictures of a run with matplotlib, as ``tickplant report`` draws them: the message
+    rate, A/B wins and gaps over the day, stage and ring latency quantiles, consumers'
+    deliveries and drops. ``report``: :func:`run`'s dict or the path of a report file. With
+    ``out_dir``, each figure is written there as a PNG. Returns {name: figure}; a report of
+    several feeds gives each feed's, named ``<feed>-<picture>``."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(report, dict):
+        with open(report) as f:
+            report = json.load(f)
+    feeds = report["feeds"] if "feeds" in report else {"": report}
+    figures = {}
+    for feed, r in feeds.items():
+        if "timeline" not in r:
+            raise ValueError("not a report of tickplant run (no timeline)")
+        t = r["timeline"]
+        prefix = f"{feed}-" if feed else ""
+        secs = np.arange(len(t["messages"]))
+
+        fig, ax = plt.subplots(figsize=(8, 3))
+        ax.bar(secs, t["messages"], width=1.0, color="#1f77b4")
+        ax.set(title="Message rate over the day (HR stream)", xlabel="seconds from the first packet",
+               ylabel="messages / s")
+        figures[prefix + "rate"] = fig
+
+        fig, ax = plt.subplots(figsize=(8, 3))
+        ax.bar(secs, t["wins_a"], width=1.0, color="#1f77b4", label="won by A")
+        ax.bar(secs, t["wins_b"], width=1.0, bottom=t["wins_a"], color="#ff7f0e", label="won by B")
+        ax.set(title="A/B wins over the day", xlabel="seconds from the first packet", ylabel="packets / s")
+        ax.legend()
+        figures[prefix + "wins"] = fig
+
+        fig, ax = plt.subplots(figsize=(8, 3))
+        ax.bar(secs, t["messages_lost"], width=1.0, color="#d62728")
+        ax.set(title="Gaps over the day: messages lost on both lines", xlabel="seconds from the first packet",
+               ylabel="messages / s")
+        figures[prefix + "gaps"] = fig
+
+        rows = [(k, v) for k, v in r["latency_ns"].items() if v["count"]]
+        rows += [(f"4 ring to {c['name']}", c["ring_latency_ns"]) for c in r["consumers"]
+                 if c.get("ring_latency_ns", {}).get("count")]
+        fig, ax = plt.subplots(figsize=(8, 1 + 0.5 * max(len(rows), 1)))
+        for q, colour in (("max", "#7f7f7f"), ("p999", "#d62728"), ("p99", "#ff7f0e"), ("p90", "#2ca02c"),
+                          ("p50", "#1f77b4")):
+            ax.barh([k for k, _ in rows], [max(v[q], 1) for _, v in rows], color=colour, label=q)
+        ax.set_xscale("log")
+        ax.set(title="Stage and ring latency", xlabel="ns")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        figures[prefix + "latency"] = fig
+
+        fig, ax = plt.subplots(figsize=(8, 1 + 0.5 * max(len(r["consumers"]), 1)))
+        names = [c["name"] for c in r["consumers"]]
+        ax.barh(names, [c["delivered"] for c in r["consumers"]], color="#2ca02c", label="delivered")
+        ax.barh(names, [c["dropped"] for c in r["consumers"]], left=[c["delivered"] for c in r["consumers"]],
+                color="#d62728", label="dropped")
+        ax.set(title="Consumers: records delivered and dropped", xlabel="records")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        figures[prefix + "consumers"] = fig
+    if out_dir is not None:
+        import os
+
+        os.makedirs(out_dir, exist_ok=True)
+        for name, fig in figures.items():
+            fig.savefig(os.path.join(out_dir, f"{name}.png"))
+    return figures
