@@ -560,7 +560,7 @@ fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
 /// Every event of a Parquet file [`export`] wrote (or of every such file under a
 /// directory, in path order), exactly as they were written.
 pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
-    use parquet::column::reader::{get_typed_column_reader, ColumnReader};
+    use parquet::column::reader::ColumnReader;
     use parquet::data_type::{Int32Type, Int64Type};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let mut files = Vec::new();
@@ -586,28 +586,10 @@ pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
                 let reader = rg.get_column_reader(c).map_err(|e| werr(&p, e))?;
                 match (kind, reader) {
                     (Column::I64(_), r @ ColumnReader::Int64ColumnReader(_)) => {
-                        let mut v = Vec::with_capacity(rows);
-                        let mut typed = get_typed_column_reader::<Int64Type>(r);
-                        while v.len() < rows {
-                            let (n, _, _) =
-                                typed.read_records(rows - v.len(), None, None, &mut v).map_err(|e| werr(&p, e))?;
-                            if n == 0 {
-                                break;
-                            }
-                        }
-                        cols64.push(v);
+                        cols64.push(column::<Int64Type>(r, rows).map_err(|e| werr(&p, e))?);
                     }
                     (Column::I32(_), r @ ColumnReader::Int32ColumnReader(_)) => {
-                        let mut v = Vec::with_capacity(rows);
-                        let mut typed = get_typed_column_reader::<Int32Type>(r);
-                        while v.len() < rows {
-                            let (n, _, _) =
-                                typed.read_records(rows - v.len(), None, None, &mut v).map_err(|e| werr(&p, e))?;
-                            if n == 0 {
-                                break;
-                            }
-                        }
-                        cols32.push(v);
+                        cols32.push(column::<Int32Type>(r, rows).map_err(|e| werr(&p, e))?);
                     }
                     _ => return Err(werr(&p, format!("column {c} has another physical type"))),
                 }
@@ -645,6 +627,22 @@ pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
         }
     }
     Ok(out)
+}
+
+/// A row group's column, `rows` values at most.
+fn column<T: parquet::data_type::DataType>(
+    r: parquet::column::reader::ColumnReader,
+    rows: usize,
+) -> parquet::errors::Result<Vec<T::T>> {
+    let mut v = Vec::with_capacity(rows);
+    let mut typed = parquet::column::reader::get_typed_column_reader::<T>(r);
+    while v.len() < rows {
+        let (n, _, _) = typed.read_records(rows - v.len(), None, None, &mut v)?;
+        if n == 0 {
+            break;
+        }
+    }
+    Ok(v)
 }
 
 fn collect_parquet(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
