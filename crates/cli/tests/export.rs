@@ -132,6 +132,32 @@ fn dbn_mbo_rebuilds_the_simulators_books() {
         }
     }
     assert!(records > 40_000);
+    // Back to events: every event MBO has records for, in the fields MBO carries.
+    let (ev, _) = events(&pcap);
+    let keep = |e: &Event| {
+        use tickplant_core::event::{flags, EventAction as A};
+        if matches!(e.action, A::Status | A::Imbalance | A::Quote | A::Gap) {
+            return None;
+        }
+        let clear = e.action == A::Clear;
+        Some(Event {
+            sequence: e.sequence & 0xFFFF_FFFF,
+            order_id: if clear { 0 } else { e.order_id },
+            price: if clear { 0 } else { e.price },
+            size: if clear { 0 } else { e.size },
+            aux: if e.action == A::Modify { e.aux } else { 0 },
+            flags: e.flags & (flags::LAST_IN_PACKET | flags::BOOK_STALE),
+            msg_type: 0,
+            venue: 0,
+            ..*e
+        })
+    };
+    let want: Vec<Event> = ev.iter().filter_map(keep).collect();
+    let back = tickplant_io::export::read_dbn(&out).unwrap();
+    assert_eq!(back.len(), want.len());
+    for (i, (b, w)) in back.iter().zip(&want).enumerate() {
+        assert_eq!(b, w, "event {i}");
+    }
     let mut levels: BTreeMap<(u32, u8), BTreeMap<i64, u64>> = BTreeMap::new();
     for (iid, side, px, sz) in orders.values() {
         *levels.entry((*iid, *side)).or_default().entry(*px).or_default() += u64::from(*sz);

@@ -14,7 +14,7 @@
 //! |---|---|
 //! | add | `A` |
 //! | cancel (part of an order) | `C`, `size` the shares cancelled |
-//! | delete | `C`, `size` the shares the order still had |
+//! | delete | `C`, `size` the shares the order still had, flag `PUBLISHER_SPECIFIC` (0x02) |
 //! | execute | `F` (price, shares executed, the resting order's side), then `C` of those shares |
 //! | modify (a replace: new id) | `C` of the old order (its price and shares), then `A` of the new |
 //! | trade (not on the book) | `T`, side the resting order's |
@@ -26,6 +26,11 @@
 //! written modulo 2^32); `flags`: `LAST` on the last record of a packet, `MAYBE_BAD_BOOK`
 //! where tickplant's book was stale; `publisher_id` 0. The metadata maps every symbol the
 //! feed named (`stype_in` raw symbol) to its instrument id for the file's dates.
+//!
+//! [`read_dbn`] gives the events of an MBO file back: exactly the fields MBO carries
+//! (`ts_recv`, `ts_event`, `sequence` modulo 2^32, `order_id`, `price`, `size`,
+//! `instrument_id`, `action`, `side`, the flags `LAST_IN_PACKET` and `BOOK_STALE`; a
+//! replace's old order in `aux`), not the feed's message type, match numbers or venue.
 //!
 //! MBP-1 gives one record per event that changes a book or trades, with the book's best
 //! bid and offer (price, shares, orders) after it, from books the exporter builds from the
@@ -229,6 +234,65 @@ pub fn export(
     Ok(report)
 }
 
+/// The events of a DBN MBO file [`export`] wrote, as the table in this module's doc maps
+/// them (its inverse): `F` then `C` of the same order and sequence number is an execute;
+/// `C` then `A` of the same sequence number a modify (a replace); a `C` flagged
+/// `PUBLISHER_SPECIFIC` a delete. Fields MBO does not carry are 0.
+pub fn read_dbn(path: &Path) -> Result<Vec<Event>, ExportError> {
+    use dbn::decode::DecodeRecord;
+    let mut dec = dbn::decode::DbnDecoder::from_file(path).map_err(|e| werr(path, e))?;
+    let mut recs = Vec::new();
+    while let Some(r) = dec.decode_record::<MboMsg>().map_err(|e| werr(path, e))? {
+        recs.push(r.clone());
+    }
+    let event = |r: &MboMsg, action: EventAction| Event {
+        ts_recv: r.ts_recv,
+        ts_event: r.hd.ts_event,
+        sequence: u64::from(r.sequence),
+        order_id: r.order_id,
+        price: if r.price == dbn::UNDEF_PRICE { 0 } else { r.price },
+        size: r.size,
+        instrument_id: r.hd.instrument_id,
+        action,
+        side: match r.side as u8 {
+            b'B' => Side::Bid,
+            b'A' => Side::Ask,
+            _ => Side::None,
+        },
+        flags: (if r.flags.raw() & dbn::flags::LAST != 0 { flags::LAST_IN_PACKET } else { 0 })
+            | (if r.flags.raw() & dbn::flags::MAYBE_BAD_BOOK != 0 { flags::BOOK_STALE } else { 0 }),
+        ..Event::default()
+    };
+    let mut out = Vec::with_capacity(recs.len());
+    let mut i = 0;
+    while i < recs.len() {
+        let r = &recs[i];
+        let next = recs.get(i + 1).filter(|n| n.sequence == r.sequence && n.hd.ts_event == r.hd.ts_event);
+        let (e, used) = match (r.action as u8, next.map(|n| n.action as u8)) {
+            (b'F', Some(b'C')) if next.is_some_and(|n| n.order_id == r.order_id) => {
+                let mut e = event(r, EventAction::Execute);
+                e.flags = event(next.expect("matched"), EventAction::Execute).flags;
+                (e, 2)
+            }
+            (b'C', Some(b'A')) => {
+                let mut e = event(next.expect("matched"), EventAction::Modify);
+                e.aux = r.order_id;
+                (e, 2)
+            }
+            (b'F', _) => (event(r, EventAction::Execute), 1),
+            (b'C', _) if r.flags.raw() & dbn::flags::PUBLISHER_SPECIFIC != 0 => (event(r, EventAction::Delete), 1),
+            (b'C', _) => (event(r, EventAction::Cancel), 1),
+            (b'A', _) => (event(r, EventAction::Add), 1),
+            (b'T', _) => (event(r, EventAction::Trade), 1),
+            (b'R', _) => (event(r, EventAction::Clear), 1),
+            (a, _) => return Err(werr(path, format!("record {i}: action {:?} is not one export writes", a as char))),
+        };
+        out.push(e);
+        i += used;
+    }
+    Ok(out)
+}
+
 /// Symbols as path components: what is not a letter, digit, `-` or `_` becomes `_`.
 fn safe_name(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
@@ -365,7 +429,12 @@ impl ToDbn {
             EventAction::Cancel | EventAction::Delete => {
                 let price = self.orders.get(&e.order_id).map_or(e.price, |o| o.0);
                 self.reduce(e.order_id, e.size, e.action == EventAction::Delete);
-                let r = self.record(e, b'C', e.order_id, price, e.size, true);
+                let mut r = self.record(e, b'C', e.order_id, price, e.size, true);
+                if e.action == EventAction::Delete {
+                    // The order's end, not a part of it: what tells a delete from a
+                    // cancel of all that was left when the records are read back.
+                    r.flags = (r.flags.raw() | dbn::flags::PUBLISHER_SPECIFIC).into();
+                }
                 out.push(r);
             }
             EventAction::Execute => {

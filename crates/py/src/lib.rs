@@ -344,6 +344,13 @@ fn read_parquet(path: PathBuf) -> PyResult<EventBuffer> {
     Ok(EventBuffer { events })
 }
 
+/// Events of a DBN MBO file `export` wrote, in the fields MBO carries.
+#[pyfunction]
+fn read_dbn(path: PathBuf) -> PyResult<EventBuffer> {
+    let events = tickplant_io::export::read_dbn(&path).map_err(err)?;
+    Ok(EventBuffer { events })
+}
+
 /// Full-depth books built from events, the library's own.
 #[pyclass(unsendable)]
 struct Books {
@@ -431,6 +438,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_reader, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(read_dbn, m)?)?;
     m.add_class::<Reader>()?;
     m.add_class::<EventBuffer>()?;
     m.add_class::<Books>()?;

@@ -216,6 +216,15 @@ def test_dbn_read_back_by_databento(day, tmp_path):
         got = (r.action, r.side, r.order_id, r.price, r.size, r.instrument_id, r.ts_event, r.ts_recv, r.sequence,
                bool(r.flags & 0x80))
         assert got == w
+    # And back to events, in the fields MBO carries.
+    back = tickplant.read_dbn(tmp_path / "day.dbn")
+    kept = np.asarray(ev)[np.isin(ev["action"], [1, 2, 3, 4, 5, 6, 7])].copy()
+    kept["sequence"] &= 0xFFFFFFFF
+    kept["aux"] = np.where(kept["action"] == 4, kept["aux"], 0)
+    kept["flags"] &= 0xC0
+    kept["msg_type"] = 0
+    kept["venue"] = 0
+    assert np.array_equal(np.asarray(back), kept)
     # The symbology: every symbol to its instrument id.
     for iid, sym in ev.symbols.items():
         if iid:
@@ -349,3 +358,32 @@ def test_gaps_are_records(day, tmp_path):
     assert count == last - first + 1 and count > 0
     kept = full[(full["sequence"] < first) | (full["sequence"] > last)]
     assert len(ev) == len(kept) + 1
+
+
+@pytest.mark.parametrize("feed,sim", [("opra-binary", "opra"), ("opra-fast", "opra-fast")])
+def test_opra_reads_equal_the_simulators_events(tmp_path, feed, sim):
+    cli("sim", sim, "--messages", 3000, "--out", tmp_path / "o.pcap", "--truth", tmp_path / "truth.jsonl")
+    ev = tickplant.read(tmp_path / "o.pcap", feed=feed)
+    truth = jsonl((tmp_path / "truth.jsonl").read_text())
+    assert len(ev) == len(truth) > 3000
+    sides = {"none": 0, "bid": 1, "ask": 2}
+    for e, t in zip(ev, truth):
+        assert e["sequence"] == t["sequence"]
+        assert tickplant.ACTIONS[int(e["action"])] == t["action"]
+        assert e["side"] == sides[t["side"]]
+        assert e["price"] == round(t["price"] * 1e9) and e["size"] == t["size"]
+        assert ev.symbols.get(int(e["instrument_id"]), "") == t["symbol"]
+
+
+@pytest.mark.parametrize("layout", ["xdp", "pillar"])
+def test_nyse_books_equal_the_simulators_truth(tmp_path, layout):
+    cli("sim", "nyse", "--messages", 30000, "--symbols", 20, "--layout", layout, "--out", tmp_path / "n.pcap",
+        "--truth", tmp_path / "truth.jsonl")
+    ev = tickplant.read(tmp_path / "n.pcap", feed="nyse-" + layout)
+    books = tickplant.Books()
+    books.apply(ev)
+    by_symbol = {v: k for k, v in ev.symbols.items()}
+    for t in jsonl((tmp_path / "truth.jsonl").read_text()):
+        iid = by_symbol[t["symbol"]]
+        for side, key in (("bid", "bids"), ("ask", "asks")):
+            assert books.depth(iid, side, 1000) == [(round(p * 1e9), s, n) for p, s, n in t[key]], t["symbol"]

@@ -38,6 +38,7 @@ __all__ = [
     "export",
     "read",
     "plot_report",
+    "read_dbn",
     "read_parquet",
     "run",
 ]
@@ -274,6 +275,12 @@ def export(
 def read_parquet(path) -> EventArray:
     """The events of a Parquet file, or of every file of a catalog, that :func:`export` wrote."""
     return _wrap(_native.read_parquet(str(path)), {})
+
+
+def read_dbn(path) -> EventArray:
+    """The events of a DBN MBO file :func:`export` wrote, in the fields MBO carries
+    (docs/python.md: the feed's message type, match numbers and venue are 0)."""
+    return _wrap(_native.read_dbn(str(path)), {})
 
 
 class Books:
