@@ -155,6 +155,11 @@ fn dbn_mbo_rebuilds_the_simulators_books() {
     let want: Vec<Event> = ev.iter().filter_map(keep).collect();
     let back = tickplant_io::export::read_dbn(&out).unwrap();
     assert_eq!(back.len(), want.len());
+    // The same, zstd-compressed (`.zst`, as Databento ships DBN and NautilusTrader reads it).
+    let zst = dir.path().join("day.dbn.zst");
+    tp(&["export", "dbn", "--feed", "itch50", "--date", DATE, pcap.to_str().unwrap(), "--out", zst.to_str().unwrap()]);
+    assert!(std::fs::metadata(&zst).unwrap().len() < std::fs::metadata(&out).unwrap().len() / 2);
+    assert_eq!(tickplant_io::export::read_dbn(&zst).unwrap(), back);
     for (i, (b, w)) in back.iter().zip(&want).enumerate() {
         assert_eq!(b, w, "event {i}");
     }

@@ -198,15 +198,18 @@ pub fn export(
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
             let meta = metadata(dataset, schema, first_ts, last_ts, &report.symbols);
-            let f = File::create(out).map_err(|e| werr(out, e))?;
-            let mut enc = dbn::encode::dbn::Encoder::new(BufWriter::new(f), &meta).map_err(|e| werr(out, e))?;
-            use dbn::encode::EncodeRecord;
-            if format == ExportFormat::DbnMbo {
-                enc.encode_records(&mbo).map_err(|e| werr(out, e))?;
+            let f = BufWriter::new(File::create(out).map_err(|e| werr(out, e))?);
+            // `.zst`: zstd-compressed, as Databento ships DBN and as NautilusTrader's loader
+            // wants it; otherwise plain.
+            if out.extension().is_some_and(|x| x == "zst") {
+                let mut z = zstd::stream::Encoder::new(f, 0).map_err(|e| werr(out, e))?;
+                write_dbn(&mut z, &meta, &mbo, &mbp, format).map_err(|e| werr(out, e))?;
+                z.finish().and_then(|mut w| w.flush()).map_err(|e| werr(out, e))?;
             } else {
-                enc.encode_records(&mbp).map_err(|e| werr(out, e))?;
+                let mut f = f;
+                write_dbn(&mut f, &meta, &mbo, &mbp, format).map_err(|e| werr(out, e))?;
+                f.flush().map_err(|e| werr(out, e))?;
             }
-            enc.flush().map_err(|e| werr(out, e))?;
             report.files.push(out.to_path_buf());
         }
         ExportFormat::Parquet => {
@@ -240,7 +243,9 @@ pub fn export(
 /// `PUBLISHER_SPECIFIC` a delete. Fields MBO does not carry are 0.
 pub fn read_dbn(path: &Path) -> Result<Vec<Event>, ExportError> {
     use dbn::decode::DecodeRecord;
-    let mut dec = dbn::decode::DbnDecoder::from_file(path).map_err(|e| werr(path, e))?;
+    // Plain or zstd-compressed, whichever the file is.
+    let mut dec =
+        dbn::decode::DynDecoder::from_file(path, dbn::VersionUpgradePolicy::AsIs).map_err(|e| werr(path, e))?;
     let mut recs = Vec::new();
     while let Some(r) = dec.decode_record::<MboMsg>().map_err(|e| werr(path, e))? {
         recs.push(r.clone());
@@ -291,6 +296,23 @@ pub fn read_dbn(path: &Path) -> Result<Vec<Event>, ExportError> {
         i += used;
     }
     Ok(out)
+}
+
+fn write_dbn(
+    w: &mut impl Write,
+    meta: &dbn::Metadata,
+    mbo: &[MboMsg],
+    mbp: &[Mbp1Msg],
+    format: ExportFormat,
+) -> dbn::Result<()> {
+    use dbn::encode::EncodeRecord;
+    let mut enc = dbn::encode::dbn::Encoder::new(w, meta)?;
+    if format == ExportFormat::DbnMbo {
+        enc.encode_records(mbo)?;
+    } else {
+        enc.encode_records(mbp)?;
+    }
+    enc.flush()
 }
 
 /// Symbols as path components: what is not a letter, digit, `-` or `_` becomes `_`.
