@@ -215,7 +215,7 @@ impl Reader {
         Ok((!events.is_empty()).then_some(EventBuffer { events }))
     }
     /// Every event left, appended chunk by chunk as the library decodes; a keyboard
-    /// interrupt is looked for every million events.
+    /// interrupt (any signal whose handler raises) is looked for every 65,536 events.
     fn read_all(&mut self, py: Python<'_>) -> PyResult<EventBuffer> {
         // Room for the most events the file can hold (an ITCH message takes at least 13
         // bytes of a BinaryFILE, more of a capture; gzip may hold more, and the buffer then
@@ -230,7 +230,8 @@ impl Reader {
             .for_each_chunk(|chunk, _| {
                 events.extend_from_slice(chunk);
                 since += chunk.len();
-                if since >= 1 << 20 {
+                // About every 60,000 events (a few ms): a call that only reads a flag.
+                if since >= 1 << 16 {
                     since = 0;
                     if let Err(e) = py.check_signals() {
                         interrupted = Some(e);

@@ -387,3 +387,27 @@ def test_nyse_books_equal_the_simulators_truth(tmp_path, layout):
         iid = by_symbol[t["symbol"]]
         for side, key in (("bid", "bids"), ("ask", "asks")):
             assert books.depth(iid, side, 1000) == [(round(p * 1e9), s, n) for p, s, n in t[key]], t["symbol"]
+
+
+def test_progress_and_interrupt(day, tmp_path, capfd):
+    ev = tickplant.read(day / "day.pcap", date=DATE, progress=True)
+    err = capfd.readouterr().err
+    assert "tickplant.read: 100%" in err and len(ev) == 60000
+    # A signal whose handler raises, arriving during a long read, ends it with that error.
+    import signal
+
+    big = tmp_path / "big.itch"
+    cli("sim", "itch", "--messages", 1_000_000, "--symbols", 50, "--out", big)
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
+        with pytest.raises(KeyboardInterrupt):
+            tickplant.read(big)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert len(tickplant.read(big)) == 1_000_000

@@ -194,6 +194,8 @@ def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
     while True:
         buf = reader.read(chunk)
         if buf is None:
+            if progress and last != 100:
+                print("tickplant.read: 100%", file=sys.stderr)
             break
         if progress:
             done, total = reader.progress()
