@@ -392,6 +392,17 @@ fn itch<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool
 
 /// The FAST side: the program and a decoder whose dictionaries start fresh each block
 /// (OPRA FAST v2 blocks are self-contained).
+/// The OPRA FAST templates of a file, or the built-in ones, compiled (warnings on stderr).
+pub fn opra_fast_program(templates: Option<&std::path::Path>) -> Result<tickplant_fast::Program> {
+    let xml = tickplant_sim::opra_fast::templates_xml(templates)
+        .with_context(|| format!("{}: cannot read", templates.map(|p| p.display().to_string()).unwrap_or_default()))?;
+    let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("templates: {e}"))?;
+    for w in &program.warnings {
+        eprintln!("warning: templates: {w}");
+    }
+    Ok(program)
+}
+
 struct FastState {
     program: tickplant_fast::Program,
     msg: tickplant_fast::Message,
@@ -399,15 +410,7 @@ struct FastState {
 
 impl FastState {
     fn new(templates: Option<&std::path::Path>) -> Result<FastState> {
-        let xml = match templates {
-            Some(p) => std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
-            None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
-        };
-        let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("templates: {e}"))?;
-        for w in &program.warnings {
-            eprintln!("warning: templates: {w}");
-        }
-        Ok(FastState { program, msg: tickplant_fast::Message::new() })
+        Ok(FastState { program: opra_fast_program(templates)?, msg: tickplant_fast::Message::new() })
     }
 
     fn block<W: Write>(&mut self, payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool> {

@@ -3,12 +3,10 @@
 //! NautilusTrader catalog, or JSON lines (`tickplant_io::export`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
-use tickplant_core::event::EventAction;
-use tickplant_io::events::{EventReader, Feed, OpraFastRead, ReadOptions};
+use tickplant_io::events::{EventReader, Feed, ReadOptions};
 use tickplant_io::export::{export, ExportFormat};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,46 +69,17 @@ pub struct ExportArgs {
     pub quiet: bool,
 }
 
-/// The read options of a feed name and the common options.
-pub fn read_options(
-    feed: &str,
-    date: &str,
-    infer_length: bool,
-    symbols: &[String],
-    actions: &[String],
-    templates: Option<&PathBuf>,
-    header_bytes: usize,
-) -> Result<ReadOptions> {
-    let feed: Feed = feed.parse().map_err(|e| anyhow!("--feed: {e}"))?;
-    let mut o = ReadOptions::new(feed);
-    o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| anyhow!("--date: {e}"))?;
-    o.infer_length = infer_length;
-    o.symbols = symbols.to_vec();
-    o.actions = actions
-        .iter()
-        .map(|a| a.parse::<EventAction>().map_err(|e| anyhow!("--actions: {e}")))
-        .collect::<Result<_>>()?;
-    if feed == Feed::OpraFast {
-        let xml = match templates {
-            Some(p) => std::fs::read_to_string(p).with_context(|| format!("--templates {}", p.display()))?,
-            None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
-        };
-        let program = tickplant_fast::Program::from_xml(&xml).map_err(|e| anyhow!("--templates: {e}"))?;
-        for w in &program.warnings {
-            eprintln!("warning: templates: {w}");
-        }
-        o.opra_fast = Some(OpraFastRead { program: Arc::new(program), skip: header_bytes });
-    } else if templates.is_some() {
-        return Err(anyhow!("--templates is for --feed opra-fast"));
-    }
-    Ok(o)
-}
-
 pub fn run(a: &ExportArgs) -> Result<()> {
-    let opts =
-        read_options(&a.feed, &a.date, a.infer_length, &a.symbols, &a.actions, a.templates.as_ref(), a.header_bytes)?;
-    let program = opts.opra_fast.as_ref().map(|f| f.program.clone());
-    let mut reader = EventReader::open(&a.input, &opts, program.as_deref())?;
+    let mut opts = ReadOptions::named(&a.feed, &a.date, &a.actions).map_err(|e| anyhow!("--{e}"))?;
+    opts.infer_length = a.infer_length;
+    opts.symbols = a.symbols.clone();
+    opts.opra_fast_skip = a.header_bytes;
+    let program = match (opts.feed, &a.templates) {
+        (Feed::OpraFast, t) => Some(crate::decodecmd::opra_fast_program(t.as_deref())?),
+        (_, Some(_)) => bail!("--templates is for --feed opra-fast"),
+        (_, None) => None,
+    };
+    let mut reader = EventReader::open(&a.input, &opts, program.as_ref())?;
     let format = match (a.format, a.schema) {
         (Format::Dbn, DbnSchema::Mbo) => ExportFormat::DbnMbo,
         (Format::Dbn, DbnSchema::Mbp1) => ExportFormat::DbnMbp1,
@@ -119,7 +88,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     };
     let quiet = a.quiet;
     let started = std::time::Instant::now();
-    let report = export(&mut reader, opts.feed, format, &a.out, |done, total| {
+    let report = export(&mut reader, format, &a.out, |done, total| {
         if !quiet && total > 0 {
             eprintln!(
                 "export: {:.0}% of {} ({:.1} s)",

@@ -30,14 +30,7 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
         }
         specs.push(spec);
     }
-    let outcomes: Vec<Result<Outcome, pipeline::PipelineError>> = if specs.len() == 1 {
-        vec![pipeline::run(&specs[0])]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = specs.iter().map(|spec| scope.spawn(move || pipeline::run(spec))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a feed's run panicked"))).collect()
-        })
-    };
+    let outcomes = pipeline::run_feeds(&specs);
     let mut done = Vec::new();
     for ((name, c), out) in feeds.into_iter().zip(outcomes) {
         let out = out.with_context(|| feed_label(&name))?;
@@ -48,13 +41,7 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
         done.push((name, out));
     }
     if let Some(p) = &cfg.run.report {
-        let json = if cfg.feeds.is_empty() {
-            serde_json::to_string_pretty(&done[0].1.report)?
-        } else {
-            let feeds: serde_json::Map<String, serde_json::Value> =
-                done.iter().map(|(n, o)| Ok((n.clone(), serde_json::to_value(&o.report)?))).collect::<Result<_>>()?;
-            serde_json::to_string_pretty(&serde_json::json!({ "feeds": feeds }))?
-        };
+        let json = serde_json::to_string_pretty(&pipeline::RunReport::of(!cfg.feeds.is_empty(), &done))?;
         if p.as_os_str() == "-" {
             println!("{json}");
         } else {

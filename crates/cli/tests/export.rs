@@ -21,6 +21,11 @@ fn tp(args: &[&str]) -> String {
     String::from_utf8(o.stderr).unwrap()
 }
 
+/// `tickplant export FORMAT` of an ITCH capture of the day; its stderr.
+fn export(format: &str, input: &Path, out: &Path) -> String {
+    tp(&["export", format, "--feed", "itch50", "--date", DATE, input.to_str().unwrap(), "--out", out.to_str().unwrap()])
+}
+
 fn day(dir: &Path) {
     let pcap = dir.join("day.pcap");
     let truth = dir.join("truth.jsonl");
@@ -50,17 +55,7 @@ fn parquet_and_jsonl_give_the_events_back() {
     let (ev, symbols) = events(&pcap);
     assert_eq!(ev.len(), 40_000);
     let cat = dir.path().join("catalog");
-    let err = tp(&[
-        "export",
-        "parquet",
-        "--feed",
-        "itch50",
-        "--date",
-        DATE,
-        pcap.to_str().unwrap(),
-        "--out",
-        cat.to_str().unwrap(),
-    ]);
+    let err = export("parquet", &pcap, &cat);
     assert!(err.contains("40000 events"), "{err}");
     let aaaa = cat.join("data/order_book_delta/AAAA.XNAS");
     assert_eq!(std::fs::read_dir(&aaaa).unwrap().count(), 1, "one file for the one day");
@@ -73,17 +68,7 @@ fn parquet_and_jsonl_give_the_events_back() {
     assert_eq!(tickplant_io::export::read_parquet(&aaaa).unwrap(), mine);
 
     let jsonl = dir.path().join("day.jsonl");
-    tp(&[
-        "export",
-        "jsonl",
-        "--feed",
-        "itch50",
-        "--date",
-        DATE,
-        pcap.to_str().unwrap(),
-        "--out",
-        jsonl.to_str().unwrap(),
-    ]);
+    export("jsonl", &pcap, &jsonl);
     let text = std::fs::read_to_string(&jsonl).unwrap();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), ev.len());
@@ -105,7 +90,7 @@ fn dbn_mbo_rebuilds_the_simulators_books() {
     day(dir.path());
     let pcap = dir.path().join("day.pcap");
     let out = dir.path().join("day.dbn");
-    tp(&["export", "dbn", "--feed", "itch50", "--date", DATE, pcap.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    export("dbn", &pcap, &out);
     let mut dec = dbn::decode::DbnDecoder::from_file(&out).unwrap();
     let meta = dec.metadata().clone();
     assert_eq!(meta.dataset, "XNAS.ITCH");
@@ -157,7 +142,7 @@ fn dbn_mbo_rebuilds_the_simulators_books() {
     assert_eq!(back.len(), want.len());
     // The same, zstd-compressed (`.zst`, as Databento ships DBN and NautilusTrader reads it).
     let zst = dir.path().join("day.dbn.zst");
-    tp(&["export", "dbn", "--feed", "itch50", "--date", DATE, pcap.to_str().unwrap(), "--out", zst.to_str().unwrap()]);
+    export("dbn", &pcap, &zst);
     assert!(std::fs::metadata(&zst).unwrap().len() < std::fs::metadata(&out).unwrap().len() / 2);
     assert_eq!(tickplant_io::export::read_dbn(&zst).unwrap(), back);
     for (i, (b, w)) in back.iter().zip(&want).enumerate() {

@@ -297,13 +297,8 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     /// record gives it) into the next event of `out`, apply it to the books and learn its
     /// symbol: what [`FeedDecoder::decode`] does for each message of a packet, for readers
     /// of files that hold messages without packets. False: not decodable (nothing added).
-    #[inline]
-    pub fn decode_message(&mut self, b: &[u8], arrival_ns: u64, seq: u64, out: &mut EventBatch) -> bool {
-        self.message(b, arrival_ns, seq, out)
-    }
-
     #[inline(always)]
-    fn message(&mut self, b: &[u8], arrival_ns: u64, seq: u64, out: &mut EventBatch) -> bool {
+    pub fn decode_message(&mut self, b: &[u8], arrival_ns: u64, seq: u64, out: &mut EventBatch) -> bool {
         let books = &mut self.books;
         let e = out.slot();
         // With the books, one dispatch with the book's own folded into it (see
@@ -356,7 +351,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
                 d.undecodable += 1;
                 continue;
             };
-            if !self.message(b, p.arrival_ns, p.seq + k as u64, out) {
+            if !self.decode_message(b, p.arrival_ns, p.seq + k as u64, out) {
                 d.undecodable += 1;
             }
         }

@@ -17,9 +17,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use tickplant_core::book::{BookConfig, Books};
+use tickplant_core::error::UnknownName;
 use tickplant_core::event::{Event, EventAction};
 use tickplant_core::feed::{
     gap_event, AnyFeed, EventBatch, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
@@ -32,7 +32,7 @@ use tickplant_core::{
     ArbConfig, ArbSink, Arbitrator, CountSpec, Endian, FieldSpec, GapReport, Policy, Protocol, Released, Sequencer,
     SequencerConfig,
 };
-use tickplant_wire::itch50::{frame_at, Framing};
+use tickplant_wire::itch50::{self, frame_at, Framing};
 use tickplant_wire::xdp_integrated::Dialect;
 
 use crate::itch::{open_whole, ItchInput, WholeFile};
@@ -98,14 +98,6 @@ impl std::str::FromStr for Feed {
     }
 }
 
-/// OPRA FAST: the compiled templates and where the block starts in the payload.
-#[derive(Debug, Clone)]
-pub struct OpraFastRead {
-    pub program: Arc<tickplant_fast::Program>,
-    /// Bytes before the block's SOH (the sequence header; 5 for `tickplant sim opra-fast`).
-    pub skip: usize,
-}
-
 /// What to read and how.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -125,8 +117,9 @@ pub struct ReadOptions {
     pub actions: Vec<EventAction>,
     /// Only these message types (the event's `msg_type`); empty: every one.
     pub types: Vec<u8>,
-    /// OPRA FAST: the templates (needed for [`Feed::OpraFast`]).
-    pub opra_fast: Option<OpraFastRead>,
+    /// OPRA FAST: bytes before each block's SOH (the sequence header; 5 for `tickplant sim
+    /// opra-fast`). Its templates are given to [`EventReader::open`].
+    pub opra_fast_skip: usize,
 }
 
 impl ReadOptions {
@@ -141,10 +134,40 @@ impl ReadOptions {
             symbols: Vec::new(),
             actions: Vec::new(),
             types: Vec::new(),
-            opra_fast: None,
+            opra_fast_skip: 5,
         }
     }
+
+    /// The options the shells (`tickplant export`, the Python package) take by name: the
+    /// feed, the ITCH trading day (US Eastern) and the actions wanted.
+    pub fn named(feed: &str, date: &str, actions: &[String]) -> Result<ReadOptions, BadOption> {
+        let bad = |option, reason: String| BadOption { option, reason };
+        let feed: Feed = feed.parse().map_err(|e: UnknownName| bad("feed", e.to_string()))?;
+        let mut o = ReadOptions::new(feed);
+        o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| bad("date", e.to_string()))?;
+        o.actions = actions
+            .iter()
+            .map(|a| a.parse::<EventAction>().map_err(|e| bad("actions", e.to_string())))
+            .collect::<Result<_, _>>()?;
+        Ok(o)
+    }
 }
+
+/// An option given by name that is not what it should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadOption {
+    /// The option's name (`feed`, `date`, `actions`).
+    pub option: &'static str,
+    pub reason: String,
+}
+
+impl std::fmt::Display for BadOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.option, self.reason)
+    }
+}
+
+impl std::error::Error for BadOption {}
 
 /// Why a read failed.
 #[derive(Debug)]
@@ -199,6 +222,7 @@ pub struct ReadStats {
 #[derive(Debug)]
 pub struct EventReader<'p> {
     path: PathBuf,
+    read_as: Feed,
     src: Src,
     down: Down<'p>,
     done: bool,
@@ -206,14 +230,35 @@ pub struct EventReader<'p> {
 
 #[derive(Debug)]
 enum Src {
-    Whole { data: WholeFile, pos: usize, framing: Framing, n: u64 },
-    Capture { reader: Box<FrameReader>, arb: Box<Arbitrator>, now: u64, bytes: u64, size: u64 },
+    /// An ITCH BinaryFILE: `n` messages framed so far, `decoded` of them decoded.
+    Whole {
+        data: WholeFile,
+        pos: usize,
+        framing: Framing,
+        n: u64,
+        decoded: u64,
+    },
+    Capture {
+        reader: Box<FrameReader>,
+        arb: Box<Arbitrator>,
+        now: u64,
+        frames: u64,
+        bytes: u64,
+        size: u64,
+    },
 }
 
-/// What the arbitrator releases into: the feed handler and the events waiting to be taken.
+/// What the arbitrator releases into: the feed handler, and what is kept of its events.
 #[derive(Debug)]
 struct Down<'p> {
     feed: FeedHandler<AnyFeed<'p>>,
+    kept: Kept,
+}
+
+/// The events the filter keeps, waiting to be taken (`pending[taken..]`), and the symbols
+/// the feed has named.
+#[derive(Debug)]
+struct Kept {
     pending: Vec<Event>,
     taken: usize,
     /// Instruments (by symbol).
@@ -223,12 +268,13 @@ struct Down<'p> {
     filtering: bool,
     wanted: HashSet<[u8; 8]>,
     names: BTreeMap<u32, String>,
-    stats: ReadStats,
+    events: u64,
+    filtered: u64,
 }
 
 impl<'p> EventReader<'p> {
-    /// Open `path` as `opts.feed`. OPRA FAST borrows its program from `opts` for `'p`: the
-    /// caller keeps `fast` alive (see [`ReadOptions::opra_fast`]).
+    /// Open `path` as `opts.feed`. OPRA FAST decodes with `fast`, the compiled templates,
+    /// which the reader borrows for `'p`.
     pub fn open(
         path: &Path,
         opts: &ReadOptions,
@@ -249,10 +295,11 @@ impl<'p> EventReader<'p> {
             Feed::NysePillar => AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::new(opts.book), Dialect::Pillar25)),
             Feed::OpraBinary => AnyFeed::OpraBinary(OpraBinaryFeed::new(opts.max_series)),
             Feed::OpraFast => {
-                let (Some(program), Some(o)) = (fast, opts.opra_fast.as_ref()) else {
+                let Some(program) = fast else {
                     return Err(bad("feed opra-fast needs its FAST templates".into()));
                 };
-                let options = OpraFastOptions { skip: o.skip, reset_per_block: true, max_series: opts.max_series };
+                let options =
+                    OpraFastOptions { skip: opts.opra_fast_skip, reset_per_block: true, max_series: opts.max_series };
                 AnyFeed::OpraFast(OpraFastFeed::new(program, None, options).map_err(|e| bad(e.to_string()))?)
             }
         };
@@ -272,13 +319,12 @@ impl<'p> EventReader<'p> {
             (false, false) => Some((actions, Some(types))),
         };
         let mut filter = Filter::all();
-        let wanted: HashSet<[u8; 8]> = opts.symbols.iter().map(|s| symbol_key(s)).collect();
+        let wanted: HashSet<[u8; 8]> = opts.symbols.iter().map(|s| itch50::stock(s)).collect();
         if !wanted.is_empty() {
             // No instrument until the feed names one of the symbols.
             filter = filter.instruments([]);
         }
-        let down = Down {
-            feed: FeedHandler::new(feed),
+        let kept = Kept {
             pending: Vec::new(),
             taken: 0,
             filtering: !filter.takes_all() || kinds.is_some(),
@@ -286,8 +332,10 @@ impl<'p> EventReader<'p> {
             kinds,
             wanted,
             names: BTreeMap::new(),
-            stats: ReadStats::default(),
+            events: 0,
+            filtered: 0,
         };
+        let down = Down { feed: FeedHandler::new(feed), kept };
         let src = if kind == ItchInput::Capture {
             let reader = FrameReader::open(path)?;
             let seq = Sequencer::new(opts.sequencer.clone().unwrap_or_else(|| opts.feed.sequencer()))
@@ -302,31 +350,32 @@ impl<'p> EventReader<'p> {
             let mut arb = Arbitrator::new(cfg, seq).map_err(|e| bad(e.to_string()))?;
             arb.set_link(0, reader.link_type());
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, bytes: 0, size }
+            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size }
         } else {
             let data = open_whole(path)?.ok_or_else(|| bad("not a BinaryFILE".into()))?;
             let framing = if opts.infer_length { Framing::InferLength } else { Framing::LengthPrefixed };
-            Src::Whole { data, pos: 0, framing, n: 0 }
+            Src::Whole { data, pos: 0, framing, n: 0, decoded: 0 }
         };
-        Ok(EventReader { path: path.to_path_buf(), src, down, done: false })
+        Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false })
     }
 
     /// Append at most `max` more events to `out`; 0 at the end of the file.
     pub fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize, ReadError> {
         let mut n = 0;
         while n < max {
-            if self.down.taken == self.down.pending.len() {
-                self.down.pending.clear();
-                self.down.taken = 0;
+            let kept = &mut self.down.kept;
+            if kept.taken == kept.pending.len() {
+                kept.pending.clear();
+                kept.taken = 0;
                 if self.done {
                     break;
                 }
                 self.fill()?;
                 continue;
             }
-            let k = (self.down.pending.len() - self.down.taken).min(max - n);
-            out.extend_from_slice(&self.down.pending[self.down.taken..self.down.taken + k]);
-            self.down.taken += k;
+            let k = (kept.pending.len() - kept.taken).min(max - n);
+            out.extend_from_slice(&kept.pending[kept.taken..kept.taken + k]);
+            kept.taken += k;
             n += k;
         }
         Ok(n)
@@ -339,14 +388,13 @@ impl<'p> EventReader<'p> {
 
     /// Hand every event left to `f`, a chunk at a time (the reader's own chunks: no copy).
     /// `f` stops the read by returning false.
-    pub fn for_each_chunk(&mut self, mut f: impl FnMut(&[Event], &Self) -> bool) -> Result<(), ReadError> {
+    pub fn for_each_chunk(&mut self, mut f: impl FnMut(&[Event]) -> bool) -> Result<(), ReadError> {
         loop {
-            if self.down.taken < self.down.pending.len() {
-                let chunk = std::mem::take(&mut self.down.pending);
-                let go = f(&chunk[self.down.taken..], self);
-                self.down.pending = chunk;
-                self.down.pending.clear();
-                self.down.taken = 0;
+            let k = &mut self.down.kept;
+            if k.taken < k.pending.len() {
+                let go = f(&k.pending[k.taken..]);
+                k.pending.clear();
+                k.taken = 0;
                 if !go {
                     return Ok(());
                 }
@@ -360,15 +408,29 @@ impl<'p> EventReader<'p> {
 
     /// The symbols the feed has named so far, by instrument id (OPRA: each series' root).
     pub fn symbols(&self) -> &BTreeMap<u32, String> {
-        &self.down.names
+        &self.down.kept.names
     }
     pub fn stats(&self) -> ReadStats {
-        let mut st = self.down.stats;
-        if let Src::Capture { arb, .. } = &self.src {
-            let a = arb.stats();
-            st.other_frames = a.inputs[0].other;
-            st.duplicates = a.inputs[0].duplicates;
-            st.late = a.inputs[0].late;
+        let k = &self.down.kept;
+        let gaps = self.down.feed.gaps();
+        let mut st = ReadStats {
+            events: k.events,
+            filtered: k.filtered,
+            gaps: gaps.len() as u64,
+            messages_lost: gaps.iter().map(|g| g.messages).sum(),
+            ..ReadStats::default()
+        };
+        match &self.src {
+            Src::Capture { arb, frames, .. } => {
+                let f = self.down.feed.stats();
+                let a = &arb.stats().inputs[0];
+                (st.frames, st.other_frames, st.duplicates, st.late) = (*frames, a.other, a.duplicates, a.late);
+                (st.packets, st.messages, st.decoded, st.undecodable) =
+                    (f.packets_in, f.messages_in, f.decoded, f.undecodable);
+            }
+            Src::Whole { n, decoded, .. } => {
+                (st.messages, st.decoded, st.undecodable) = (*n, *decoded, *n - *decoded);
+            }
         }
         st
     }
@@ -378,6 +440,10 @@ impl<'p> EventReader<'p> {
     }
     pub fn gaps(&self) -> &[GapReport] {
         self.down.feed.gaps()
+    }
+    /// The feed the file is read as.
+    pub fn read_as(&self) -> Feed {
+        self.read_as
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -393,7 +459,7 @@ impl<'p> EventReader<'p> {
     /// Decode the next stretch of the file into `pending`.
     fn fill(&mut self) -> Result<(), ReadError> {
         match &mut self.src {
-            Src::Whole { data, pos, framing, n } => {
+            Src::Whole { data, pos, framing, n, decoded } => {
                 let mut batch = EventBatch::default();
                 let end = data.len();
                 let mut k = 0;
@@ -407,12 +473,7 @@ impl<'p> EventReader<'p> {
                             let AnyFeed::Itch50(f) = self.down.feed.decoder_mut() else {
                                 unreachable!("a BinaryFILE is read as ITCH only (checked at open)")
                             };
-                            self.down.stats.messages += 1;
-                            if f.decode_message(m, 0, *n, &mut batch) {
-                                self.down.stats.decoded += 1;
-                            } else {
-                                self.down.stats.undecodable += 1;
-                            }
+                            *decoded += u64::from(f.decode_message(m, 0, *n, &mut batch));
                         }
                         Ok(None) => {
                             return Err(PcapError {
@@ -445,23 +506,23 @@ impl<'p> EventReader<'p> {
                 }
                 self.down.named();
                 for e in batch.events() {
-                    self.down.take(e);
+                    self.down.kept.take(e);
                 }
                 if *pos >= end {
                     self.done = true;
                 }
             }
-            Src::Capture { reader, arb, now, bytes, .. } => {
-                let start = self.down.pending.len();
+            Src::Capture { reader, arb, now, frames, bytes, .. } => {
+                let start = self.down.kept.pending.len();
                 // Frames until some events are waiting (or the file ends).
-                while self.down.pending.len() == start {
+                while self.down.kept.pending.len() == start {
                     let Some(frame) = reader.next_frame()? else {
                         arb.flush(*now);
                         arb.drain(&mut self.down);
                         self.done = true;
                         break;
                     };
-                    self.down.stats.frames += 1;
+                    *frames += 1;
                     // A classic pcap record: 16 bytes of header, then the frame.
                     *bytes += 16 + frame.data.len() as u64;
                     *now = (*now).max(frame.ts_ns);
@@ -476,26 +537,20 @@ impl<'p> EventReader<'p> {
 /// Messages of a BinaryFILE decoded per fill.
 const FILL_MESSAGES: usize = 4096;
 
-/// A symbol as feeds send it: ASCII, space padded to 8 bytes (longer ones cut).
-fn symbol_key(s: &str) -> [u8; 8] {
-    let mut k = [b' '; 8];
-    for (d, c) in k.iter_mut().zip(s.bytes()) {
-        *d = c;
-    }
-    k
-}
-
 impl Down<'_> {
     /// Learn the instruments named since the last call.
     fn named(&mut self) {
         while let Some((id, key)) = self.feed.decoder_mut().take_named() {
-            let name = String::from_utf8_lossy(&key).trim_end_matches([' ', '\0']).to_string();
-            self.names.insert(id, name);
-            if self.wanted.contains(&key) {
-                self.filter = std::mem::take(&mut self.filter).instruments([id]);
+            let k = &mut self.kept;
+            k.names.insert(id, String::from_utf8_lossy(itch50::trim_stock(&key)).into_owned());
+            if k.wanted.contains(&key) {
+                k.filter = std::mem::take(&mut k.filter).instruments([id]);
             }
         }
     }
+}
+
+impl Kept {
     #[inline]
     fn take(&mut self, e: &Event) {
         let kind = match &self.kinds {
@@ -505,9 +560,9 @@ impl Down<'_> {
         };
         if !self.filtering || (kind && self.filter.matches(e)) {
             self.pending.push(*e);
-            self.stats.events += 1;
+            self.events += 1;
         } else {
-            self.stats.filtered += 1;
+            self.filtered += 1;
         }
     }
 }
@@ -518,24 +573,15 @@ impl ArbSink for Down<'_> {
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched: false };
         self.feed.handle_packet(&p);
-        let before = self.feed.stats();
-        self.stats.packets = before.packets_in;
-        self.stats.messages = before.messages_in;
-        self.stats.decoded = before.decoded;
-        self.stats.undecodable = before.undecodable;
         self.named();
-        // The batch is the feed handler's: take each event out before the next packet.
-        let n = self.feed.events().len();
-        for i in 0..n {
-            let e = self.feed.events()[i];
-            self.take(&e);
+        // The batch is the feed handler's: kept events are copied out before the next packet.
+        for e in self.feed.events() {
+            self.kept.take(e);
         }
     }
     fn gap(&mut self, g: &GapReport) {
         self.feed.handle_gap(g);
-        self.stats.gaps += 1;
-        self.stats.messages_lost += g.messages;
-        self.pending.push(gap_event(g));
-        self.stats.events += 1;
+        self.kept.pending.push(gap_event(g));
+        self.kept.events += 1;
     }
 }

@@ -130,7 +130,6 @@ pub fn dataset_of(feed: Feed) -> (&'static str, &'static str) {
 /// called about every million events with the reader's bytes.
 pub fn export(
     reader: &mut EventReader<'_>,
-    feed: Feed,
     format: ExportFormat,
     out: &Path,
     mut progress: impl FnMut(u64, u64),
@@ -193,7 +192,7 @@ pub fn export(
     if first_ts == u64::MAX {
         first_ts = 0;
     }
-    let (dataset, venue) = dataset_of(feed);
+    let (dataset, venue) = dataset_of(reader.read_as());
     match format {
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict};
 use tickplant_core::book::{BookConfig, Books as CoreBooks};
 use tickplant_core::event::{Event, EventAction, Side};
 use tickplant_core::feed::FeedDecoder as _;
-use tickplant_io::events::{EventReader, Feed, OpraFastRead, ReadOptions};
+use tickplant_io::events::{EventReader, Feed, ReadOptions};
 use tickplant_io::export::{export as export_events, ExportFormat};
 
 mod objects;
@@ -136,29 +136,24 @@ fn options(
     header_bytes: usize,
     max_orders: Option<usize>,
 ) -> PyResult<(ReadOptions, Option<&'static tickplant_fast::Program>)> {
-    let feed: Feed = feed.parse().map_err(err)?;
-    let mut o = ReadOptions::new(feed);
-    o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| err(format!("date: {e}")))?;
+    let mut o = ReadOptions::named(feed, date, &actions.unwrap_or_default()).map_err(err)?;
     o.infer_length = infer_length;
     o.symbols = symbols.unwrap_or_default();
-    o.actions =
-        actions.unwrap_or_default().iter().map(|a| a.parse::<EventAction>().map_err(err)).collect::<PyResult<_>>()?;
     o.types = types.unwrap_or_default();
+    o.opra_fast_skip = header_bytes;
     if let Some(n) = max_orders {
         o.book.max_orders = n;
     }
-    let mut program = None;
-    if feed == Feed::OpraFast {
-        let xml = match &templates {
-            Some(p) => std::fs::read_to_string(p).map_err(|e| err(format!("templates {}: {e}", p.display())))?,
-            None => tickplant_sim::opra_fast::TEMPLATES.to_string(),
-        };
-        let p = program_for(&xml)?;
-        o.opra_fast = Some(OpraFastRead { program: Arc::new(p.clone()), skip: header_bytes });
-        program = Some(p);
-    } else if templates.is_some() {
-        return Err(err("templates are for feed opra-fast"));
-    }
+    let program = match (o.feed, &templates) {
+        (Feed::OpraFast, t) => {
+            let xml = tickplant_sim::opra_fast::templates_xml(t.as_deref()).map_err(|e| {
+                err(format!("templates {}: {e}", t.as_ref().map(|p| p.display().to_string()).unwrap_or_default()))
+            })?;
+            Some(program_for(&xml)?)
+        }
+        (_, Some(_)) => return Err(err("templates are for feed opra-fast")),
+        (_, None) => None,
+    };
     Ok((o, program))
 }
 
@@ -227,7 +222,7 @@ impl Reader {
         tickplant_io::huge_pages(events.as_ptr().cast(), events.capacity() * EVENT_BYTES);
         let (mut since, mut interrupted) = (0usize, None);
         self.inner
-            .for_each_chunk(|chunk, _| {
+            .for_each_chunk(|chunk| {
                 events.extend_from_slice(chunk);
                 since += chunk.len();
                 // About every 60,000 events (a few ms): a call that only reads a flag.
@@ -324,7 +319,7 @@ fn export(
     let (o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
     let mut reader = EventReader::open(&path, &o, program).map_err(err)?;
     let mut interrupted = None;
-    let report = export_events(&mut reader, o.feed, format, &out, |_, _| {
+    let report = export_events(&mut reader, format, &out, |_, _| {
         if interrupted.is_none() {
             if let Err(e) = py.check_signals() {
                 interrupted = Some(e);

@@ -10,6 +10,7 @@ use tickplant_core::{ArbSink, Arbitrator as CoreArbitrator, GapReport, Released,
 use tickplant_io::config::{ArbArgs, RunConfig};
 use tickplant_io::hist::Ticks;
 use tickplant_io::live::LiveOptions;
+use tickplant_io::pipeline;
 use tickplant_io::runner::{self, Feed, RunOptions};
 use tickplant_io::source::{AnySource, Source as _};
 
@@ -272,20 +273,19 @@ pub fn run(config: &str) -> PyResult<String> {
         RunConfig::load(std::path::Path::new(config)).map_err(err)?
     };
     let feeds = cfg.feed_configs().map_err(err)?;
-    let mut reports = serde_json::Map::new();
-    for (name, c) in &feeds {
+    let mut specs = Vec::new();
+    for (_, c) in &feeds {
         let spec = c.spec(false).map_err(err)?;
         if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
             return Err(err("tickplant.run reads captures; live groups are for `tickplant run`"));
         }
-        let out = tickplant_io::pipeline::run(&spec).map_err(err)?;
-        out.report.check().map_err(|e| err(format!("accounting does not balance: {e}")))?;
-        reports.insert(name.clone(), serde_json::to_value(&out.report).map_err(err)?);
+        specs.push(spec);
     }
-    let json = if cfg.feeds.is_empty() {
-        reports.into_iter().next().map(|(_, v)| v).unwrap_or_default()
-    } else {
-        serde_json::json!({ "feeds": reports })
-    };
-    serde_json::to_string(&json).map_err(err)
+    let mut done = Vec::new();
+    for ((name, _), out) in feeds.into_iter().zip(pipeline::run_feeds(&specs)) {
+        let out = out.map_err(err)?;
+        out.report.check().map_err(|e| err(format!("accounting does not balance: {e}")))?;
+        done.push((name, out));
+    }
+    serde_json::to_string(&pipeline::RunReport::of(!cfg.feeds.is_empty(), &done)).map_err(err)
 }

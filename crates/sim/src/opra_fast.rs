@@ -23,6 +23,15 @@ use tickplant_wire::build::{write_udp_frame, Flow};
 /// The OPRA FAST templates the generator writes with.
 pub const TEMPLATES: &str = include_str!("../../../examples/opra-fast.xml");
 
+/// The template XML of the file at `path`, or [`TEMPLATES`] where none is named: what every
+/// shell that decodes OPRA FAST takes.
+pub fn templates_xml(path: Option<&std::path::Path>) -> std::io::Result<String> {
+    match path {
+        Some(p) => std::fs::read_to_string(p),
+        None => Ok(TEMPLATES.to_string()),
+    }
+}
+
 /// Bytes before the OPRA FAST block in each datagram.
 pub const HEADER_LEN: usize = 5;
 

@@ -458,6 +458,38 @@ pub struct Outcome {
     pub opra_series: Vec<(OpraSeries, Bbo, bool)>,
 }
 
+/// Run several feeds' pipelines at once (a config's `[[feed]]` tables), each on threads of
+/// its own (its producer, its decode thread, its consumers); the outcomes in the specs'
+/// order. One spec runs on the calling thread.
+pub fn run_feeds(specs: &[PipelineSpec]) -> Vec<Result<Outcome, PipelineError>> {
+    if specs.len() == 1 {
+        return vec![run(&specs[0])];
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = specs.iter().map(|spec| scope.spawn(move || run(spec))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a feed's run panicked"))).collect()
+    })
+}
+
+/// The report a run writes (`[run] report`): one feed's, or `{"feeds": {name: report}}` for a
+/// config of `[[feed]]` tables.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RunReport<'a> {
+    One(&'a Report),
+    Feeds { feeds: BTreeMap<&'a str, &'a Report> },
+}
+
+impl<'a> RunReport<'a> {
+    /// `several`: the config has `[[feed]]` tables; `done`: (feed name, outcome).
+    pub fn of(several: bool, done: &'a [(String, Outcome)]) -> RunReport<'a> {
+        match done {
+            [(_, o)] if !several => RunReport::One(&o.report),
+            _ => RunReport::Feeds { feeds: done.iter().map(|(n, o)| (n.as_str(), &o.report)).collect() },
+        }
+    }
+}
+
 /// Profile the first `o.profile_blocks` OPRA FAST blocks of `path` and specialise `program`
 /// for them; returns the segments built. Frames that are not market data and blocks that
 /// do not decode are passed over (the run itself counts them).
