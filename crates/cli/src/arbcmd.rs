@@ -42,6 +42,9 @@ pub struct ArbReport {
     /// Outputs sent on to groups: datagrams sent and send errors, by output.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sent: BTreeMap<String, SentStats>,
+    /// Re-requests to the exchange's retransmission server, when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerequest: Option<tickplant_core::RerequestStats>,
 }
 
 /// The saturation indicator of a count or time-count window. At a high enough message rate
@@ -87,7 +90,7 @@ struct Sink {
     gaps_by_reason: BTreeMap<String, u64>,
     policy_changes: u64,
     names: Vec<String>,
-    frame_no: [u64; 2],
+    frame_no: [u64; 3],
     warned: u32,
     quiet: bool,
     /// Arrival times of the first and last HR packets released.
@@ -204,6 +207,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     } else if args.duration.is_some() {
         bail!("--duration is for live inputs (udp://...); a capture's run ends at its end");
     }
+    opts.rerequest = args.recovery().rerequest()?.map(|(server, _)| server);
     let mut source = AnySource::open(&paths, &opts).map_err(|e| anyhow!("{e}"))?;
     let link = source.link_type(0);
     if paths.len() == 2 && source.link_type(1) != link {
@@ -216,7 +220,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         );
     }
     let mut arb = Arbitrator::new(cfg, seq).map_err(|e| anyhow!(e))?;
-    for i in 0..paths.len() {
+    for i in 0..source.inputs() {
         arb.set_link(i, source.link_type(i));
     }
     let rotate = args.rotate()?;
@@ -238,8 +242,8 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         delayed: 0,
         gaps_by_reason: BTreeMap::new(),
         policy_changes: 0,
-        names: paths.iter().map(|p| p.display().to_string()).collect(),
-        frame_no: [0; 2],
+        names: (0..source.inputs()).map(|i| source.input_name(i)).collect(),
+        frame_no: [0; 3],
         warned: 0,
         quiet: args.quiet,
         arrivals: None,
@@ -279,7 +283,13 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let saturation = saturation(&arb.policy(), &st, &sink);
     let h = &sink.delay;
     let report = ArbReport {
-        inputs: ["a", "b"].iter().map(|n| n.to_string()).zip(st.inputs.iter().copied()).collect(),
+        inputs: ["a", "b"][..paths.len()]
+            .iter()
+            .chain(st.rerequest.is_some().then_some(&"rerequest"))
+            .map(|n| n.to_string())
+            .zip(st.inputs.iter().copied())
+            .collect(),
+        rerequest: st.rerequest,
         outputs: [("ll".to_string(), st.ll), ("hr".to_string(), st.hr)].into_iter().collect(),
         other_by_reason: st.other_by_reason.clone(),
         sequence_resets: st.sequence_resets,
@@ -346,26 +356,26 @@ pub fn summary(r: &ArbReport, policy: &Policy) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
+        "  {:<9} {:>7} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
         "input", "packets", "messages", "wins", "dups", "late", "reordered", "other"
     );
     for (name, i) in &r.inputs {
         let _ = writeln!(
             s,
-            "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
+            "  {:<9} {:>7} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",
             name, i.packets, i.messages, i.wins, i.duplicates, i.late, i.out_of_order, i.other
         );
     }
     let _ = writeln!(
         s,
-        "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}",
+        "  {:<9} {:>7} {:>12} {:>10} {:>14} {:>8}",
         "output", "packets", "messages", "gaps", "messages lost", "trimmed"
     );
     for (name, o) in &r.outputs {
         if o.enabled {
             let _ = writeln!(
                 s,
-                "  {:<6} {:>10} {:>12} {:>10} {:>14} {:>8}",
+                "  {:<9} {:>7} {:>12} {:>10} {:>14} {:>8}",
                 name, o.packets, o.messages, o.gaps, o.messages_lost, o.trimmed
             );
         }
@@ -405,6 +415,13 @@ pub fn summary(r: &ArbReport, policy: &Policy) -> String {
         let parts: Vec<String> =
             r.other_by_reason.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(s, "  other traffic: {}", parts.join(", "));
+    }
+    if let Some(q) = &r.rerequest {
+        let _ = writeln!(
+            s,
+            "  re-request: {} holes asked for, {} requests ({} retries, {} unanswered), {} messages asked, {} recovered",
+            q.holes, q.requests, q.retries, q.unanswered, q.messages_requested, q.messages_recovered
+        );
     }
     let _ = writeln!(s, "  accounting: balanced");
     s

@@ -12,6 +12,7 @@ mod exportcmd;
 mod fastcmd;
 mod itchcmd;
 mod matchcmd;
+mod recoverycmd;
 mod replaycmd;
 mod reportcmd;
 mod runcmd;
@@ -193,6 +194,10 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(a) => reportcmd::run(&a)?,
         Cmd::Replay(a) => {
             replaycmd::run(&a)?;
+        }
+        Cmd::Sim(simcmd::SimCmd::RerequestServer(a)) => {
+            let (n, r) = recoverycmd::rerequest_server(&a)?;
+            eprintln!("served {n} messages: {r} requests answered");
         }
         Cmd::Sim(simcmd::SimCmd::FixMd(a)) => tradecmd::fix_md(&a)?,
         Cmd::Sim(simcmd::SimCmd::Exchange(a)) => tradecmd::exchange(&a)?,

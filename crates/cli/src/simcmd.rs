@@ -35,6 +35,9 @@ pub enum SimCmd {
     /// Send FIX 4.4 market data (35=X, one message per datagram) to a multicast group:
     /// random symbols, each one's price up $0.001 per update.
     FixMd(crate::tradecmd::FixMdArgs),
+    /// The exchange's MoldUDP64 re-request (retransmission) server: answers requests for
+    /// messages again from a capture of the whole feed, with faults for tests.
+    RerequestServer(crate::recoverycmd::RerequestServerArgs),
     /// A FIX 4.2/4.4 exchange: an ExecutionReport (New) for each NewOrderSingle at once,
     /// a fill after a delay.
     Exchange(crate::tradecmd::ExchangeArgs),
@@ -550,8 +553,8 @@ pub fn relay_cmd(a: &RelayArgs) -> Result<(usize, [u64; 2])> {
     let duration = a.duration.map(|d| crate::seconds(d, "--duration")).transpose()?;
     // Busy polling: a copy's delay is microseconds; the loop sleeps briefly only when
     // nothing is due soon.
-    let mut src =
-        LiveSource::open(&[a.input], LiveOptions { stop, duration, busy_poll: true }).map_err(|e| anyhow!("{e}"))?;
+    let mut src = LiveSource::open(&[a.input], LiveOptions { stop, duration, busy_poll: true, rerequest: None })
+        .map_err(|e| anyhow!("{e}"))?;
     let mut out = [
         UdpSender::open(&a.out_a).map_err(|e| anyhow!("{e}"))?,
         UdpSender::open(&a.out_b).map_err(|e| anyhow!("{e}"))?,

@@ -6,55 +6,18 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tickplant_core::{LinkType, Protocol, Sequencer, SequencerConfig};
 use tickplant_io::FrameReader;
 
 mod common;
-use common::words;
+use common::{finish, messages, words};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
 
 fn ok(dir: &Path, args: &[&str]) {
     let o = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
     assert!(o.status.success(), "tickplant {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// The messages (sequence numbers) of a MoldUDP64 capture's data packets, in capture order.
-fn messages(path: &Path) -> Vec<u64> {
-    let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
-    let mut r = FrameReader::open(path).unwrap();
-    let mut out = Vec::new();
-    while let Some(f) = r.next_frame().unwrap() {
-        let info = seq.classify(LinkType::Ethernet, f.data).unwrap();
-        if info.count > 0 && info.count < 0xffff {
-            out.extend(info.seq..info.seq + u64::from(info.count));
-        }
-    }
-    out
-}
-
-/// Wait for a child at most `limit`: killed and a failure if it outlives it; on exit, its
-/// success, with its stderr in the message when it failed.
-fn finish(c: &mut Child, limit: Duration) {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = c.try_wait().unwrap() {
-            let mut err = String::new();
-            if let Some(mut e) = c.stderr.take() {
-                use std::io::Read;
-                e.read_to_string(&mut err).unwrap();
-            }
-            assert!(st.success(), "a live process failed: {err}");
-            return;
-        }
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            panic!("a live process outlived its duration");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Network namespaces (`tickplant_io::netns::Lab`) and the processes started in them:

@@ -29,7 +29,8 @@ pub mod ttt;
 
 pub use arb::{
     Action, ArbConfig, ArbEvent, ArbSink, ArbStats, Arbitrator, Decision, DestinationConflict, GapReason, GapReport,
-    InputStats, OutputId, OutputStats, Policy, Released, ResetKind, Verdict,
+    InputStats, OutputId, OutputStats, Policy, Released, Rerequest, RerequestConfig, RerequestStats, ResetKind,
+    Verdict,
 };
 pub use seq::{
     CountSpec, Endian, Endpoint, FieldSpec, LinkType, Other, OtherReason, PacketInfo, PacketKind, Protocol, Sequencer,

@@ -240,6 +240,93 @@ pub struct ArbArgs {
     /// Live inputs: end after this many seconds (otherwise at SIGINT or SIGTERM).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Ask the exchange's retransmission server for the messages every line lost
+    /// (MoldUDP64 re-request; live inputs): its answers fill the HR stream's holes.
+    /// In a run config: [recovery] rerequest.
+    #[arg(long, value_name = "udp://HOST:PORT")]
+    pub rerequest: Option<String>,
+    /// Re-request: wait this long after a hole is seen before asking, microseconds. [default: 0]
+    #[arg(long, value_name = "US")]
+    pub rerequest_delay_us: Option<u64>,
+    /// Re-request: ask for a hole one line has not gone past yet after this long,
+    /// microseconds (a line that is down or far behind). [default: 1000]
+    #[arg(long, value_name = "US")]
+    pub rerequest_line_wait_us: Option<u64>,
+    /// Re-request: messages a request asks for at most (the server's limit). [default: 1000]
+    #[arg(long, value_name = "N")]
+    pub rerequest_max_msgs: Option<u16>,
+    /// Re-request: requests unanswered at once at most. [default: 16]
+    #[arg(long, value_name = "N")]
+    pub rerequest_outstanding: Option<usize>,
+    /// Re-request: ask again for what a request did not bring after this long,
+    /// microseconds, doubling each time. [default: 2000]
+    #[arg(long, value_name = "US")]
+    pub rerequest_retry_us: Option<u64>,
+    /// Re-request: times a request is sent again before it is given up. [default: 3]
+    #[arg(long, value_name = "N")]
+    pub rerequest_retries: Option<u32>,
+}
+
+/// A run config's `[recovery]` table: the exchange's servers that fill gaps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RecoverySection {
+    /// The retransmission server: "udp://HOST:PORT" (MoldUDP64 re-request).
+    pub rerequest: Option<String>,
+    pub delay_us: Option<u64>,
+    pub line_wait_us: Option<u64>,
+    pub max_msgs: Option<u16>,
+    pub outstanding: Option<usize>,
+    pub retry_us: Option<u64>,
+    pub retries: Option<u32>,
+}
+
+impl RecoverySection {
+    /// The server's address and the arbitrator's settings, when re-request is on.
+    pub fn rerequest(&self) -> Result<Option<(std::net::SocketAddrV4, tickplant_core::RerequestConfig)>, ConfigError> {
+        let Some(server) = &self.rerequest else {
+            let set = self.delay_us.is_some()
+                || self.line_wait_us.is_some()
+                || self.max_msgs.is_some()
+                || self.outstanding.is_some()
+                || self.retry_us.is_some()
+                || self.retries.is_some();
+            if set {
+                return Err(invalid("re-request settings given without the server (rerequest = \"udp://HOST:PORT\")"));
+            }
+            return Ok(None);
+        };
+        let addr = server_addr(server).map_err(|why| invalid(format!("rerequest {server:?}: {why}")))?;
+        let d = tickplant_core::RerequestConfig::default();
+        let us = |v: Option<u64>, key: &str, dflt: u64| -> Result<u64, ConfigError> {
+            v.map_or(Ok(dflt), |v| v.checked_mul(1000).ok_or_else(|| invalid(format!("{key} {v} is too large"))))
+        };
+        let c = tickplant_core::RerequestConfig {
+            delay_ns: us(self.delay_us, "rerequest delay-us", d.delay_ns)?,
+            line_wait_ns: us(self.line_wait_us, "rerequest line-wait-us", d.line_wait_ns)?,
+            max_msgs: self.max_msgs.unwrap_or(d.max_msgs),
+            max_outstanding: self.outstanding.unwrap_or(d.max_outstanding),
+            retry_ns: us(self.retry_us, "rerequest retry-us", d.retry_ns)?,
+            max_retries: self.retries.unwrap_or(d.max_retries),
+        };
+        Ok(Some((addr, c)))
+    }
+}
+
+/// A server's address: `udp://HOST:PORT` or `HOST:PORT`, IPv4 (a name is looked up).
+pub fn server_addr(text: &str) -> Result<std::net::SocketAddrV4, String> {
+    use std::net::ToSocketAddrs;
+    let rest = text.strip_prefix("udp://").unwrap_or(text);
+    if rest.contains("://") {
+        return Err("expected udp://HOST:PORT".into());
+    }
+    let addrs = rest.to_socket_addrs().map_err(|e| format!("not HOST:PORT ({e})"))?;
+    for a in addrs {
+        if let std::net::SocketAddr::V4(v4) = a {
+            return Ok(v4);
+        }
+    }
+    Err("no IPv4 address for that host".into())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -284,7 +371,9 @@ impl ArbArgs {
         }
         let s = &mut self;
         merge_opts!(s, f; a, b, protocol, seq_offset, seq_bytes, seq_endian, count_offset, count_bytes, mode, timeout_us, max_msgs,
-            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration, rotate);
+            capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration, rotate,
+            rerequest, rerequest_delay_us, rerequest_line_wait_us, rerequest_max_msgs, rerequest_outstanding, rerequest_retry_us,
+            rerequest_retries);
         if s.accept.is_empty() {
             s.accept = f.accept;
         }
@@ -355,6 +444,19 @@ impl ArbArgs {
         self.rotate.as_deref().map(|r| r.parse().map_err(|e: String| invalid(format!("rotate: {e}")))).transpose()
     }
 
+    /// The re-request flags as a run config's `[recovery]` table.
+    pub fn recovery(&self) -> RecoverySection {
+        RecoverySection {
+            rerequest: self.rerequest.clone(),
+            delay_us: self.rerequest_delay_us,
+            line_wait_us: self.rerequest_line_wait_us,
+            max_msgs: self.rerequest_max_msgs,
+            outstanding: self.rerequest_outstanding,
+            retry_us: self.rerequest_retry_us,
+            retries: self.rerequest_retries,
+        }
+    }
+
     pub fn arb_config(&self) -> Result<ArbConfig, ConfigError> {
         let d = ArbConfig::default();
         let c = ArbConfig {
@@ -368,6 +470,7 @@ impl ArbArgs {
             reset_jump: self.reset_jump.unwrap_or(d.reset_jump),
             start_seq: self.start_seq,
             gap_memory: d.gap_memory,
+            rerequest: self.recovery().rerequest()?.map(|(_, c)| c),
         };
         c.validate().map_err(|e| invalid(format!("{e}")))?;
         Ok(c)
@@ -439,6 +542,9 @@ pub struct RunConfig {
     pub arbitration: ArbArgs,
     #[serde(default)]
     pub book: BookSection,
+    /// The exchange's servers that fill gaps (re-request).
+    #[serde(default)]
+    pub recovery: RecoverySection,
     #[serde(default)]
     pub run: RunSection,
     #[serde(default, rename = "consumer")]
@@ -553,6 +659,9 @@ pub struct FeedSection {
     pub arbitration: ArbArgs,
     #[serde(default)]
     pub book: BookSection,
+    /// This feed's `[recovery]`.
+    #[serde(default)]
+    pub recovery: RecoverySection,
     /// Pin this feed's producer and decode threads (`[run]`'s keys apply to every feed).
     pub producer_core: Option<usize>,
     pub decode_core: Option<usize>,
@@ -725,6 +834,7 @@ impl RunConfig {
                 c.source = f.source.clone();
                 c.arbitration = f.arbitration.clone();
                 c.book = f.book.clone();
+                c.recovery = f.recovery.clone();
                 c.run.producer_core = f.producer_core.or(self.run.producer_core);
                 c.run.decode_core = f.decode_core.or(self.run.decode_core);
                 c.run.report = None;
@@ -774,10 +884,17 @@ impl RunConfig {
             (arb.no_ll, "no-ll", "the run has no LL stream to switch off"),
             (arb.quiet, "quiet", "use `tickplant run --quiet`"),
             (arb.duration.is_some(), "duration", "use [run] duration-s or `tickplant run --duration`"),
+            (arb.recovery().rerequest.is_some(), "rerequest", "use [recovery] rerequest"),
         ] {
             if set {
                 return Err(invalid(format!("[arbitration] {key}: not a key of a run config ({why})")));
             }
+        }
+        let rerequest = self.recovery.rerequest()?;
+        if rerequest.is_some() && live_inputs == 0 {
+            return Err(invalid(
+                "[recovery] rerequest: re-request asks the exchange for what live lines lost; [source] a and b are captures",
+            ));
         }
         let midnight_ns = tickplant_core::itch::midnight_eastern_ns(&self.source.date)
             .map_err(|e| invalid(format!("[source] date: {e}")))?;
@@ -855,7 +972,7 @@ impl RunConfig {
             decoder,
             inputs,
             sequencer: arb.sequencer_config()?,
-            arb: arb.arb_config()?,
+            arb: ArbConfig { rerequest: rerequest.map(|(_, c)| c), ..arb.arb_config()? },
             policy_changes: arb.changes()?,
             book_stream: self.book.stream,
             midnight_ns,
@@ -866,7 +983,12 @@ impl RunConfig {
             decode_core: self.run.decode_core,
             latency_sample: self.run.latency_sample,
             progress,
-            live: crate::live::LiveOptions { duration, busy_poll: self.run.busy_poll, ..Default::default() },
+            live: crate::live::LiveOptions {
+                duration,
+                busy_poll: self.run.busy_poll,
+                rerequest: rerequest.map(|(a, _)| a),
+                ..Default::default()
+            },
             outputs: crate::pipeline::OutputPaths {
                 ll: arb.ll_out.clone(),
                 hr: arb.hr_out.clone(),

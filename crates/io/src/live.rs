@@ -218,6 +218,21 @@ pub fn open_receiver(url: &UdpUrl) -> io::Result<Socket> {
     Ok(s)
 }
 
+/// The socket re-requests go out on and answers come in on: any port of this host's,
+/// time stamps on, non-blocking; with the address its frames are given as destination.
+fn open_answers(server: SocketAddrV4) -> io::Result<(UdpUrl, Socket)> {
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    set_rcvbuf(&s, DEFAULT_RCVBUF)?;
+    s.bind(&SockAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))?;
+    set_int(&s, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    set_int(&s, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
+    s.set_nonblocking(true)?;
+    let port = s.local_addr()?.as_socket_ipv4().map_or(0, |a| a.port());
+    let local = if server.ip().is_loopback() { Ipv4Addr::LOCALHOST } else { Ipv4Addr::UNSPECIFIED };
+    let url = UdpUrl { group: local, port, iface: None, rcvbuf: None, ttl: None, multicast_loop: None };
+    Ok((url, s))
+}
+
 /// A socket's receive buffer: past `net.core.rmem_max` where the process may
 /// (`SO_RCVBUFFORCE`, CAP_NET_ADMIN), else as far as the cap allows.
 pub fn set_rcvbuf(s: &Socket, bytes: usize) -> io::Result<()> {
@@ -258,6 +273,16 @@ pub struct LiveInputStats {
     pub truncated: u64,
     /// Datagrams without a kernel time stamp (stamped on receipt instead).
     pub unstamped: u64,
+    /// The re-request input: requests sent to the retransmission server, and those the
+    /// socket refused.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub requests_sent: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_errors: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 struct LiveInput {
@@ -303,6 +328,8 @@ pub struct LiveSource {
     /// Frames handed out: the stop flag and the duration are checked every 1,024 (and
     /// whenever the sockets are empty), so that a busy line stops too.
     handed: u64,
+    /// The retransmission server, when the last input is its answers' socket.
+    rerequest: Option<SocketAddrV4>,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -321,28 +348,43 @@ pub struct LiveOptions {
     /// Spin on the sockets rather than sleep in `poll` when they are empty: for a thread
     /// with a core to itself.
     pub busy_poll: bool,
+    /// The exchange's retransmission server: re-requests go to it from a socket of their
+    /// own, whose answers are one more input after the groups ([`LiveSource::send_request`]).
+    pub rerequest: Option<SocketAddrV4>,
 }
 
 impl Default for LiveOptions {
     /// Never stopped by a flag (raise `stop` yourself, or use [`stop_on_signals`]), no
     /// duration, no busy polling.
     fn default() -> Self {
-        LiveOptions { stop: Arc::new(AtomicBool::new(false)), duration: None, busy_poll: false }
+        LiveOptions { stop: Arc::new(AtomicBool::new(false)), duration: None, busy_poll: false, rerequest: None }
     }
 }
 
 impl LiveSource {
     /// Open a socket for each group (joined, bound, time stamps on).
     pub fn open(urls: &[UdpUrl], opts: LiveOptions) -> Result<LiveSource, LiveError> {
-        let inputs = urls
+        let mut sockets = urls
             .iter()
             .map(|u| {
                 let socket =
                     open_receiver(u).map_err(|error| LiveError { input: u.to_string(), what: "cannot open", error })?;
+                Ok((*u, socket, u.to_string()))
+            })
+            .collect::<Result<Vec<_>, LiveError>>()?;
+        if let Some(server) = opts.rerequest {
+            let name = format!("rerequest udp://{server}");
+            let (url, socket) =
+                open_answers(server).map_err(|error| LiveError { input: name.clone(), what: "cannot open", error })?;
+            sockets.push((url, socket, name));
+        }
+        let inputs = sockets
+            .into_iter()
+            .map(|(u, socket, name)| {
                 Ok(LiveInput {
-                    url: *u,
+                    url: u,
                     socket,
-                    stats: LiveInputStats { input: u.to_string(), ..Default::default() },
+                    stats: LiveInputStats { input: name, ..Default::default() },
                     drops_seen: 0,
                     slots: (0..BATCH)
                         .map(|_| Slot {
@@ -375,7 +417,19 @@ impl LiveSource {
             ended: false,
             ident: 0,
             handed: 0,
+            rerequest: opts.rerequest,
         })
+    }
+
+    /// Send a re-request to the retransmission server from the answers' socket (counted;
+    /// a refused send is counted, not fatal: the request is retried on its schedule).
+    pub fn send_request(&mut self, request: &[u8]) {
+        let Some(server) = self.rerequest else { return };
+        let Some(inp) = self.inputs.last_mut() else { return };
+        match inp.socket.send_to(request, &SockAddr::from(server)) {
+            Ok(_) => inp.stats.requests_sent += 1,
+            Err(_) => inp.stats.request_errors += 1,
+        }
     }
 
     /// Each input's counts so far.
@@ -588,6 +642,9 @@ impl Source for LiveSource {
         self.inputs[input].stats.datagrams
     }
 
+    fn send_request(&mut self, request: &[u8]) {
+        LiveSource::send_request(self, request);
+    }
     fn live_stats(&self) -> Vec<LiveInputStats> {
         self.stats()
     }
@@ -739,8 +796,11 @@ mod tests {
         drop(probe);
         let url: UdpUrl = format!("udp://127.0.0.1:{port}").parse().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let mut src =
-            LiveSource::open(&[url], LiveOptions { stop: stop.clone(), duration: None, busy_poll: false }).unwrap();
+        let mut src = LiveSource::open(
+            &[url],
+            LiveOptions { stop: stop.clone(), duration: None, busy_poll: false, rerequest: None },
+        )
+        .unwrap();
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let from = tx.local_addr().unwrap().port();
         let session = *b"LIVE000001";

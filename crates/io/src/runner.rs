@@ -148,6 +148,7 @@ pub fn run<S: Source, F: Feed>(
             let Some(now) = source.idle() else { break };
             last_ts = last_ts.max(now);
             arb.advance_to(last_ts, feed);
+            send_requests(source, arb);
             feed.idle();
             if feed.stopped() {
                 return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
@@ -179,6 +180,9 @@ pub fn run<S: Source, F: Feed>(
         } else {
             arb.process(last_ts, input, f.data, feed);
         }
+        if arb.has_request() {
+            send_requests(source, arb);
+        }
         if let Some(c) = arb.destination_conflict() {
             let input = usize::from(c.input);
             let (name, frame) = (source.input_name(input), source.frames_read(input));
@@ -199,6 +203,14 @@ pub fn run<S: Source, F: Feed>(
     arb.finish(last_ts, feed);
     feed.flush();
     Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change })
+}
+
+/// Send the arbitrator's re-requests to the retransmission server.
+#[cold]
+fn send_requests<S: Source>(source: &mut S, arb: &mut Arbitrator) {
+    while let Some(r) = arb.poll_request() {
+        source.send_request(&r.to_bytes());
+    }
 }
 
 #[cfg(test)]

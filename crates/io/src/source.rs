@@ -37,6 +37,9 @@ pub trait Source {
     fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
         Vec::new()
     }
+    /// Send a re-request to the exchange's retransmission server (a live source opened
+    /// with one; nothing otherwise).
+    fn send_request(&mut self, _request: &[u8]) {}
 }
 
 impl Source for MergedReader {
@@ -145,6 +148,11 @@ impl Source for AnySource {
             AnySource::Live(l) => l.stats(),
         }
     }
+    fn send_request(&mut self, request: &[u8]) {
+        if let AnySource::Live(l) = self {
+            l.send_request(request);
+        }
+    }
 }
 
 impl AnySource {
@@ -158,6 +166,13 @@ impl AnySource {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SourceError::Input(e.to_string()))?;
         let urls: Vec<_> = parsed.iter().filter_map(|i| if let Input::Udp(u) = i { Some(*u) } else { None }).collect();
+        if urls.is_empty() && live.rerequest.is_some() {
+            return Err(SourceError::Input(
+                "re-request asks the exchange for what the live lines lost: it needs live inputs (udp://...), \
+                 not captures"
+                    .into(),
+            ));
+        }
         if urls.is_empty() {
             let readers = inputs
                 .iter()

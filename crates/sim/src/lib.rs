@@ -12,6 +12,7 @@ pub mod moldudp64;
 pub mod nyse;
 pub mod opra_binary;
 pub mod opra_fast;
+pub mod rerequest;
 
 pub use fix_md::{fix_symbol, FixMd, FixMdConfig};
 pub use impair::{impair, ImpairConfig, Impaired, Streaming, TruthRow};
@@ -21,3 +22,4 @@ pub use moldudp64::{generate_moldudp64, MoldGenConfig};
 pub use nyse::{translate_itch_day, NyseDay};
 pub use opra_binary::{generate_opra_binary, OpraBinaryTruth, TruthBbo};
 pub use opra_fast::{generate_opra_fast, OpraFastTruth, OpraGenConfig, TruthEvent};
+pub use rerequest::{RerequestServer, ServerFaults, ServerStats};

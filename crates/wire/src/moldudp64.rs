@@ -233,6 +233,38 @@ pub fn push_message(out: &mut Vec<u8>, msg: &[u8]) {
     out.extend_from_slice(msg);
 }
 
+/// A re-request, as a client sends it to the exchange's retransmission server to have
+/// messages sent again, is a [`Repr`] alone: the session, the first sequence number wanted,
+/// and how many messages (the server may send fewer; ask again for the rest).
+impl Repr {
+    /// A request from a datagram: exactly a header, with a count that asks for messages
+    /// (neither 0, a heartbeat, nor 0xFFFF, an end of session).
+    pub fn parse_request(buf: &[u8]) -> Result<Repr> {
+        let r = Repr::parse(&Packet::new_checked(buf)?)?;
+        if buf.len() != field::HEADER_LEN {
+            return Err(Error::Malformed {
+                what: "moldudp64 request length (a request is the 20-byte header alone)",
+                offset: field::HEADER_LEN,
+                value: buf.len() as u64,
+            });
+        }
+        if r.message_count == 0 || r.message_count == END_OF_SESSION {
+            return Err(Error::Malformed {
+                what: "moldudp64 request message count",
+                offset: field::COUNT.start,
+                value: u64::from(r.message_count),
+            });
+        }
+        Ok(r)
+    }
+    /// The header as its 20 bytes (a request, or the start of a packet).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        self.emit(&mut b);
+        b
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +301,24 @@ mod tests {
         let mut out = [0xa5u8; 20];
         r.emit(&mut out);
         assert_eq!(&out[..], &b[..20]);
+    }
+
+    #[test]
+    fn test_request_parse_emit() {
+        let r = Repr { session: *b"SESSION001", sequence_number: 1000, message_count: 7 };
+        let mut out = [0xa5u8; 20];
+        r.emit(&mut out);
+        assert_eq!(out, r.to_bytes());
+        assert_eq!(&out[..10], b"SESSION001");
+        assert_eq!(&out[10..18], &1000u64.to_be_bytes());
+        assert_eq!(&out[18..], &7u16.to_be_bytes());
+        assert_eq!(Repr::parse_request(&out).unwrap(), r);
+        // A data packet, a heartbeat and a short datagram are not requests.
+        assert!(Repr::parse_request(&sample()).is_err());
+        let mut hb = out;
+        hb[18..].copy_from_slice(&0u16.to_be_bytes());
+        assert!(Repr::parse_request(&hb).is_err());
+        assert!(Repr::parse_request(&out[..19]).is_err());
     }
 
     #[test]

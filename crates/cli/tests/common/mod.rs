@@ -2,7 +2,12 @@
 // Each test binary takes the helpers it needs.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use tickplant_core::{LinkType, Protocol, Sequencer, SequencerConfig};
+use tickplant_io::FrameReader;
 
 /// A command line's words, split at spaces: one line per invocation, where a list of string
 /// literals would take one line per word (the arguments hold no spaces).
@@ -31,4 +36,40 @@ pub fn doc_commands(doc: &str, heading: &str) -> Vec<Vec<String>> {
         .filter_map(|l| l.strip_prefix("tickplant "))
         .map(|l| l.split_whitespace().map(str::to_string).collect())
         .collect()
+}
+
+/// The messages (sequence numbers) of a MoldUDP64 capture's data packets, in capture order.
+pub fn messages(path: &Path) -> Vec<u64> {
+    let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
+    let mut r = FrameReader::open(path).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        let info = seq.classify(LinkType::Ethernet, f.data).unwrap();
+        if info.count > 0 && info.count < 0xffff {
+            out.extend(info.seq..info.seq + u64::from(info.count));
+        }
+    }
+    out
+}
+
+/// Wait for a child at most `limit`: killed and a failure if it outlives it; on exit, its
+/// success, with its stderr in the message when it failed.
+pub fn finish(c: &mut Child, limit: Duration) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = c.stderr.take() {
+                use std::io::Read;
+                e.read_to_string(&mut err).unwrap();
+            }
+            assert!(st.success(), "a live process failed: {err}");
+            return;
+        }
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            panic!("a live process outlived its duration");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

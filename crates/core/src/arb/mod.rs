@@ -69,9 +69,12 @@
 //! tells (config, policy, decisions, reports, statistics), `state` its buffers and
 //! per-output state, `sink` the driven interface ([`Arbitrator::process`], [`ArbSink`]).
 
+mod recovery;
 mod sink;
 mod state;
 mod types;
+
+use recovery::Recovery;
 
 pub use sink::ArbSink;
 use state::*;
@@ -124,12 +127,26 @@ pub struct Arbitrator {
     gaps: VecDeque<GapReport>,
     events: VecDeque<ArbEvent>,
     scratch: Vec<u8>,
+    /// Re-request (see `recovery`): its state, whether holes or requests are open, its
+    /// next deadline, and the answers' input (`usize::MAX` when off).
+    rr: Option<Box<Recovery>>,
+    rr_active: bool,
+    rr_deadline: u64,
+    rr_input: usize,
 }
 
 impl Arbitrator {
     pub fn new(config: ArbConfig, seq: Sequencer) -> Result<Arbitrator, InvalidConfig> {
         config.validate()?;
-        let n = config.inputs;
+        if config.rerequest.is_some() && seq.config().protocol != Protocol::Moldudp64 {
+            return Err(InvalidConfig::new(
+                "rerequest",
+                format!("re-request is MoldUDP64's (NASDAQ); this feed's protocol is {:?}", seq.config().protocol),
+            ));
+        }
+        let lines = config.inputs;
+        let rr = config.rerequest.map(|c| Box::new(Recovery::new(c, lines)));
+        let n = lines + usize::from(rr.is_some());
         let check_dests = seq.config().accept.is_empty();
         Ok(Arbitrator {
             can_trim: seq.can_trim(),
@@ -160,6 +177,10 @@ impl Arbitrator {
             gaps: VecDeque::with_capacity(256),
             events: VecDeque::with_capacity(16),
             scratch: Vec::with_capacity(SLOT_BYTES),
+            rr_input: if rr.is_some() { lines } else { usize::MAX },
+            rr,
+            rr_active: false,
+            rr_deadline: u64::MAX,
             config,
         })
     }
@@ -292,6 +313,9 @@ impl Arbitrator {
 
         let ll = if self.ll.stats.enabled { self.ll_handle(s, e, now) } else { Action::Off };
         let hr = if self.hr.stats.enabled { self.hr_handle(now, input, info, frame) } else { Action::Off };
+        if self.rr_active {
+            self.rr_check(now);
+        }
         let reference = if self.hr.stats.enabled { hr } else { ll };
         let st = &mut self.inputs[input];
         match reference {
@@ -371,6 +395,7 @@ impl Arbitrator {
         if self.hr.stats.enabled {
             self.give_up_all(GapReason::Reset, now);
         }
+        self.rr_reset();
         // A new session tells its packets apart by the session id; other resets by range.
         self.prev_space =
             (kind != ResetKind::Session).then_some((self.ll.space_start.min(self.hr.space_start), self.high));
@@ -420,6 +445,7 @@ impl Arbitrator {
         if s <= self.hr.next && self.buf.ready.is_empty() {
             // In order (or overlapping what was delivered).
             let skip = self.hr.deliver(s, e, self.can_trim);
+            self.rr_delivered(input, e - s - u64::from(skip));
             if !self.buf.waiting.is_empty() {
                 self.advance();
             }
@@ -454,7 +480,9 @@ impl Arbitrator {
             // Nothing may wait: give the hole up and forward without copying.
             let reason = if self.config.policy == Policy::LowLatency { GapReason::Skipped } else { GapReason::Count };
             self.hr.gap(s, reason, now, &mut self.gaps);
-            return Action::Forward { skip: self.hr.deliver(s, e, self.can_trim) };
+            let skip = self.hr.deliver(s, e, self.can_trim);
+            self.rr_delivered(input, e - s - u64::from(skip));
+            return Action::Forward { skip };
         }
         self.make_room(frame.len(), now);
         if e <= self.hr.next {
@@ -513,11 +541,20 @@ impl Arbitrator {
 
     fn insert_waiting(&mut self, entry: Entry) {
         let w = &mut self.buf.waiting;
-        if w.back().is_none_or(|b| b.seq < entry.seq) {
+        let i = if w.back().is_none_or(|b| b.seq < entry.seq) {
             w.push_back(entry);
+            w.len() - 1
         } else {
             let i = w.partition_point(|x| x.seq <= entry.seq);
             w.insert(i, entry);
+            i
+        };
+        if self.rr.is_some() {
+            // The messages missing right before it, if any, are a hole to ask for.
+            let before = if i == 0 { self.hr.next } else { w[i - 1].end() };
+            if before < entry.seq {
+                self.rr_note_hole(before, entry.seq, entry.arrival);
+            }
         }
         self.buf.waiting_msgs += u64::from(entry.count);
         self.buf.min_arrival = self.buf.min_arrival.min(entry.arrival);
@@ -558,6 +595,12 @@ impl Arbitrator {
         let Some(head) = self.buf.waiting.front() else { return false };
         let s = head.seq;
         if s > self.hr.next {
+            let reason = match reason {
+                GapReason::Timeout | GapReason::Count | GapReason::Idle if self.rr_asked_in(self.hr.next, s) => {
+                    GapReason::RerequestTimeout
+                }
+                r => r,
+            };
             self.hr.gap(s, reason, now, &mut self.gaps);
         }
         self.advance();
@@ -593,7 +636,7 @@ impl Arbitrator {
         let pending = (self.buf.waiting.len() + self.buf.ready.len()) as u64;
         self.hr.stats.pending = pending;
         self.hr.stats.max_pending = self.hr.stats.max_pending.max(pending);
-        self.deadline = if self.buf.waiting.is_empty() {
+        let window = if self.buf.waiting.is_empty() {
             u64::MAX
         } else {
             let t = match self.config.policy.timeout() {
@@ -604,6 +647,7 @@ impl Arbitrator {
                 if self.config.idle_ns > 0 { self.last_data.saturating_add(self.config.idle_ns) } else { u64::MAX };
             t.min(idle)
         };
+        self.deadline = window.min(self.rr_deadline);
     }
 
     /// Give up every wait whose deadline is at or before `now`.
@@ -618,6 +662,9 @@ impl Arbitrator {
             && self.last_data.saturating_add(self.config.idle_ns) <= now
         {
             self.give_up_all(GapReason::Idle, now);
+        }
+        if self.rr_deadline <= now || self.rr_active {
+            self.rr_check(now);
         }
         self.update_stats_and_deadline();
     }
@@ -653,12 +700,15 @@ impl Arbitrator {
     pub fn flush(&mut self, now: u64) {
         self.now = now;
         self.give_up_all(GapReason::Flush, now);
+        // What was asked for is moot: nothing waits for it now.
+        self.rr_reset();
         self.update_stats_and_deadline();
     }
 
     /// The next packet released from the HR buffer, in sequence order.
     pub fn poll_hr(&mut self) -> Option<Released<'_>> {
         let e = self.buf.ready.pop_front()?;
+        self.rr_delivered(usize::from(e.input), u64::from(e.count - e.skip));
         self.buf.bytes -= e.len as usize;
         self.buf.free.push(e.slot);
         self.hr.stats.pending = (self.buf.waiting.len() + self.buf.ready.len()) as u64;
@@ -727,6 +777,7 @@ impl Arbitrator {
                 .map(|r| (r.as_str().to_string(), self.other_by_reason[r.index()]))
                 .collect(),
             sequence_resets: self.resets,
+            rerequest: self.rr.as_deref().map(|r| r.stats),
         }
     }
 

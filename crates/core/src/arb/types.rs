@@ -103,10 +103,14 @@ pub enum GapReason {
     Reset,
     /// The caller flushed the arbitrator (end of input).
     Flush,
+    /// The window ended while the hole had been asked for again from the exchange's
+    /// retransmission server, and the answer had not filled it.
+    #[serde(rename = "rerequest-timeout")]
+    RerequestTimeout,
 }
 
 impl GapReason {
-    pub const ALL: [GapReason; 7] = [
+    pub const ALL: [GapReason; 8] = [
         GapReason::Timeout,
         GapReason::Count,
         GapReason::Overflow,
@@ -114,6 +118,7 @@ impl GapReason {
         GapReason::Idle,
         GapReason::Reset,
         GapReason::Flush,
+        GapReason::RerequestTimeout,
     ];
     /// A small number for the reason (its place in [`GapReason::ALL`]), as gap records
     /// carry it.
@@ -132,6 +137,7 @@ impl GapReason {
             GapReason::Idle => "idle",
             GapReason::Reset => "reset",
             GapReason::Flush => "flush",
+            GapReason::RerequestTimeout => "rerequest-timeout",
         }
     }
 }
@@ -248,6 +254,86 @@ pub struct ArbConfig {
     pub start_seq: Option<u64>,
     /// How many given-up ranges each output remembers to tell late packets from duplicates.
     pub gap_memory: usize,
+    /// Ask the exchange's retransmission server for holes that every line lost (MoldUDP64
+    /// only). Its answers are one more input, after the lines: input number `inputs`.
+    pub rerequest: Option<RerequestConfig>,
+}
+
+/// When and how holes are asked for again (see [`ArbConfig::rerequest`]).
+///
+/// A hole (messages missing before a packet that waits in the HR buffer) is asked for once
+/// every line has gone past it, or once `line_wait_ns` has passed since it was first seen
+/// (a line that is down or far behind), but not before `delay_ns` has passed. Requests ask
+/// for at most `max_msgs` messages each; at most `max_outstanding` are unanswered at once.
+/// A request not wholly answered within `retry_ns` is sent again for what is still missing,
+/// the wait doubling each time; after `max_retries` requests in a row that brought nothing
+/// it is given up and the HR window decides (the gap's reason is then
+/// `rerequest-timeout`). A request that brought part of its range is not a failure: a
+/// server may answer in parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RerequestConfig {
+    pub delay_ns: u64,
+    pub line_wait_ns: u64,
+    pub max_msgs: u16,
+    pub max_outstanding: usize,
+    pub retry_ns: u64,
+    pub max_retries: u32,
+}
+
+impl Default for RerequestConfig {
+    fn default() -> Self {
+        RerequestConfig {
+            delay_ns: 0,
+            line_wait_ns: 1_000_000,
+            max_msgs: 1000,
+            max_outstanding: 16,
+            retry_ns: 2_000_000,
+            max_retries: 3,
+        }
+    }
+}
+
+/// A request for messages again, for the caller to send to the retransmission server
+/// ([`Arbitrator::poll_request`](super::Arbitrator::poll_request)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rerequest {
+    pub session: [u8; 10],
+    pub seq: u64,
+    pub count: u16,
+    /// The time it was asked for.
+    pub at_ns: u64,
+    /// Requests sent for this range before (0: the first).
+    pub retry: u32,
+}
+
+impl Rerequest {
+    /// The request as it goes on the wire (a MoldUDP64 header alone).
+    pub fn to_bytes(&self) -> [u8; tickplant_wire::moldudp64::HEADER_LEN] {
+        tickplant_wire::moldudp64::Repr { session: self.session, sequence_number: self.seq, message_count: self.count }
+            .to_bytes()
+    }
+}
+
+/// Counters of the re-requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RerequestStats {
+    /// Holes found missing on every line (or after the line wait) and asked for.
+    pub holes: u64,
+    /// Requests made, retries included.
+    pub requests: u64,
+    /// Of those, retries (for what an earlier request did not bring).
+    pub retries: u64,
+    /// Messages asked for, retries included.
+    pub messages_requested: u64,
+    /// Messages the HR output delivered from the answers.
+    pub messages_recovered: u64,
+    /// Requests given up after their last retry.
+    pub unanswered: u64,
+    /// Holes that waited for a request slot (`max_outstanding` were unanswered).
+    pub throttled: u64,
+    /// Requests unanswered now.
+    pub outstanding: u64,
 }
 
 impl Default for ArbConfig {
@@ -263,6 +349,7 @@ impl Default for ArbConfig {
             reset_jump: 1 << 30,
             start_seq: None,
             gap_memory: 4096,
+            rerequest: None,
         }
     }
 }
@@ -283,6 +370,26 @@ impl ArbConfig {
         }
         if self.gap_memory == 0 {
             return Err(InvalidConfig::new("gap_memory", "gap_memory must be at least 1"));
+        }
+        if let Some(r) = &self.rerequest {
+            if !self.high_reliability {
+                return Err(InvalidConfig::new(
+                    "rerequest",
+                    "re-request fills the HR output: high_reliability must be on",
+                ));
+            }
+            if self.inputs >= 255 {
+                return Err(InvalidConfig::new("rerequest", "re-request takes one more input: at most 254 lines"));
+            }
+            if r.max_msgs == 0 || r.max_msgs == u16::MAX {
+                return Err(InvalidConfig::new("rerequest.max_msgs", "max_msgs must be 1..=65534"));
+            }
+            if r.max_outstanding == 0 {
+                return Err(InvalidConfig::new("rerequest.max_outstanding", "max_outstanding must be at least 1"));
+            }
+            if r.retry_ns == 0 {
+                return Err(InvalidConfig::new("rerequest.retry_ns", "retry_ns must be more than 0"));
+            }
         }
         Ok(())
     }
@@ -351,4 +458,7 @@ pub struct ArbStats {
     /// Other traffic by reason, all inputs together.
     pub other_by_reason: std::collections::BTreeMap<String, u64>,
     pub sequence_resets: u64,
+    /// Re-requests, when they are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerequest: Option<RerequestStats>,
 }

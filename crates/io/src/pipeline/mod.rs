@@ -544,7 +544,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         return Err(cfg_err("book.stream = \"ll\": the OPRA decoders keep no books to follow a stream".into()));
     }
     let mut arb_cfg = spec.arb.clone();
-    arb_cfg.inputs = links.len();
+    // The lines; the re-request answers, when on, are one more input after them.
+    arb_cfg.inputs = spec.inputs.len();
     arb_cfg.low_latency = ll_on || spec.outputs.ll.is_some();
     arb_cfg.high_reliability = true;
     let mut arb = Arbitrator::new(arb_cfg, seq).map_err(|e| cfg_err(e.to_string()))?;

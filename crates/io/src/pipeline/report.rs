@@ -294,7 +294,7 @@ pub fn summary(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  input {}: {} packets, {} wins, {} duplicates, {} late, {} out of order, {} other",
-                ["A", "B"].get(i).unwrap_or(&"?"),
+                ["A", "B"].get(i).filter(|_| a.rerequest.is_none() || i + 1 < a.inputs.len()).unwrap_or(&"rerequest"),
                 st.packets,
                 st.wins,
                 st.duplicates,
@@ -308,6 +308,13 @@ pub fn summary(r: &Report) -> String {
             "  arbitrated (HR): {} packets, {} messages, {} gaps ({} messages lost)",
             a.hr.packets, a.hr.messages, a.hr.gaps, a.hr.messages_lost
         );
+        if let Some(q) = &a.rerequest {
+            let _ = writeln!(
+                s,
+                "  re-request: {} holes asked for, {} requests ({} retries, {} unanswered), {} messages asked, {} recovered",
+                q.holes, q.requests, q.retries, q.unanswered, q.messages_requested, q.messages_recovered
+            );
+        }
     }
     for g in r.gaps.iter().take(5) {
         let _ =
