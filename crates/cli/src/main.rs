@@ -199,6 +199,13 @@ fn run(cli: Cli) -> Result<()> {
             let (n, r) = recoverycmd::rerequest_server(&a)?;
             eprintln!("served {n} messages: {r} requests answered");
         }
+        Cmd::Sim(simcmd::SimCmd::Glimpse(a)) => {
+            let st = recoverycmd::glimpse_server(&a)?;
+            eprintln!(
+                "served {} snapshots to {} connections ({} rejected, {} dropped)",
+                st.snapshots, st.connections, st.rejected, st.dropped
+            );
+        }
         Cmd::Sim(simcmd::SimCmd::FixMd(a)) => tradecmd::fix_md(&a)?,
         Cmd::Sim(simcmd::SimCmd::Exchange(a)) => tradecmd::exchange(&a)?,
         Cmd::Trade(a) => {

@@ -38,6 +38,9 @@ pub enum SimCmd {
     /// The exchange's MoldUDP64 re-request (retransmission) server: answers requests for
     /// messages again from a capture of the whole feed, with faults for tests.
     RerequestServer(crate::recoverycmd::RerequestServerArgs),
+    /// A NASDAQ GLIMPSE server (SoupBinTCP): a snapshot of the book state of a feed's
+    /// capture at the sequence number its live replay has reached, with faults for tests.
+    Glimpse(crate::recoverycmd::GlimpseServerArgs),
     /// A FIX 4.2/4.4 exchange: an ExecutionReport (New) for each NewOrderSingle at once,
     /// a fill after a delay.
     Exchange(crate::tradecmd::ExchangeArgs),

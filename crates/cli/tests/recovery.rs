@@ -225,6 +225,10 @@ fn recovery_doc_examples_run() {
     let cfg = tickplant_io::config::RunConfig::parse(toml).unwrap();
     let spec = cfg.spec(false).unwrap();
     assert!(spec.arb.rerequest.is_some() && spec.live.rerequest.is_some());
+    let snapshot = doc.split("```toml\n").nth(2).unwrap().split("```").next().unwrap();
+    let cfg = tickplant_io::config::RunConfig::parse(snapshot).unwrap();
+    let s = cfg.recovery.snapshot().unwrap().unwrap();
+    assert_eq!((s.server.as_str(), s.login.username.as_str(), s.retries), ("10.0.5.2:9100", "user1", 3));
     let section = doc.split("## A re-request server for tests and demos").nth(1).unwrap();
     let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
     let d = tempfile::tempdir().unwrap();
@@ -253,4 +257,138 @@ fn recovery_doc_examples_run() {
         got.len()
     );
     assert!(hr_gaps(&p.join("gaps.csv")).0.is_empty());
+}
+
+/// A run config joining late: the lines and the re-request and GLIMPSE servers given.
+fn late_config(pa: u16, pb: u16, ps: u16, pg: u16, extra: &str) -> String {
+    format!(
+        "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
+         [arbitration]\ntimeout-us = 300000\n\
+         [recovery]\nrerequest = \"udp://127.0.0.1:{ps}\"\nsnapshot = \"tcp://127.0.0.1:{pg}\"\n\
+         username = \"user1\"\npassword = \"pw\"\n{extra}\
+         [book]\nmax-orders = 100000\ndepth = 1000\nfinal-books = \"books.jsonl\"\n\
+         [run]\nreport = \"report.json\"\nduration-s = 3\n"
+    )
+}
+
+/// The books of `books.jsonl` against the truth: the symbols that differ.
+fn books_differ(p: &Path) -> Vec<String> {
+    let books: Vec<serde_json::Value> = std::fs::read_to_string(p.join("books.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut differ = Vec::new();
+    for l in std::fs::read_to_string(p.join("truth.jsonl")).unwrap().lines() {
+        let t: serde_json::Value = serde_json::from_str(l).unwrap();
+        match books.iter().find(|b| b["symbol"] == t["symbol"]) {
+            Some(b) if (&b["bids"], &b["asks"]) == (&t["bids"], &t["asks"]) => {}
+            _ => differ.push(t["symbol"].to_string()),
+        }
+    }
+    differ
+}
+
+/// A handler started `after` into the replay of an ITCH day (both lines losing 2%), with
+/// the GLIMPSE server following the replay: returns the directory, the handler's report
+/// and the server's.
+fn join_late(
+    after: Duration,
+    glimpse_faults: &str,
+    seed: u64,
+) -> (tempfile::TempDir, serde_json::Value, serde_json::Value) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words(&format!("sim itch --seed {seed} --symbols 20 --messages 12000 --out day.pcap --truth truth.jsonl")));
+    ok(
+        p,
+        &words(&format!(
+            "sim impair --in day.pcap --seed {seed} --loss-a 0.02 --loss-b 0.02 --out-a a.pcap --out-b b.pcap"
+        )),
+    );
+    let (pa, pb, ps, pf) = (port(), port(), port(), port());
+    let pg = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(p.join("run.toml"), late_config(pa, pb, ps, pg, "")).unwrap();
+    let mut procs = Procs(Vec::new());
+    let rr = procs.spawn(p, &format!("sim rerequest-server --feed day.pcap --listen 127.0.0.1:{ps} --duration 6"));
+    let gl = procs.spawn(
+        p,
+        &format!(
+            "sim glimpse --feed day.pcap --listen 127.0.0.1:{pg} --follow udp://127.0.0.1:{pf} --username user1 \
+             --password pw --duration 6 --report glimpse.json {glimpse_faults}"
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!(
+            "replay -q --pps 6000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb} day.pcap=127.0.0.1:{pf}"
+        )))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let handler = procs.spawn(p, "run run.toml --quiet");
+    assert!(replay.wait().unwrap().success());
+    procs.wait(handler);
+    procs.wait(gl);
+    procs.wait(rr);
+    let report = json(&p.join("report.json"));
+    let server = json(&p.join("glimpse.json"));
+    (d, report, server)
+}
+
+/// Late joins at several points of a simulated day: each run's books, from the snapshot
+/// and then the live feed from its sequence number, equal the simulator's at the end.
+#[test]
+fn a_late_join_at_several_points_ends_with_exact_books() {
+    let mut inside = 0;
+    for (k, after_ms) in [150u64, 450, 800].into_iter().enumerate() {
+        let (d, r, _) = join_late(Duration::from_millis(after_ms), "", 40 + k as u64);
+        let j = &r["late_join"];
+        assert_eq!(j["attempts"], 1, "{j}");
+        let seq = j["snapshot_seq"].as_u64().unwrap();
+        let snap = &r["snapshot"];
+        assert_eq!(snap["messages"], snap["decoded"], "{snap}");
+        inside += usize::from(seq > 1 && snap["messages"].as_u64().unwrap() > 0);
+        assert_eq!(r["arbitration"]["hr"]["gaps"], 0, "re-request fills what both lines lost");
+        let differ = books_differ(d.path());
+        assert!(differ.is_empty(), "join at {after_ms} ms (snapshot at {seq}): books differ for {differ:?}");
+    }
+    assert!(inside >= 2, "the joins fell inside the day: {inside}");
+}
+
+/// The server drops the first connection mid-snapshot, or serves a first snapshot behind
+/// the live feed: the handler takes another, says why in its report, and its books are
+/// exact (nothing applied twice).
+#[test]
+fn a_snapshot_dropped_or_behind_is_taken_again() {
+    for (faults, why) in [("--drop-after 20", "closed the connection"), ("--behind 2000", "first seen at")] {
+        let (d, r, server) = join_late(Duration::from_millis(400), faults, 50);
+        let j = &r["late_join"];
+        assert_eq!(j["attempts"], 2, "{faults}: {j}");
+        assert!(j["failures"][0].as_str().unwrap().contains(why), "{faults}: {j}");
+        assert_eq!(server["connections"], 2);
+        let differ = books_differ(d.path());
+        assert!(differ.is_empty(), "{faults}: books differ for {differ:?}");
+    }
+}
+
+/// A rejected login is an error that says so, and the run stops (no books from nothing).
+#[test]
+fn a_rejected_login_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 3 --symbols 5 --messages 2000 --out day.pcap"));
+    let (pa, pb, ps) = (port(), port(), port());
+    let pg = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(p.join("run.toml"), late_config(pa, pb, ps, pg, "snapshot-retries = 0\n")).unwrap();
+    let mut procs = Procs(Vec::new());
+    let gl =
+        procs.spawn(p, &format!("sim glimpse --feed day.pcap --listen 127.0.0.1:{pg} --reject-login --duration 3"));
+    std::thread::sleep(Duration::from_millis(300));
+    let o = Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("login rejected") && err.contains("not authorized"), "{err}");
+    procs.wait(gl);
 }

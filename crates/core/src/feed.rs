@@ -165,6 +165,18 @@ impl<D: FeedDecoder> FeedHandler<D> {
         }
     }
 
+    /// Decode a packet that is not the stream's (a snapshot's messages): its events are
+    /// [`FeedHandler::events`] as for a packet, but it is not counted in the stream's stats;
+    /// what it decoded is returned for the caller to count.
+    pub fn load_packet(&mut self, p: &Packet<'_>) -> Decoded {
+        self.batch.clear();
+        let d = self.decoder.decode(p, &mut self.batch);
+        if let Some(last) = self.batch.last_mut() {
+            last.flags |= flags::LAST_IN_PACKET;
+        }
+        d
+    }
+
     /// A gap in the stream this handler reads.
     pub fn handle_gap(&mut self, g: &GapReport) {
         self.decoder.gap(g);

@@ -14,6 +14,7 @@ pub mod event;
 pub mod feed;
 pub mod fix_session;
 mod fxhash;
+pub mod glimpse;
 pub mod itch;
 pub mod matcher;
 pub mod naive;

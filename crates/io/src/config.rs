@@ -279,6 +279,19 @@ pub struct RecoverySection {
     pub outstanding: Option<usize>,
     pub retry_us: Option<u64>,
     pub retries: Option<u32>,
+    /// The GLIMPSE server: "tcp://HOST:PORT". The run joins late: the books from its
+    /// snapshot, then the live feed from the snapshot's sequence number.
+    pub snapshot: Option<String>,
+    /// The SoupBinTCP login of the snapshot server.
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub session: Option<String>,
+    /// Further snapshots after one that failed or was behind the feed. [3]
+    pub snapshot_retries: Option<u32>,
+    /// One snapshot's time limit, seconds. [30]
+    pub snapshot_timeout_s: Option<f64>,
+    /// The live feed kept while the snapshot comes, at most this many bytes. [1 GiB]
+    pub buffer_bytes: Option<usize>,
 }
 
 impl RecoverySection {
@@ -310,6 +323,55 @@ impl RecoverySection {
             max_retries: self.retries.unwrap_or(d.max_retries),
         };
         Ok(Some((addr, c)))
+    }
+}
+
+impl RecoverySection {
+    /// The late join's settings, when a snapshot server is given.
+    pub fn snapshot(&self) -> Result<Option<crate::recovery::SnapshotConfig>, ConfigError> {
+        let Some(server) = &self.snapshot else {
+            let set = [
+                (self.username.is_some(), "username"),
+                (self.password.is_some(), "password"),
+                (self.session.is_some(), "session"),
+                (self.snapshot_retries.is_some(), "snapshot-retries"),
+                (self.snapshot_timeout_s.is_some(), "snapshot-timeout-s"),
+                (self.buffer_bytes.is_some(), "buffer-bytes"),
+            ];
+            if let Some((_, key)) = set.iter().find(|(s, _)| *s) {
+                return Err(invalid(format!(
+                    "[recovery] {key}: a setting of the snapshot server, and no snapshot = \"tcp://HOST:PORT\" is given"
+                )));
+            }
+            return Ok(None);
+        };
+        let Some(addr) = server.strip_prefix("tcp://") else {
+            return Err(invalid(format!(
+                "[recovery] snapshot = {server:?}: expected tcp://HOST:PORT (a GLIMPSE server)"
+            )));
+        };
+        server_addr(addr).map_err(|why| invalid(format!("[recovery] snapshot = {server:?}: {why}")))?;
+        let d = crate::recovery::SnapshotConfig::default();
+        let timeout = match self.snapshot_timeout_s {
+            Some(t) if !(t > 0.0 && t.is_finite()) => {
+                return Err(invalid(format!("[recovery] snapshot-timeout-s = {t}: a number of seconds above 0")))
+            }
+            Some(t) => std::time::Duration::from_secs_f64(t),
+            None => d.timeout,
+        };
+        Ok(Some(crate::recovery::SnapshotConfig {
+            server: addr.to_string(),
+            login: tickplant_core::glimpse::SoupLogin {
+                username: self.username.clone().unwrap_or_default(),
+                password: self.password.clone().unwrap_or_default(),
+                session: self.session.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+            retries: self.snapshot_retries.unwrap_or(d.retries),
+            timeout,
+            max_buffered: self.buffer_bytes.unwrap_or(d.max_buffered),
+            ..d
+        }))
     }
 }
 
@@ -454,6 +516,7 @@ impl ArbArgs {
             outstanding: self.rerequest_outstanding,
             retry_us: self.rerequest_retry_us,
             retries: self.rerequest_retries,
+            ..Default::default()
         }
     }
 
@@ -896,6 +959,12 @@ impl RunConfig {
                 "[recovery] rerequest: re-request asks the exchange for what live lines lost; [source] a and b are captures",
             ));
         }
+        let snapshot = self.recovery.snapshot()?;
+        if snapshot.is_some() && live_inputs == 0 {
+            return Err(invalid(
+                "[recovery] snapshot: a late join takes the live feed after a snapshot; [source] a and b are captures",
+            ));
+        }
         let midnight_ns = tickplant_core::itch::midnight_eastern_ns(&self.source.date)
             .map_err(|e| invalid(format!("[source] date: {e}")))?;
         let mut consumers = Vec::new();
@@ -983,6 +1052,7 @@ impl RunConfig {
             decode_core: self.run.decode_core,
             latency_sample: self.run.latency_sample,
             progress,
+            snapshot,
             live: crate::live::LiveOptions {
                 duration,
                 busy_poll: self.run.busy_poll,

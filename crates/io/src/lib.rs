@@ -24,6 +24,7 @@ pub mod netns;
 pub mod outputs;
 pub mod pcap;
 pub mod pipeline;
+pub mod recovery;
 pub mod replay;
 pub mod runner;
 pub mod source;

@@ -46,6 +46,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         policy_changes: Vec::new(),
         book_stream: Stream::Hr,
         progress: false,
+        snapshot: None,
         live: Default::default(),
         outputs: Default::default(),
     }

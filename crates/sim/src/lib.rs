@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fix_md;
+pub mod glimpse;
 pub mod impair;
 pub mod itch;
 pub mod matching;

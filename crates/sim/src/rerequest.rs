@@ -60,10 +60,7 @@ pub struct ServerStats {
 #[derive(Debug)]
 pub struct RerequestServer {
     session: Option<[u8; 10]>,
-    first_seq: u64,
-    /// Message `first_seq + i` is `bytes[offsets[i]..offsets[i + 1]]`.
-    bytes: Vec<u8>,
-    offsets: Vec<usize>,
+    msgs: crate::glimpse::FeedMessages,
     faults: ServerFaults,
     rng: Xoshiro256PlusPlus,
     /// Largest UDP payload of an answer.
@@ -79,9 +76,7 @@ impl RerequestServer {
     pub fn new(faults: ServerFaults) -> RerequestServer {
         RerequestServer {
             session: None,
-            first_seq: 0,
-            bytes: Vec::new(),
-            offsets: vec![0],
+            msgs: crate::glimpse::FeedMessages::default(),
             rng: Xoshiro256PlusPlus::seed_from_u64(faults.seed),
             faults,
             max_payload: 1400,
@@ -99,23 +94,11 @@ impl RerequestServer {
             return Ok(0);
         }
         match self.session {
-            None => {
-                self.session = Some(p.session());
-                self.first_seq = p.sequence_number();
-            }
+            None => self.session = Some(p.session()),
             Some(s) if s != p.session() => return Ok(0),
             Some(_) => {}
         }
-        let mut taken = 0;
-        for (seq, m) in (p.sequence_number()..).zip(p.messages()) {
-            let (_, msg) = m?;
-            if seq == self.next_seq() {
-                self.bytes.extend_from_slice(msg);
-                self.offsets.push(self.bytes.len());
-                taken += 1;
-            }
-        }
-        Ok(taken)
+        self.msgs.load_packet(payload)
     }
 
     /// The session it serves (that of the first packet loaded).
@@ -124,11 +107,11 @@ impl RerequestServer {
     }
     /// The first message it holds.
     pub fn first_seq(&self) -> u64 {
-        self.first_seq
+        self.msgs.first_seq()
     }
     /// One past the last message it holds.
     pub fn next_seq(&self) -> u64 {
-        self.first_seq + (self.offsets.len() - 1) as u64
+        self.msgs.next_seq()
     }
 
     /// Whether the server withholds `seq` always (`refuse_share`).
@@ -173,7 +156,7 @@ impl RerequestServer {
         let mut cur: Option<Vec<u8>> = None;
         let mut sent = 0u64;
         for seq in req.sequence_number..req.sequence_number + asked {
-            let held = seq >= self.first_seq && seq < self.next_seq();
+            let held = self.msgs.get(seq).is_some();
             if !held || sent == limit || self.refuses(seq) {
                 if held && sent < limit {
                     self.refused.insert(seq);
@@ -182,8 +165,7 @@ impl RerequestServer {
                 out.extend(cur.take());
                 continue;
             }
-            let i = (seq - self.first_seq) as usize;
-            let msg = &self.bytes[self.offsets[i]..self.offsets[i + 1]];
+            let msg = self.msgs.get(seq).expect("held");
             if cur.as_ref().is_some_and(|p| p.len() + 2 + msg.len() > self.max_payload) {
                 out.extend(cur.take());
             }

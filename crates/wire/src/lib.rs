@@ -20,6 +20,7 @@ pub mod itch50;
 pub mod moldudp64;
 pub mod opra;
 pub mod opra_binary;
+pub mod soupbintcp;
 pub mod udp;
 pub mod xdp;
 pub mod xdp_integrated;

@@ -158,6 +158,8 @@ pub(super) struct Downstream<'p> {
     pub(super) cpu_ns: u64,
     /// The HR stream over time.
     pub(super) timeline: Timeline,
+    /// The snapshot a late join loaded, counted apart from the stream's messages.
+    pub(super) snapshot: Option<super::report::SnapshotLoad>,
 }
 
 impl<'p> Downstream<'p> {
@@ -213,6 +215,37 @@ impl<'p> Downstream<'p> {
                 o.filter = std::mem::take(&mut o.filter).instruments([id]);
             }
         }
+    }
+
+    /// Load a snapshot's messages into the HR stream's feed (its books), delivered to the
+    /// stream's consumers as the feed's own events are (with sequence number 0: they are
+    /// the state, not the feed's messages). Counted apart: the stream's counts stay the
+    /// arbitrator's.
+    pub(super) fn load_snapshot(&mut self, snap: &tickplant_core::glimpse::Snapshot) {
+        let mut load = super::report::SnapshotLoad { seq: snap.next_seq, ..Default::default() };
+        let now = crate::live::realtime_ns();
+        let mut payload = Vec::with_capacity(1 << 16);
+        let mut msgs = snap.messages().peekable();
+        while msgs.peek().is_some() {
+            // MoldUDP64 packets of the snapshot's messages, as the decoder reads packets.
+            payload.clear();
+            payload.extend_from_slice(&[0u8; 20]);
+            let mut n = 0u16;
+            while let Some(m) = msgs.next_if(|_| n < 1024) {
+                payload.extend_from_slice(&(m.len() as u16).to_be_bytes());
+                payload.extend_from_slice(m);
+                n += 1;
+            }
+            payload[18..20].copy_from_slice(&n.to_be_bytes());
+            let p = FeedPacket { payload: &payload, seq: 0, count: u32::from(n), arrival_ns: now, prefetched: false };
+            let d = self.feed.load_packet(&p);
+            load.messages += d.messages;
+            load.decoded += d.decoded;
+            load.undecodable += d.undecodable;
+            self.join_named(Stream::Hr);
+            self.deliver(Stream::Hr, false);
+        }
+        self.snapshot = Some(load);
     }
 
     /// Decode, book and deliver one packet the arbitrator released: its sequencer already

@@ -72,6 +72,7 @@ use crate::hist::{latency, Ticks};
 use crate::live::{LiveError, LiveOptions};
 use crate::outputs::{run_with, Outputs};
 use crate::pcap::{FrameReader, PcapError};
+use crate::recovery::Prefixed;
 use crate::runner::{Feed, RunError, RunOptions, Sampler};
 use crate::source::{AnySource, Source, SourceError};
 
@@ -311,6 +312,9 @@ pub struct PipelineSpec {
     pub latency_sample: u32,
     /// Progress lines on stderr about once a second.
     pub progress: bool,
+    /// Join late: the books from a GLIMPSE snapshot, then the live feed from its
+    /// sequence number on (`[recovery] snapshot`).
+    pub snapshot: Option<crate::recovery::SnapshotConfig>,
 }
 
 /// The stages are timed on one packet (and one frame) in this many unless configured.
@@ -418,6 +422,8 @@ pub enum PipelineError {
     /// A thread of the run could not start, panicked, or ended with an error (a consumer's
     /// file or exchange).
     Thread { thread: String, reason: String },
+    /// A late join's snapshot could not be had.
+    Recovery(crate::recovery::RecoveryError),
 }
 
 impl std::fmt::Display for PipelineError {
@@ -427,6 +433,7 @@ impl std::fmt::Display for PipelineError {
             PipelineError::Live(e) => e.fmt(f),
             PipelineError::Spec(reason) => f.write_str(reason),
             PipelineError::Thread { thread, reason } => write!(f, "{thread}: {reason}"),
+            PipelineError::Recovery(e) => e.fmt(f),
         }
     }
 }
@@ -436,6 +443,7 @@ impl std::error::Error for PipelineError {
         match self {
             PipelineError::Capture(e) => Some(e),
             PipelineError::Live(e) => Some(e),
+            PipelineError::Recovery(e) => Some(e),
             _ => None,
         }
     }
@@ -535,9 +543,21 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
     check_cores(spec).map_err(cfg_err)?;
-    let mut source = AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?;
+    let mut source = Prefixed::new(AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?);
     let links: Vec<LinkType> = (0..source.inputs()).map(|i| source.link_type(i)).collect();
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
+    // A late join: the live feed buffered while the snapshot comes, then arbitrated from
+    // the snapshot's sequence number (what came before it is in the snapshot).
+    let mut late = None;
+    if let Some(cfg) = &spec.snapshot {
+        if !matches!(spec.decoder, FeedDecoder::Itch50) {
+            return Err(cfg_err("[recovery] snapshot: GLIMPSE snapshots are ITCH 5.0's (decoder = \"itch50\")".into()));
+        }
+        let (snap, buffered, report) =
+            crate::recovery::late_join(&mut source.inner, &seq, cfg).map_err(PipelineError::Recovery)?;
+        source.set_prefix(buffered);
+        late = Some((snap, report));
+    }
     // The LL stream is decoded when a consumer reads it or the books follow it.
     let ll_on = spec.book_stream == Stream::Ll || spec.consumers.iter().any(|c| c.stream == Stream::Ll);
     if spec.book_stream == Stream::Ll && !matches!(spec.decoder, FeedDecoder::Itch50 | FeedDecoder::Nyse(_)) {
@@ -548,6 +568,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     arb_cfg.inputs = spec.inputs.len();
     arb_cfg.low_latency = ll_on || spec.outputs.ll.is_some();
     arb_cfg.high_reliability = true;
+    if let Some((snap, _)) = &late {
+        arb_cfg.start_seq = Some(snap.next_seq);
+    }
     let mut arb = Arbitrator::new(arb_cfg, seq).map_err(|e| cfg_err(e.to_string()))?;
     let o = &spec.outputs;
     let mut stream_outs = Outputs::open(o.ll.as_deref(), o.hr.as_deref(), o.other.as_deref(), links[0], o.rotate)
@@ -590,7 +613,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         });
         let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
         let alone = alone_on(spec, core);
-        let live = source.is_live();
+        let live = source.inner.is_live();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("consumer-{}", c.name))
@@ -615,7 +638,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         FeedDecoder::Itch50 | FeedDecoder::OpraBinary { .. } | FeedDecoder::Nyse(_) => None,
         FeedDecoder::OpraFast(o) => {
             let mut p = (*o.program).clone();
-            if o.profile_blocks > 0 && !source.is_live() {
+            if o.profile_blocks > 0 && !source.inner.is_live() {
                 specialised = specialise_opra(&mut p, &spec.inputs[0], &spec.sequencer, o)?;
             }
             Some(p)
@@ -671,7 +694,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         time_all: false,
         cpu_ns: 0,
         timeline: Timeline::default(),
+        snapshot: None,
     };
+    if let Some((snap, _)) = &late {
+        down.load_snapshot(snap);
+    }
     let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
     let started = Instant::now();
@@ -775,7 +802,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
-    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, timeline, .. } = down;
+    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, timeline, snapshot, .. } = down;
     let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_)) {
         "2 decode + map (per packet)"
     } else {
@@ -834,6 +861,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         latency_sample: spec.latency_sample.max(1),
         latency_ns,
         timeline,
+        late_join: late.map(|(_, r)| r),
+        snapshot,
     };
     Ok(Outcome { report, books, symbols, opra_series })
 }

@@ -121,6 +121,16 @@ pub struct MatchReport {
 }
 
 /// What the feed handler of one stream did (the HR stream's are the report's own fields).
+/// A snapshot loaded into the books: its messages, decoded or not, and the sequence
+/// number the feed went on from.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SnapshotLoad {
+    pub seq: u64,
+    pub messages: u64,
+    pub decoded: u64,
+    pub undecodable: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct StreamReport {
     pub packets_in: u64,
@@ -133,6 +143,12 @@ pub struct StreamReport {
 /// The end-of-run report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
+    /// A late join: the snapshots asked for, and what was buffered meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_join: Option<crate::recovery::LateJoinReport>,
+    /// The snapshot's messages loaded into the books (not counted in the stream's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotLoad>,
     pub inputs: Vec<String>,
     /// Live inputs: what each received, and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -206,8 +222,13 @@ impl Report {
                 (Some(ll), Stream::Ll) => ("LL", ll.decoded),
                 _ => ("HR", self.decoded),
             };
-            if decoded != self.book.total() {
-                return Err(format!("{stream} decoded {decoded} != book outcomes {}", self.book.total()));
+            // A snapshot's messages went to the books too.
+            let loaded = self.snapshot.map_or(0, |s| s.decoded);
+            if decoded + loaded != self.book.total() {
+                return Err(format!(
+                    "{stream} decoded {decoded} + snapshot {loaded} != book outcomes {}",
+                    self.book.total()
+                ));
             }
         }
         // OPRA FAST blocks are counted message by message as they are read: the header's
@@ -288,6 +309,22 @@ pub fn summary(r: &Report) -> String {
             "  live {}: {} datagrams, {} dropped in the kernel, {} truncated",
             l.input, l.datagrams, l.kernel_drops, l.truncated
         );
+    }
+    if let (Some(j), Some(l)) = (&r.late_join, &r.snapshot) {
+        let _ = writeln!(
+            s,
+            "  late join: snapshot of {} messages ({} decoded) from sequence {} after {} attempt(s); live feed first seen at {}, {} frames buffered in {:.3} s",
+            l.messages,
+            l.decoded,
+            l.seq,
+            j.attempts,
+            j.live_first.map_or("-".to_string(), |f| f.to_string()),
+            j.buffered_frames,
+            j.wait_s
+        );
+        for f in &j.failures {
+            let _ = writeln!(s, "    retried after: {f}");
+        }
     }
     if let Some(a) = &r.arbitration {
         for (i, st) in a.inputs.iter().enumerate() {

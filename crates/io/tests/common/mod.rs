@@ -56,6 +56,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         policy_changes: Vec::new(),
         book_stream: Stream::Hr,
         progress: false,
+        snapshot: None,
         live: Default::default(),
         outputs: Default::default(),
     }
