@@ -162,8 +162,18 @@ pub fn arbitrator(data: &[u8]) {
         reset_jump: if cfg_byte & 8 != 0 { 64 } else { 0 },
         idle_ns: if cfg_byte & 16 != 0 { 500 } else { 0 },
         start_seq: (cfg_byte & 32 != 0).then_some(1),
+        // Re-request on: its answers are a third input, and its requests are drained.
+        rerequest: (cfg_byte & 64 != 0).then_some(tickplant_core::RerequestConfig {
+            line_wait_ns: 300,
+            max_msgs: 3,
+            max_outstanding: 2,
+            retry_ns: 200,
+            max_retries: 2,
+            ..Default::default()
+        }),
         ..Default::default()
     };
+    let inputs = if cfg.rerequest.is_some() { 3 } else { 2 };
     let mut arb = Arbitrator::new(cfg, Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).expect("preset"))
         .expect("valid");
     let mut sink = Check::default();
@@ -185,7 +195,7 @@ pub fn arbitrator(data: &[u8]) {
                     0,
                     &tickplant_wire::build::moldudp64_payload(session, seq, &refs),
                 );
-                arb.process(now, usize::from(kind & 1), &frame, &mut sink);
+                arb.process(now, usize::from(kind) % inputs, &frame, &mut sink);
             }
             5 => arb.advance_to(now, &mut sink),
             6 => {
@@ -198,6 +208,9 @@ pub fn arbitrator(data: &[u8]) {
                 arb.change_policy(now, p, &mut sink);
             }
             _ => arb.process(now, usize::from(a & 1), &op[..op.len().min(2)], &mut sink),
+        }
+        while let Some(q) = arb.poll_request() {
+            assert!(q.count >= 1 && q.count <= 3, "a request of at most max_msgs: {q:?}");
         }
         let st = arb.stats();
         check_stats(&st).expect("accounting balances");

@@ -392,3 +392,72 @@ fn a_rejected_login_is_a_clear_error() {
     assert!(err.contains("login rejected") && err.contains("not authorized"), "{err}");
     procs.wait(gl);
 }
+
+/// Gaps re-request cannot fill (the server refuses a share of the sequence numbers): the
+/// books go stale at each, a snapshot rebuilds them, and a consumer sees each gap record
+/// and then a `trusted` record, in order; no record between a gap and the `trusted` after
+/// it claims a trusted book, none after it a stale one; the books equal the truth at the end.
+#[test]
+fn a_gap_re_request_cannot_fill_is_recovered_by_a_snapshot() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 61 --symbols 20 --messages 12000 --out day.pcap --truth truth.jsonl"));
+    ok(p, &words("sim impair --in day.pcap --seed 61 --loss-a 0.03 --loss-b 0.03 --out-a a.pcap --out-b b.pcap"));
+    let (pa, pb, ps, pf) = (port(), port(), port(), port());
+    let pg = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = late_config(pa, pb, ps, pg, "snapshot-interval-s = 0.05\n")
+        .replace("timeout-us = 300000", "timeout-us = 60000")
+        .replace("[run]", "[[consumer]]\nname = \"all\"\naction = \"jsonl\"\npath = \"records.jsonl\"\n[run]");
+    std::fs::write(p.join("run.toml"), cfg).unwrap();
+    let mut procs = Procs(Vec::new());
+    let rr = procs.spawn(
+        p,
+        &format!("sim rerequest-server --feed day.pcap --listen 127.0.0.1:{ps} --refuse-share 0.3 --duration 6"),
+    );
+    let gl = procs.spawn(
+        p,
+        &format!(
+            "sim glimpse --feed day.pcap --listen 127.0.0.1:{pg} --follow udp://127.0.0.1:{pf} --username user1 \
+             --password pw --duration 6"
+        ),
+    );
+    let handler = procs.spawn(p, "run run.toml --quiet");
+    std::thread::sleep(Duration::from_millis(500));
+    ok(p, &words(&format!("replay -q --pps 5000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb} day.pcap=127.0.0.1:{pf}")));
+    procs.wait(handler);
+    procs.wait(gl);
+    procs.wait(rr);
+    let r = json(&p.join("report.json"));
+    let gaps = r["arbitration"]["hr"]["gaps"].as_u64().unwrap();
+    assert!(gaps > 0, "the server refuses some: {}", r["arbitration"]["rerequest"]);
+    let rs = &r["resync"];
+    assert!(rs["applied"].as_u64().unwrap() >= 1, "{rs}");
+    assert_eq!(r["stale_books"], 0, "{rs}");
+    let differ = books_differ(p);
+    assert!(differ.is_empty(), "books differ for {differ:?}; {rs}");
+    // The records: after each gap the books are stale until a trusted record; a trusted
+    // record follows the last gap.
+    let (mut stale, mut gap_records, mut trusted) = (false, 0, 0);
+    for l in std::fs::read_to_string(p.join("records.jsonl")).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        match v["action"].as_str().unwrap() {
+            "gap" => {
+                stale = true;
+                gap_records += 1;
+            }
+            "trusted" => {
+                assert!(stale, "a trusted record only after a gap");
+                stale = false;
+                trusted += 1;
+            }
+            _ => {
+                let flagged = v["flags"].as_u64().unwrap() & 0x40 != 0;
+                if v["instrument_id"].as_u64().unwrap() != 0 && !stale {
+                    assert!(!flagged, "a trusted book's event is not flagged stale: {v}");
+                }
+            }
+        }
+    }
+    assert_eq!(gap_records as u64, gaps);
+    assert!(trusted >= 1 && !stale, "{trusted} trusted records; stale at the end: {stale}");
+}

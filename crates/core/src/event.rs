@@ -42,10 +42,14 @@ pub enum EventAction {
     /// `u32::MAX`), `aux` the reason ([`crate::arb::GapReason::code`]), `ts_recv` and
     /// `ts_event` when it was given up. See [`crate::feed::gap_event`].
     Gap = 11,
+    /// The books are trusted again (a record, not a market event): rebuilt from a snapshot
+    /// after a gap had made them stale, exact from `sequence` on; `instrument_id`
+    /// `u32::MAX`: every book of the stream. (A gap record is where they went stale.)
+    Trusted = 12,
 }
 
 impl EventAction {
-    pub const ALL: [EventAction; 11] = [
+    pub const ALL: [EventAction; 12] = [
         EventAction::Add,
         EventAction::Cancel,
         EventAction::Delete,
@@ -57,6 +61,7 @@ impl EventAction {
         EventAction::Imbalance,
         EventAction::Quote,
         EventAction::Gap,
+        EventAction::Trusted,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -71,6 +76,7 @@ impl EventAction {
             EventAction::Imbalance => "imbalance",
             EventAction::Quote => "quote",
             EventAction::Gap => "gap",
+            EventAction::Trusted => "trusted",
         }
     }
     pub fn index(self) -> usize {
@@ -84,7 +90,8 @@ impl std::str::FromStr for EventAction {
         EventAction::ALL.into_iter().find(|a| a.as_str() == s).ok_or_else(|| crate::error::UnknownName {
             what: "action",
             name: s.into(),
-            expected: "one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote, gap",
+            expected:
+                "one of add, cancel, delete, modify, execute, trade, clear, status, imbalance, quote, gap, trusted",
         })
     }
 }

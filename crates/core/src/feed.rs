@@ -298,6 +298,12 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     pub fn into_books(self) -> (Option<Books>, SymbolDirectory) {
         (BOOKS.then_some(self.books), self.dir)
     }
+    /// Forget every order (a snapshot is about to rebuild the books): see [`Books::reset`].
+    pub fn reset_books(&mut self) {
+        if BOOKS {
+            self.books.reset();
+        }
+    }
     /// Decoded messages by type letter.
     pub fn by_type(&self) -> BTreeMap<String, u64> {
         (0..256).filter(|&t| self.by_type[t] > 0).map(|t| (((t as u8) as char).to_string(), self.by_type[t])).collect()

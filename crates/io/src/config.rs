@@ -292,6 +292,8 @@ pub struct RecoverySection {
     pub snapshot_timeout_s: Option<f64>,
     /// The live feed kept while the snapshot comes, at most this many bytes. [1 GiB]
     pub buffer_bytes: Option<usize>,
+    /// Snapshots that recover stale books, at most one this often, seconds. [1]
+    pub snapshot_interval_s: Option<f64>,
 }
 
 impl RecoverySection {
@@ -337,6 +339,7 @@ impl RecoverySection {
                 (self.snapshot_retries.is_some(), "snapshot-retries"),
                 (self.snapshot_timeout_s.is_some(), "snapshot-timeout-s"),
                 (self.buffer_bytes.is_some(), "buffer-bytes"),
+                (self.snapshot_interval_s.is_some(), "snapshot-interval-s"),
             ];
             if let Some((_, key)) = set.iter().find(|(s, _)| *s) {
                 return Err(invalid(format!(
@@ -370,6 +373,15 @@ impl RecoverySection {
             retries: self.snapshot_retries.unwrap_or(d.retries),
             timeout,
             max_buffered: self.buffer_bytes.unwrap_or(d.max_buffered),
+            interval: match self.snapshot_interval_s {
+                Some(t) if !(t >= 0.0 && t.is_finite()) => {
+                    return Err(invalid(format!(
+                        "[recovery] snapshot-interval-s = {t}: a number of seconds, 0 or more"
+                    )))
+                }
+                Some(t) => std::time::Duration::from_secs_f64(t),
+                None => d.interval,
+            },
             ..d
         }))
     }

@@ -489,7 +489,11 @@ impl ToDbn {
                 let r = self.record(e, b'R', 0, dbn::UNDEF_PRICE, 0, true);
                 out.push(r);
             }
-            EventAction::Status | EventAction::Imbalance | EventAction::Quote | EventAction::Gap => {}
+            EventAction::Status
+            | EventAction::Imbalance
+            | EventAction::Quote
+            | EventAction::Gap
+            | EventAction::Trusted => {}
         }
         out.len() - before
     }

@@ -31,6 +31,8 @@ pub struct SnapshotConfig {
     pub max_buffered: usize,
     /// How long to wait for the feed's first packet before the first snapshot.
     pub first_packet_wait: Duration,
+    /// Snapshots to recover stale books are taken no more often than this.
+    pub interval: Duration,
 }
 
 impl Default for SnapshotConfig {
@@ -42,6 +44,7 @@ impl Default for SnapshotConfig {
             timeout: Duration::from_secs(30),
             max_buffered: 1 << 30,
             first_packet_wait: Duration::from_secs(1),
+            interval: Duration::from_secs(1),
         }
     }
 }

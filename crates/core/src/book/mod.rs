@@ -245,6 +245,17 @@ impl Books {
         }
         ids.len()
     }
+    /// Forget every order and level, and trust the books again: a snapshot is about to
+    /// rebuild them. The counters go on. It writes the whole order table (`max-orders`
+    /// slots): for the rare recovery, never the per-message path.
+    pub fn reset(&mut self) {
+        self.table.slots.fill(Order::default());
+        self.table.len = 0;
+        self.zero = None;
+        self.zero_price = 0;
+        self.books.clear();
+        self.all_stale = false;
+    }
     pub fn any_stale(&self) -> bool {
         self.all_stale || self.books.iter().any(|b| b.stale)
     }

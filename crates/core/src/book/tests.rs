@@ -201,3 +201,38 @@ fn table_deletes_keep_probe_runs() {
         assert_eq!(t.find(id).is_some(), k % 2 == 1, "id {id}");
     }
 }
+
+#[test]
+fn reset_forgets_every_order_and_trusts_the_books() {
+    let mut b = Books::new(BookConfig { max_orders: 16, ..Default::default() });
+    for id in 0..5u64 {
+        let mut e = Event {
+            action: EventAction::Add,
+            order_id: id,
+            instrument_id: 1 + (id as u32 % 2),
+            side: Side::Bid,
+            price: 100 + id as i64,
+            size: 10,
+            ..Default::default()
+        };
+        assert!(b.apply(&mut e));
+    }
+    b.mark_all_stale();
+    b.reset();
+    assert_eq!(b.live_orders(), 0);
+    assert!(!b.any_stale());
+    assert_eq!(b.instruments().count(), 0);
+    // The same ids are new orders again.
+    let mut e = Event {
+        action: EventAction::Add,
+        order_id: 3,
+        instrument_id: 1,
+        side: Side::Ask,
+        price: 7,
+        size: 1,
+        ..Default::default()
+    };
+    assert!(b.apply(&mut e));
+    assert_eq!(b.live_orders(), 1);
+    b.check_consistency().unwrap();
+}

@@ -119,6 +119,14 @@ pub(super) fn write_event(w: &mut impl Write, e: &Event, json: bool) -> std::io:
 /// `size` the messages, `order_id` the last, `aux` the reason's code, `msg_type` its name)
 /// or a JSON line.
 pub(super) fn write_gap(w: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
+    if e.action == EventAction::Trusted {
+        // The books trusted again from `sequence` (see `EventAction::Trusted`).
+        return if json {
+            writeln!(w, "{{\"ts_recv\":{},\"action\":\"trusted\",\"from_seq\":{}}}", e.ts_recv, e.sequence)
+        } else {
+            writeln!(w, "{},{},{},{},trusted,none,0,0,0,0,0,", e.ts_recv, e.ts_event, e.sequence, e.instrument_id)
+        };
+    }
     let reason = GapReason::from_code(e.aux).map_or("unknown", GapReason::as_str);
     if json {
         writeln!(
@@ -293,7 +301,7 @@ pub(super) fn consumer_thread<T: Slot>(
                 // Counters of two cores can disagree by a few ticks: a negative delay counts as
                 // none (the report's lowest value, 1 tick).
                 let (e, published_tsc) = slot.stamped();
-                if e.action == EventAction::Gap {
+                if matches!(e.action, EventAction::Gap | EventAction::Trusted) {
                     // A gap of the stream: written where the consumer writes records, handed
                     // to your handler; no market event for the others.
                     res.gaps += 1;

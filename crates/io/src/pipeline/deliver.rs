@@ -158,8 +158,11 @@ pub(super) struct Downstream<'p> {
     pub(super) cpu_ns: u64,
     /// The HR stream over time.
     pub(super) timeline: Timeline,
-    /// The snapshot a late join loaded, counted apart from the stream's messages.
+    /// The snapshots loaded (a late join's, a recovery's) and the messages applied again
+    /// after one, counted apart from the stream's messages.
     pub(super) snapshot: Option<super::report::SnapshotLoad>,
+    /// Recovery of the stale books from snapshots (`[recovery] snapshot`, ITCH, books on HR).
+    pub(super) resync: Option<Box<super::resync::Resync>>,
 }
 
 impl<'p> Downstream<'p> {
@@ -191,6 +194,11 @@ impl<'p> Downstream<'p> {
         }
         let Some(h) = self.handler(stream) else { return };
         h.handle_gap(g);
+        if stream == Stream::Hr {
+            if let Some(r) = self.resync.as_deref_mut() {
+                r.on_gap(g.first_seq, g.last_seq);
+            }
+        }
         let e = gap_event(g);
         for o in self.outs.iter_mut().filter(|o| o.stream == stream) {
             o.publish_gap(&e);
@@ -221,8 +229,9 @@ impl<'p> Downstream<'p> {
     /// stream's consumers as the feed's own events are (with sequence number 0: they are
     /// the state, not the feed's messages). Counted apart: the stream's counts stay the
     /// arbitrator's.
-    pub(super) fn load_snapshot(&mut self, snap: &tickplant_core::glimpse::Snapshot) {
-        let mut load = super::report::SnapshotLoad { seq: snap.next_seq, ..Default::default() };
+    pub(super) fn load_snapshot(&mut self, snap: &tickplant_core::glimpse::Snapshot, deliver: bool) {
+        let mut load = self.snapshot.unwrap_or_default();
+        load.seq = snap.next_seq;
         let now = crate::live::realtime_ns();
         let mut payload = Vec::with_capacity(1 << 16);
         let mut msgs = snap.messages().peekable();
@@ -243,9 +252,73 @@ impl<'p> Downstream<'p> {
             load.decoded += d.decoded;
             load.undecodable += d.undecodable;
             self.join_named(Stream::Hr);
-            self.deliver(Stream::Hr, false);
+            if deliver {
+                self.deliver(Stream::Hr, false);
+            }
         }
         self.snapshot = Some(load);
+    }
+
+    /// While the books are stale and a snapshot is on its way: keep the packet, and
+    /// rebuild the books once the snapshot can be used (see `resync`).
+    #[cold]
+    fn resync_packet(&mut self, p: &FeedPacket<'_>) {
+        let Some(r) = self.resync.as_deref_mut() else { return };
+        r.on_packet(p.seq, p.count, p.arrival_ns, p.payload);
+        self.resync_poll();
+    }
+
+    /// Nothing to decode (a quiet stream, or its end): a snapshot on its way is looked at.
+    pub(super) fn resync_idle(&mut self) {
+        if self.resync.as_ref().is_some_and(|x| x.active()) {
+            self.resync_poll();
+        }
+    }
+
+    /// Rebuild the books if the snapshot on its way can be used now.
+    fn resync_poll(&mut self) {
+        let Some(r) = self.resync.as_deref_mut() else { return };
+        let Some((snap, again)) = r.poll() else { return };
+        if let tickplant_core::feed::AnyFeed::Itch50(f) = self.feed.decoder_mut() {
+            f.reset_books();
+        }
+        self.load_snapshot(&snap, false);
+        let from = snap.next_seq;
+        let mut replayed = 0;
+        for (seq, count, arrival_ns, payload) in again {
+            let (payload, seq, count) = if seq < from {
+                match super::resync::trim_payload(&payload, seq, from) {
+                    Some(t) => t,
+                    None => continue,
+                }
+            } else {
+                (payload, seq, count)
+            };
+            let p = FeedPacket { payload: &payload, seq, count, arrival_ns, prefetched: false };
+            let d = self.feed.load_packet(&p);
+            replayed += d.decoded;
+            if let Some(l) = self.snapshot.as_mut() {
+                l.messages += d.messages;
+                l.decoded += d.decoded;
+                l.undecodable += d.undecodable;
+            }
+            self.join_named(Stream::Hr);
+        }
+        if let Some(r) = self.resync.as_deref_mut() {
+            r.stats.replayed += replayed;
+        }
+        let now = crate::live::realtime_ns();
+        let e = Event {
+            ts_recv: now,
+            ts_event: now,
+            sequence: from,
+            instrument_id: u32::MAX,
+            action: tickplant_core::event::EventAction::Trusted,
+            ..Event::default()
+        };
+        for o in self.outs.iter_mut().filter(|o| o.stream == Stream::Hr) {
+            o.publish_gap(&e);
+        }
     }
 
     /// Decode, book and deliver one packet the arbitrator released: its sequencer already
@@ -260,7 +333,12 @@ impl<'p> Downstream<'p> {
         match stream {
             Stream::Hr => {
                 self.timeline.packet(r.arrival_ns, r.input, r.count);
-                self.feed.handle_packet(&p)
+                self.feed.handle_packet(&p);
+                if self.resync.as_ref().is_some_and(|x| x.active()) {
+                    self.join_named(stream);
+                    self.timed_deliver(stream, t0);
+                    return self.resync_packet(&p);
+                }
             }
             Stream::Ll => match self.ll.as_mut() {
                 Some(h) => h.handle_packet(&p),
@@ -379,5 +457,8 @@ impl Feed for Sink<'_, '_> {
     }
     fn done(&self, _arb: &Arbitrator) -> (u64, &'static str) {
         (self.down.feed.stats().decoded, "decoded")
+    }
+    fn idle(&mut self) {
+        self.down.resync_idle();
     }
 }

@@ -175,6 +175,7 @@ pub(super) fn decode_loop(
                 return;
             }
             idle += 1;
+            down.resync_idle();
             pause(idle, alone);
             continue;
         };

@@ -82,6 +82,7 @@ mod consumer;
 mod deliver;
 mod handoff;
 mod report;
+mod resync;
 mod threads;
 
 pub use consumer::{Record, NOT_TIMED};
@@ -695,9 +696,14 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         cpu_ns: 0,
         timeline: Timeline::default(),
         snapshot: None,
+        resync: spec
+            .snapshot
+            .clone()
+            .filter(|_| spec.book_stream == Stream::Hr)
+            .map(|c| Box::new(resync::Resync::new(c.clone(), c.interval))),
     };
     if let Some((snap, _)) = &late {
-        down.load_snapshot(snap);
+        down.load_snapshot(snap, true);
     }
     let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
@@ -802,7 +808,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     let mut latency_ns = BTreeMap::new();
     latency_ns.insert("1 arbitrate (per frame)".to_string(), latency_of(&h_arb, &clock));
-    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, timeline, snapshot, .. } = down;
+    let Downstream { feed, ll, h_decode_book, h_deliver, cpu_ns, timeline, snapshot, resync, .. } = down;
     let stage2 = if matches!(feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_)) {
         "2 decode + map (per packet)"
     } else {
@@ -862,6 +868,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         latency_ns,
         timeline,
         late_join: late.map(|(_, r)| r),
+        resync: resync.map(|r| r.stats),
         snapshot,
     };
     Ok(Outcome { report, books, symbols, opra_series })

@@ -149,6 +149,9 @@ pub struct Report {
     /// The snapshot's messages loaded into the books (not counted in the stream's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotLoad>,
+    /// Recovery of stale books from snapshots, when a snapshot server is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resync: Option<super::resync::ResyncStats>,
     pub inputs: Vec<String>,
     /// Live inputs: what each received, and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -59,7 +59,7 @@ EVENT_DTYPE = np.dtype(
 #: Action codes of ``EVENT_DTYPE['action']``.
 ACTIONS = {
     1: "add", 2: "cancel", 3: "delete", 4: "modify", 5: "execute", 6: "trade",
-    7: "clear", 8: "status", 9: "imbalance", 10: "quote", 11: "gap",
+    7: "clear", 8: "status", 9: "imbalance", 10: "quote", 11: "gap", 12: "trusted",
 }
 #: Side codes of ``EVENT_DTYPE['side']``.
 SIDES = {0: "none", 1: "bid", 2: "ask"}
