@@ -262,7 +262,8 @@ pub struct ArbArgs {
     /// microseconds, doubling each time. [default: 2000]
     #[arg(long, value_name = "US")]
     pub rerequest_retry_us: Option<u64>,
-    /// Re-request: times a request is sent again before it is given up. [default: 3]
+    /// Re-request: requests in a row that bring nothing before one is given up (one that
+    /// brings part of its range starts the count again). [default: 3]
     #[arg(long, value_name = "N")]
     pub rerequest_retries: Option<u32>,
 }
