@@ -13,8 +13,25 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
     let feeds = cfg.feed_configs()?;
     let mut specs = Vec::new();
     let mut stop = None;
+    // One metrics endpoint for the process; each feed's samples carry its name.
+    let hub = match &cfg.run.metrics {
+        Some(addr) => {
+            let hub = std::sync::Arc::new(tickplant_io::metrics::Hub::new());
+            let bound = tickplant_io::metrics::serve(addr, hub.clone())
+                .with_context(|| format!("[run] metrics = {addr:?}: cannot listen"))?;
+            if !quiet {
+                eprintln!("metrics: http://{bound}/metrics");
+            }
+            Some(hub)
+        }
+        None => None,
+    };
     for (name, c) in &feeds {
         let mut spec = c.spec(!quiet).with_context(|| feed_label(name))?;
+        if let Some(h) = &hub {
+            let label = if name.is_empty() { c.source.decoder.as_str().to_string() } else { name.clone() };
+            spec.metrics = Some((h.clone(), label));
+        }
         if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
             // A live run ends at SIGINT or SIGTERM (or after its duration): drained, the
             // arbitrator flushed, the report written, exit 0. One flag stops every feed.

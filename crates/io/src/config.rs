@@ -722,6 +722,8 @@ pub struct RunSection {
     /// Live inputs: spin on the sockets rather than sleep when they are empty (for a
     /// producer with a core to itself, `producer-core`).
     pub busy_poll: bool,
+    /// Serve Prometheus metrics on this address ("127.0.0.1:9400"); off when not given.
+    pub metrics: Option<String>,
 }
 
 /// One feed of a multi-feed run (`[[feed]]`, with `[feed.source]`, `[feed.arbitration]`
@@ -800,6 +802,7 @@ impl Default for RunSection {
             report: None,
             duration_s: None,
             busy_poll: false,
+            metrics: None,
         }
     }
 }
@@ -1066,6 +1069,7 @@ impl RunConfig {
             latency_sample: self.run.latency_sample,
             progress,
             snapshot,
+            metrics: None,
             live: crate::live::LiveOptions {
                 duration,
                 busy_poll: self.run.busy_poll,

@@ -20,6 +20,7 @@ pub mod fixnet;
 pub mod hist;
 pub mod itch;
 pub mod live;
+pub mod metrics;
 pub mod netns;
 pub mod outputs;
 pub mod pcap;

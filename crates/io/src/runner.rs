@@ -40,10 +40,19 @@ pub trait Feed: ArbSink {
     /// A live source has nothing yet: pass on what is held back for a batch (nothing else
     /// would push it out on a quiet line).
     fn idle(&mut self) {}
+    /// Time to publish metrics ([`RunOptions::publish`]): a feed that runs later stages on
+    /// this thread publishes theirs.
+    fn publish(&mut self) {}
+}
+
+/// Where the runner publishes the producer's counters (about every
+/// [`crate::metrics::PUBLISH_EVERY`], and at the end).
+pub trait Publish {
+    fn producer(&self, arb: &Arbitrator, live: Vec<crate::live::LiveInputStats>, frames: u64, arbitrate: &Ticks);
 }
 
 /// How the runner goes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct RunOptions<'a> {
     /// Time the arbitrate stage on one frame in this many (`u32::MAX`: practically never).
     pub sample: u32,
@@ -51,6 +60,20 @@ pub struct RunOptions<'a> {
     pub progress: bool,
     /// Policy changes: (ns after the first frame, the new policy), in time order.
     pub changes: &'a [(u64, Policy)],
+    /// Publish the counters for a metrics endpoint (off the per-frame path: a clock read
+    /// every 1,024 frames).
+    pub publish: Option<&'a dyn Publish>,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("sample", &self.sample)
+            .field("progress", &self.progress)
+            .field("changes", &self.changes)
+            .field("publish", &self.publish.is_some())
+            .finish()
+    }
 }
 
 /// What a run through the input did.
@@ -139,6 +162,16 @@ pub fn run<S: Source, F: Feed>(
     let mut change_at = if changes.is_empty() { u64::MAX } else { 0 };
     let mut base = None;
     let mut next_progress = started + Duration::from_secs(1);
+    let mut next_publish = started;
+    let mut publish = |source: &S, arb: &Arbitrator, feed: &mut F, frames: u64, h_arb: &Ticks, force: bool| {
+        if let Some(p) = opts.publish {
+            if force || Instant::now() >= next_publish {
+                next_publish = Instant::now() + crate::metrics::PUBLISH_EVERY;
+                p.producer(arb, source.live_stats(), frames, h_arb);
+                feed.publish();
+            }
+        }
+    };
     loop {
         let Some((input, f)) = source.next_frame().map_err(RunError::Source)? else {
             // A live source with nothing yet: its clock moves the arbitrator's (waits end on
@@ -150,6 +183,7 @@ pub fn run<S: Source, F: Feed>(
             arb.advance_to(last_ts, feed);
             send_requests(source, arb);
             feed.idle();
+            publish(source, arb, feed, frames, h_arb, false);
             if feed.stopped() {
                 return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
             }
@@ -191,6 +225,9 @@ pub fn run<S: Source, F: Feed>(
         if feed.stopped() {
             return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
         }
+        if frames.is_multiple_of(1024) && opts.publish.is_some() {
+            publish(source, arb, feed, frames, h_arb, false);
+        }
         if opts.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);
             let (messages, what) = feed.done(arb);
@@ -202,6 +239,7 @@ pub fn run<S: Source, F: Feed>(
     }
     arb.finish(last_ts, feed);
     feed.flush();
+    publish(source, arb, feed, frames, h_arb, true);
     Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change })
 }
 

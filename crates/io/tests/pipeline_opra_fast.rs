@@ -47,6 +47,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         book_stream: Stream::Hr,
         progress: false,
         snapshot: None,
+        metrics: None,
         live: Default::default(),
         outputs: Default::default(),
     }

@@ -163,6 +163,11 @@ pub(super) struct Downstream<'p> {
     pub(super) snapshot: Option<super::report::SnapshotLoad>,
     /// Recovery of the stale books from snapshots (`[recovery] snapshot`, ITCH, books on HR).
     pub(super) resync: Option<Box<super::resync::Resync>>,
+    /// Publish for the metrics endpoint (the hub, the feed's name, the clock for latencies).
+    pub(super) metrics: Option<(Arc<crate::metrics::Hub>, String, crate::clock::TscClock)>,
+    pub(super) next_publish: std::time::Instant,
+    /// HR gaps and messages lost, by reason (its code).
+    pub(super) gap_counts: [(u64, u64); tickplant_core::GapReason::ALL.len()],
 }
 
 impl<'p> Downstream<'p> {
@@ -195,6 +200,9 @@ impl<'p> Downstream<'p> {
         let Some(h) = self.handler(stream) else { return };
         h.handle_gap(g);
         if stream == Stream::Hr {
+            let c = &mut self.gap_counts[usize::from(g.reason.code())];
+            c.0 += 1;
+            c.1 += g.messages;
             if let Some(r) = self.resync.as_deref_mut() {
                 r.on_gap(g.first_seq, g.last_seq);
             }
@@ -266,6 +274,67 @@ impl<'p> Downstream<'p> {
         let Some(r) = self.resync.as_deref_mut() else { return };
         r.on_packet(p.seq, p.count, p.arrival_ns, p.payload);
         self.resync_poll();
+    }
+
+    /// Publish for the metrics endpoint if it is time (a clock read).
+    pub(super) fn maybe_publish(&mut self) {
+        if self.metrics.is_some() && std::time::Instant::now() >= self.next_publish {
+            self.next_publish = std::time::Instant::now() + crate::metrics::PUBLISH_EVERY;
+            self.publish_metrics();
+        }
+    }
+
+    /// Copy the decode side's counters to the metrics hub.
+    pub(super) fn publish_metrics(&self) {
+        let Some((hub, feed, clock)) = &self.metrics else { return };
+        let mut c = *clock;
+        c.finish();
+        let st = self.feed.stats();
+        let mut snap = crate::metrics::DecodeSnap {
+            packets_in: st.packets_in,
+            messages_in: st.messages_in,
+            decoded: st.decoded,
+            undecodable: st.undecodable,
+            gaps: tickplant_core::GapReason::ALL
+                .iter()
+                .zip(&self.gap_counts)
+                .filter(|(_, c)| c.0 > 0)
+                .map(|(r, c)| (*r, c.0, c.1))
+                .collect(),
+            consumers: self
+                .outs
+                .iter()
+                .map(|o| crate::metrics::ConsumerSnap {
+                    name: o.name.clone(),
+                    matched: o.matched,
+                    delivered: o.delivered,
+                    dropped: o.dropped,
+                    waits: o.waits,
+                    records: o.gaps,
+                })
+                .collect(),
+            stages: vec![
+                ("decode_book", crate::metrics::Quantiles::of(&self.h_decode_book, c.ns_per_tick())),
+                ("deliver", crate::metrics::Quantiles::of(&self.h_deliver, c.ns_per_tick())),
+            ],
+            ..Default::default()
+        };
+        if let Some(r) = &self.resync {
+            snap.resync_applied = r.stats.applied;
+            snap.resync_snapshots = r.stats.snapshots;
+        }
+        let books = match self.book_feed() {
+            tickplant_core::feed::AnyFeed::Itch50(f) => f.books(),
+            tickplant_core::feed::AnyFeed::NyseXdp(f) => Some(f.books()),
+            _ => None,
+        };
+        if let Some(b) = books {
+            snap.book = *b.stats();
+            snap.books = b.instruments().count() as u64;
+            snap.stale_books = b.instruments().filter(|(_, x)| x.is_stale()).count() as u64;
+            snap.live_orders = b.live_orders() as u64;
+        }
+        hub.publish_decode(feed, snap);
     }
 
     /// Nothing to decode (a quiet stream, or its end): a snapshot on its way is looked at.
@@ -460,5 +529,8 @@ impl Feed for Sink<'_, '_> {
     }
     fn idle(&mut self) {
         self.down.resync_idle();
+    }
+    fn publish(&mut self) {
+        self.down.publish_metrics();
     }
 }

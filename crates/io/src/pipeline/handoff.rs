@@ -176,6 +176,7 @@ pub(super) fn decode_loop(
             }
             idle += 1;
             down.resync_idle();
+            down.maybe_publish();
             pause(idle, alone);
             continue;
         };
@@ -213,6 +214,7 @@ pub(super) fn decode_loop(
                 Item::Gap(g) => down.gap(&g),
             }
         }
+        down.maybe_publish();
         b.bytes.clear();
         b.items.clear();
         b.hints.clear();

@@ -316,6 +316,32 @@ pub struct PipelineSpec {
     /// Join late: the books from a GLIMPSE snapshot, then the live feed from its
     /// sequence number on (`[recovery] snapshot`).
     pub snapshot: Option<crate::recovery::SnapshotConfig>,
+    /// Publish the run's counters for a metrics endpoint (`[run] metrics`), under this
+    /// feed name.
+    pub metrics: Option<(Arc<crate::metrics::Hub>, String)>,
+}
+
+/// The producer's publisher for the metrics endpoint.
+struct ProducerMetrics {
+    hub: Arc<crate::metrics::Hub>,
+    feed: String,
+    inputs: Vec<String>,
+    clock: TscClock,
+}
+
+impl crate::runner::Publish for ProducerMetrics {
+    fn producer(&self, arb: &Arbitrator, live: Vec<crate::live::LiveInputStats>, frames: u64, arbitrate: &Ticks) {
+        let mut c = self.clock;
+        c.finish();
+        let snap = crate::metrics::ProducerSnap {
+            inputs: self.inputs.clone(),
+            arb: arb.stats(),
+            live,
+            frames,
+            arbitrate: Some(crate::metrics::Quantiles::of(arbitrate, c.ns_per_tick())),
+        };
+        self.hub.publish_producer(&self.feed, snap);
+    }
 }
 
 /// The stages are timed on one packet (and one frame) in this many unless configured.
@@ -696,6 +722,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         cpu_ns: 0,
         timeline: Timeline::default(),
         snapshot: None,
+        metrics: None,
+        next_publish: Instant::now(),
+        gap_counts: [(0, 0); GapReason::ALL.len()],
         resync: spec
             .snapshot
             .clone()
@@ -707,10 +736,26 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     let mut h_arb = Ticks::new();
     let mut clock = TscClock::start();
+    let producer_metrics = spec.metrics.as_ref().map(|(hub, feed)| ProducerMetrics {
+        hub: hub.clone(),
+        feed: feed.clone(),
+        inputs: ["a", "b"][..spec.inputs.len()]
+            .iter()
+            .chain(spec.arb.rerequest.is_some().then_some(&"rerequest"))
+            .map(|s| s.to_string())
+            .collect(),
+        clock,
+    });
+    down.metrics = spec.metrics.as_ref().map(|(hub, feed)| (hub.clone(), feed.clone(), clock));
     let started = Instant::now();
     let producer_cpu0 = crate::clock::thread_cpu_ns();
     let mut producer_cpu = 0;
-    let opts = RunOptions { sample: spec.latency_sample, progress: spec.progress, changes: &spec.policy_changes };
+    let opts = RunOptions {
+        sample: spec.latency_sample,
+        progress: spec.progress,
+        changes: &spec.policy_changes,
+        publish: producer_metrics.as_ref().map(|p| p as &dyn crate::runner::Publish),
+    };
     // Called once the decode thread (if any) is started: see `pin`.
     let pin_producer = || {
         if let Some(c) = spec.producer_core {
@@ -774,6 +819,11 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     if let (Ok(mut d), Some(dir)) = (dir_shared.lock(), directory(down.feed.decoder())) {
         *d = dir.clone();
     }
+    // The last published values are the final ones.
+    if let Some(p) = &producer_metrics {
+        crate::runner::Publish::producer(p, &arb, source.live_stats(), frames, &h_arb);
+    }
+    down.publish_metrics();
     // Close the rings: consumers drain and finish.
     let outs = std::mem::take(&mut down.outs);
     let mut consumers = Vec::new();

@@ -57,6 +57,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         book_stream: Stream::Hr,
         progress: false,
         snapshot: None,
+        metrics: None,
         live: Default::default(),
         outputs: Default::default(),
     }

@@ -1,0 +1,139 @@
+//! Operations of a running handler: its Prometheus endpoint, scraped while a live run goes
+//! on (loopback, ports the kernel chose; every process bounded in time and killed on
+//! failure).
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::{finish, words};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+fn ok(dir: &Path, args: &[&str]) {
+    let o = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "tickplant {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `GET /metrics`: the body.
+fn scrape(port: u16) -> String {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    let (head, body) = r.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// A scrape's counters and gauges: (name, sorted labels) -> (is a counter, value).
+type Samples = HashMap<(String, Vec<(String, String)>), (bool, f64)>;
+
+/// The samples of a scrape, parsed by an independent parser (`prometheus-parse`).
+fn parse(text: &str) -> Samples {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text exposition format");
+    let mut out = HashMap::new();
+    for s in scrape.samples {
+        let mut labels: Vec<(String, String)> = s.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        labels.sort();
+        let (counter, v) = match s.value {
+            prometheus_parse::Value::Counter(v) => (true, v),
+            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => (false, v),
+            _ => continue,
+        };
+        out.insert((s.metric, labels), (counter, v));
+    }
+    out
+}
+
+fn value(m: &Samples, name: &str, labels: &[(&str, &str)]) -> u64 {
+    let mut l: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    l.sort();
+    m.get(&(name.to_string(), l)).unwrap_or_else(|| panic!("no {name} {labels:?}")).1 as u64
+}
+
+/// A live run scraped several times: each scrape parses, counters only grow, and the last
+/// scrape (after the feed has ended, before the run does) equals the final report.
+#[test]
+fn a_live_run_scraped_parses_grows_and_ends_at_the_report() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 71 --symbols 20 --messages 12000 --out day.pcap"));
+    ok(p, &words("sim impair --in day.pcap --seed 71 --loss-a 0.02 --loss-b 0.02 --out-a a.pcap --out-b b.pcap"));
+    let (pa, pb, pm) = (udp_port(), udp_port(), tcp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
+             [arbitration]\ntimeout-us = 50000\n[book]\nmax-orders = 100000\n\
+             [[consumer]]\nname = \"all\"\naction = \"count\"\n\
+             [run]\nreport = \"report.json\"\nduration-s = 4\nmetrics = \"127.0.0.1:{pm}\"\n"
+        ),
+    )
+    .unwrap();
+    let mut handler: Child =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 4000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    let mut scrapes = Vec::new();
+    for _ in 0..6 {
+        scrapes.push(parse(&scrape(pm)));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(replay.wait().unwrap().success());
+    // The feed has ended; the run goes on to its duration: its last values are published.
+    std::thread::sleep(Duration::from_millis(600));
+    let last = parse(&scrape(pm));
+    scrapes.push(last.clone());
+    finish(&mut handler, Duration::from_secs(30));
+    for w in scrapes.windows(2) {
+        for (k, (counter, v)) in &w[1] {
+            if *counter {
+                if let Some((_, before)) = w[0].get(k) {
+                    assert!(v >= before, "{k:?} went from {before} to {v}");
+                }
+            }
+        }
+    }
+    let grew = value(&scrapes[5], "tickplant_frames_total", &[("feed", "itch50")])
+        > value(&scrapes[0], "tickplant_frames_total", &[("feed", "itch50")]);
+    assert!(grew, "the scrapes saw the run going on");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
+    let f = [("feed", "itch50")];
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        let l = [("feed", "itch50"), ("input", name)];
+        assert_eq!(value(&last, "tickplant_input_packets_total", &l), r["arbitration"]["inputs"][i]["packets"]);
+        assert_eq!(value(&last, "tickplant_input_wins_total", &l), r["arbitration"]["inputs"][i]["wins"]);
+    }
+    let hr = [("feed", "itch50"), ("output", "hr")];
+    assert_eq!(value(&last, "tickplant_output_messages_total", &hr), r["arbitration"]["hr"]["messages"]);
+    assert_eq!(value(&last, "tickplant_output_gaps_total", &hr), r["arbitration"]["hr"]["gaps"]);
+    assert_eq!(value(&last, "tickplant_decoded_messages_total", &f), r["decoded"]);
+    assert_eq!(value(&last, "tickplant_frames_total", &f), r["frames"]);
+    assert_eq!(value(&last, "tickplant_book_live_orders", &f), r["live_orders"]);
+    assert_eq!(value(&last, "tickplant_books_stale", &f), r["stale_books"]);
+    let c = [("feed", "itch50"), ("consumer", "all")];
+    assert_eq!(value(&last, "tickplant_consumer_delivered_total", &c), r["consumers"][0]["delivered"]);
+    let gaps: u64 = r["gaps"].as_array().unwrap().len() as u64;
+    let timeout = [("feed", "itch50"), ("reason", "timeout")];
+    if gaps > 0 {
+        assert_eq!(value(&last, "tickplant_gaps_total", &timeout), gaps);
+    }
+}
