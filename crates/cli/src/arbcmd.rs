@@ -250,7 +250,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     };
     let started = std::time::Instant::now();
     // The runner every arbitrating command shares (tickplant_io::runner); nothing timed.
-    let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes, publish: None };
+    let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes, publish: None, control: None };
     let done = runner::run(&mut source, &mut arb, &mut sink, &mut Ticks::new(), opts).map_err(|e| anyhow!("{e}"))?;
     if let Some(e) = sink.error.take() {
         return Err(e);

@@ -69,6 +69,16 @@ enum Cmd {
         #[arg(long, value_name = "SECONDS")]
         duration: Option<f64>,
     },
+    /// Send a command to a running handler's control socket ([run] control) and print its
+    /// answer (a JSON line): `status`, or `policy FEED MODE [timeout-us=N] [max-msgs=N]`.
+    /// See docs/operations.md.
+    Ctl {
+        /// The handler's control socket.
+        socket: PathBuf,
+        /// The command and its arguments.
+        #[arg(required = true, num_args = 1.., trailing_var_arg = true)]
+        command: Vec<String>,
+    },
     /// Match strategies (conjunctions of predicates) against events, one JSON line out per
     /// event: {"event": i, "matches": [ids ascending]}. See docs/matching.md.
     Match(matchcmd::MatchArgs),
@@ -185,6 +195,14 @@ fn run(cli: Cli) -> Result<()> {
             runcmd::run_all(&cfg, quiet, duration)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Ctl { socket, command } => {
+            let answer = tickplant_io::control::send(&socket, &command.join(" "))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", socket.display()))?;
+            println!("{answer}");
+            if answer.contains("\"ok\":false") {
+                std::process::exit(1);
+            }
+        }
         Cmd::Decode(a) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             decodecmd::decode(&a, &mut out)?;

@@ -26,11 +26,26 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
         }
         None => None,
     };
+    let control = match &cfg.run.control {
+        Some(path) => {
+            let c = std::sync::Arc::new(tickplant_io::control::Control::new(hub.clone()));
+            tickplant_io::control::serve(path, c.clone())
+                .with_context(|| format!("[run] control = {:?}: cannot listen", path.display()))?;
+            if !quiet {
+                eprintln!("control: {} (tickplant ctl {} status)", path.display(), path.display());
+            }
+            Some(c)
+        }
+        None => None,
+    };
     for (name, c) in &feeds {
         let mut spec = c.spec(!quiet).with_context(|| feed_label(name))?;
+        let label = if name.is_empty() { c.source.decoder.as_str().to_string() } else { name.clone() };
         if let Some(h) = &hub {
-            let label = if name.is_empty() { c.source.decoder.as_str().to_string() } else { name.clone() };
-            spec.metrics = Some((h.clone(), label));
+            spec.metrics = Some((h.clone(), label.clone()));
+        }
+        if let Some(ctl) = &control {
+            spec.control = Some((ctl.clone(), label));
         }
         if spec.inputs.iter().any(|p| tickplant_io::live::Input::is_live(p)) {
             // A live run ends at SIGINT or SIGTERM (or after its duration): drained, the

@@ -137,3 +137,98 @@ fn a_live_run_scraped_parses_grows_and_ends_at_the_report() {
         assert_eq!(value(&last, "tickplant_gaps_total", &timeout), gaps);
     }
 }
+
+/// `tickplant ctl SOCKET ARGS...`: its exit status and answer line.
+fn ctl(dir: &Path, args: &[&str]) -> (bool, String) {
+    let o = Command::new(BIN).arg("ctl").args(args).current_dir(dir).output().unwrap();
+    (o.status.success(), String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// `tickplant ctl policy` mid-run: the window changes at that point (the gaps before it
+/// were given up by time, those after it skipped at once), nothing is lost or delivered
+/// twice, and the report lists the change; `status` answers, a bad command is refused and
+/// changes nothing; another user cannot use the socket.
+#[test]
+fn a_policy_changed_mid_run_takes_effect_there_and_loses_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 72 --symbols 20 --messages 16000 --out day.pcap"));
+    ok(p, &words("sim impair --in day.pcap --seed 72 --loss-a 0.1 --loss-b 0.1 --out-a a.pcap --out-b b.pcap"));
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
+             [arbitration]\nstart-seq = 1\ntimeout-us = 30000\nhr-out = \"hr.pcap\"\ngaps = \"gaps.csv\"\n\
+             [book]\nmax-orders = 100000\n\
+             [run]\nreport = \"report.json\"\nduration-s = 4\ncontrol = \"ctl.sock\"\n"
+        ),
+    )
+    .unwrap();
+    let mut handler: Child =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 4000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(900));
+    let (good, status) = ctl(p, &["ctl.sock", "status"]);
+    assert!(good && status.contains("\"ok\":true") && status.contains("itch50"), "{status}");
+    let (good, bad) = ctl(p, &["ctl.sock", "policy", "itch50", "sideways"]);
+    assert!(!good && bad.contains("unknown mode"), "{bad}");
+    let (good, changed) = ctl(p, &["ctl.sock", "policy", "itch50", "low-latency"]);
+    assert!(good && changed.contains("LowLatency"), "{changed}");
+    other_user_is_refused(p);
+    assert!(replay.wait().unwrap().success());
+    finish(&mut handler, Duration::from_secs(30));
+
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
+    let changes = r["control"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(changes[0]["result"].as_str().unwrap().contains("LowLatency"));
+    let at = changes[0]["at_ns"].as_u64().unwrap();
+    // Each message once, in order, or in a gap: nothing lost or delivered twice.
+    let got = common::messages(&p.join("hr.pcap"));
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, once");
+    let mut gaps = std::collections::BTreeSet::new();
+    let (mut before, mut after) = (0, 0);
+    for l in std::fs::read_to_string(p.join("gaps.csv")).unwrap().lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        gaps.extend(f[1].parse::<u64>().unwrap()..=f[2].parse::<u64>().unwrap());
+        match f[4] {
+            "timeout" => before += 1,
+            "skipped" => after += 1,
+            other => panic!("gap reason {other}"),
+        }
+    }
+    let delivered: std::collections::BTreeSet<u64> = got.iter().copied().collect();
+    let last = *delivered.iter().next_back().unwrap();
+    assert!((1..=last).all(|s| delivered.contains(&s) ^ gaps.contains(&s)), "each message delivered or a gap");
+    assert!(before > 0 && after > 0, "gaps by time before the change ({before}), skipped after ({after})");
+    let g = r["gaps"].as_array().unwrap();
+    assert!(
+        g.iter().all(|g| (g["reason"] == "timeout") == (g["at_ns"].as_u64().unwrap() <= at)),
+        "reasons change at {at}"
+    );
+}
+
+/// Where the test runs as root: a client of another user cannot connect to the socket
+/// (owner-only), whatever the directory allows.
+fn other_user_is_refused(dir: &Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    // The directory is this process's: its owner is the user the test runs as.
+    if std::fs::metadata(dir).unwrap().uid() != 0 {
+        eprintln!("SKIPPED: switching users needs root (CI runs as root and runs this check)");
+        return;
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode = std::fs::metadata(dir.join("ctl.sock")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the socket is the owner's alone");
+    let o =
+        Command::new(BIN).args(["ctl", "ctl.sock", "status"]).current_dir(dir).uid(65534).gid(65534).output().unwrap();
+    assert!(!o.status.success(), "another user was answered: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ermission denied"), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -724,6 +724,8 @@ pub struct RunSection {
     pub busy_poll: bool,
     /// Serve Prometheus metrics on this address ("127.0.0.1:9400"); off when not given.
     pub metrics: Option<String>,
+    /// Take commands on this Unix socket (`tickplant ctl`); off when not given.
+    pub control: Option<PathBuf>,
 }
 
 /// One feed of a multi-feed run (`[[feed]]`, with `[feed.source]`, `[feed.arbitration]`
@@ -803,6 +805,7 @@ impl Default for RunSection {
             duration_s: None,
             busy_poll: false,
             metrics: None,
+            control: None,
         }
     }
 }
@@ -853,6 +856,7 @@ impl RunConfig {
             feed(&mut f.source, &mut f.book, &mut f.arbitration);
         }
         fix(&mut self.run.report);
+        fix(&mut self.run.control);
         for c in &mut self.consumers {
             fix(&mut c.path);
             fix(&mut c.strategies);
@@ -1070,6 +1074,7 @@ impl RunConfig {
             progress,
             snapshot,
             metrics: None,
+            control: None,
             live: crate::live::LiveOptions {
                 duration,
                 busy_poll: self.run.busy_poll,

@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod events;
 pub mod export;
 pub mod fix_store;

@@ -96,11 +96,19 @@ struct FeedMetrics {
 pub struct Hub {
     feeds: Mutex<BTreeMap<String, FeedMetrics>>,
     started: Option<Instant>,
+    /// Control commands taken, by name (`error`: refused).
+    commands: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Hub {
     pub fn new() -> Hub {
-        Hub { feeds: Mutex::new(BTreeMap::new()), started: Some(Instant::now()) }
+        Hub { feeds: Mutex::new(BTreeMap::new()), started: Some(Instant::now()), commands: Mutex::default() }
+    }
+    /// A control command taken (`error`: refused).
+    pub fn count_command(&self, what: &str) {
+        if let Ok(mut c) = self.commands.lock() {
+            *c.entry(what.to_string()).or_default() += 1;
+        }
     }
     pub fn publish_producer(&self, feed: &str, snap: ProducerSnap) {
         if let Ok(mut f) = self.feeds.lock() {
@@ -125,6 +133,12 @@ impl Hub {
         out.sample("tickplant_uptime_seconds", &[], up);
         render_producer(&mut out, &feeds);
         render_decode(&mut out, &feeds);
+        let commands = self.commands.lock().map(|c| c.clone()).unwrap_or_default();
+        out.counters(
+            "tickplant_control_commands_total",
+            "Commands the control socket took, by name (error: refused).",
+            commands.iter().map(|(k, v)| (vec![("command", k.as_str())], *v)).collect::<Rows<'_>>(),
+        );
         // The stages, on a sample of frames (arbitrate) and packets (the decode side's).
         let mut q: Vec<(&str, &str, &Quantiles)> = Vec::new();
         for (f, m) in &feeds {

@@ -63,6 +63,8 @@ pub struct RunOptions<'a> {
     /// Publish the counters for a metrics endpoint (off the per-frame path: a clock read
     /// every 1,024 frames).
     pub publish: Option<&'a dyn Publish>,
+    /// Commands from the control socket, looked at every 1,024 frames and when idle.
+    pub control: Option<&'a crate::control::ControlFeed>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -72,6 +74,7 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("progress", &self.progress)
             .field("changes", &self.changes)
             .field("publish", &self.publish.is_some())
+            .field("control", &self.control.is_some())
             .finish()
     }
 }
@@ -184,6 +187,9 @@ pub fn run<S: Source, F: Feed>(
             send_requests(source, arb);
             feed.idle();
             publish(source, arb, feed, frames, h_arb, false);
+            if let Some(c) = opts.control {
+                c.apply(arb, last_ts, feed);
+            }
             if feed.stopped() {
                 return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
             }
@@ -225,8 +231,13 @@ pub fn run<S: Source, F: Feed>(
         if feed.stopped() {
             return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
         }
-        if frames.is_multiple_of(1024) && opts.publish.is_some() {
-            publish(source, arb, feed, frames, h_arb, false);
+        if frames.is_multiple_of(1024) {
+            if opts.publish.is_some() {
+                publish(source, arb, feed, frames, h_arb, false);
+            }
+            if let Some(c) = opts.control {
+                c.apply(arb, last_ts, feed);
+            }
         }
         if opts.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {
             next_progress = Instant::now() + Duration::from_secs(1);

@@ -48,6 +48,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         progress: false,
         snapshot: None,
         metrics: None,
+        control: None,
         live: Default::default(),
         outputs: Default::default(),
     }

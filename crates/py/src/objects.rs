@@ -116,7 +116,7 @@ impl Arbitrator {
             arb.set_link(i, source.link_type(i));
         }
         let mut sink = Collect::default();
-        let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes, publish: None };
+        let opts = RunOptions { sample: u32::MAX, progress: false, changes: &changes, publish: None, control: None };
         runner::run(&mut source, &mut arb, &mut sink, &mut Ticks::new(), opts).map_err(err)?;
         let gaps = sink
             .gaps

@@ -319,6 +319,8 @@ pub struct PipelineSpec {
     /// Publish the run's counters for a metrics endpoint (`[run] metrics`), under this
     /// feed name.
     pub metrics: Option<(Arc<crate::metrics::Hub>, String)>,
+    /// Take commands from the control socket (`[run] control`), under this feed name.
+    pub control: Option<(Arc<crate::control::Control>, String)>,
 }
 
 /// The producer's publisher for the metrics endpoint.
@@ -750,11 +752,17 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let started = Instant::now();
     let producer_cpu0 = crate::clock::thread_cpu_ns();
     let mut producer_cpu = 0;
+    let control = spec.control.as_ref().map(|(c, f)| crate::control::ControlFeed {
+        rx: c.register(f),
+        control: c.clone(),
+        feed: f.clone(),
+    });
     let opts = RunOptions {
         sample: spec.latency_sample,
         progress: spec.progress,
         changes: &spec.policy_changes,
         publish: producer_metrics.as_ref().map(|p| p as &dyn crate::runner::Publish),
+        control: control.as_ref(),
     };
     // Called once the decode thread (if any) is started: see `pin`.
     let pin_producer = || {
@@ -919,6 +927,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         timeline,
         late_join: late.map(|(_, r)| r),
         resync: resync.map(|r| r.stats),
+        control: spec.control.as_ref().map(|(c, f)| c.records(f)).unwrap_or_default(),
         snapshot,
     };
     Ok(Outcome { report, books, symbols, opra_series })

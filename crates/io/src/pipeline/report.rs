@@ -152,6 +152,9 @@ pub struct Report {
     /// Recovery of stale books from snapshots, when a snapshot server is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resync: Option<super::resync::ResyncStats>,
+    /// Changes made through the control socket, in order, with their times.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub control: Vec<crate::control::ControlRecord>,
     pub inputs: Vec<String>,
     /// Live inputs: what each received, and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -58,6 +58,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         progress: false,
         snapshot: None,
         metrics: None,
+        control: None,
         live: Default::default(),
         outputs: Default::default(),
     }

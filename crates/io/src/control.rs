@@ -1,0 +1,298 @@
+//! Run-time control of a running handler: a Unix socket (`[run] control = "PATH"`, owner-
+//! only permissions) that takes one command a line and answers one JSON line
+//! (`tickplant ctl PATH COMMAND`).
+//!
+//! Commands:
+//! * `status`: every feed's counters as last published (frames, HR messages and gaps,
+//!   stale books, the arbitrator's policy);
+//! * `policy FEED MODE [timeout-us=N] [max-msgs=N]`: the arbitrator's window, applied by
+//!   the producer thread between two frames (nothing buffered is lost or delivered twice:
+//!   waits the new window does not allow are given up in order, as `--change-at` does).
+//!
+//! A change is acknowledged with what it changed and when, written to stderr, counted for
+//! the metrics endpoint, and listed in the final report. A bad command gets an error that
+//! says what was wrong and changes nothing. The producer looks at its commands at the
+//! cadence it publishes metrics (every 1,024 frames at most, or when the line is quiet):
+//! never per message.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tickplant_core::Policy;
+
+/// A window asked for: the mode, and the values given (the others stay as they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyRequest {
+    pub mode: crate::config::ModeArg,
+    pub timeout_us: Option<u64>,
+    pub max_msgs: Option<u64>,
+}
+
+impl PolicyRequest {
+    /// The policy, with what was not given taken from `current` (else the defaults).
+    pub fn resolve(&self, current: Policy) -> Policy {
+        use crate::config::ModeArg;
+        let (t0, m0) = match current {
+            Policy::Time { timeout_ns } => (timeout_ns, 1000),
+            Policy::Count { max_msgs } => (1_000_000, max_msgs),
+            Policy::TimeCount { timeout_ns, max_msgs } => (timeout_ns, max_msgs),
+            Policy::LowLatency => (1_000_000, 1000),
+        };
+        let timeout_ns = self.timeout_us.map_or(t0, |t| t.saturating_mul(1000));
+        let max_msgs = self.max_msgs.unwrap_or(m0);
+        match self.mode {
+            ModeArg::LowLatency => Policy::LowLatency,
+            ModeArg::Time => Policy::Time { timeout_ns },
+            ModeArg::Count => Policy::Count { max_msgs },
+            ModeArg::TimeCount => Policy::TimeCount { timeout_ns, max_msgs },
+        }
+    }
+}
+
+/// What a feed's producer is asked to do.
+#[derive(Debug)]
+pub enum Command {
+    Policy { req: PolicyRequest, reply: Sender<Result<String, String>> },
+}
+
+/// A change made, for the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ControlRecord {
+    /// The feed's clock when it was applied (ns).
+    pub at_ns: u64,
+    pub command: String,
+    pub result: String,
+}
+
+/// The control side of a run: each feed's command queue, and what was changed.
+#[derive(Debug, Default)]
+pub struct Control {
+    feeds: Mutex<BTreeMap<String, Sender<Command>>>,
+    log: Mutex<Vec<(String, ControlRecord)>>,
+    counts: Mutex<BTreeMap<String, u64>>,
+    metrics: Option<Arc<crate::metrics::Hub>>,
+}
+
+impl Control {
+    pub fn new(metrics: Option<Arc<crate::metrics::Hub>>) -> Control {
+        Control { metrics, ..Default::default() }
+    }
+    /// A feed's queue: the producer keeps the receiver.
+    pub fn register(&self, feed: &str) -> Receiver<Command> {
+        let (tx, rx) = channel();
+        if let Ok(mut f) = self.feeds.lock() {
+            f.insert(feed.to_string(), tx);
+        }
+        rx
+    }
+    /// A change applied by a feed's producer.
+    pub fn record(&self, feed: &str, r: ControlRecord) {
+        eprintln!("control: feed {feed}: {} -> {}", r.command, r.result);
+        if let Ok(mut l) = self.log.lock() {
+            l.push((feed.to_string(), r));
+        }
+    }
+    /// The changes applied to a feed, in order.
+    pub fn records(&self, feed: &str) -> Vec<ControlRecord> {
+        self.log
+            .lock()
+            .map(|l| l.iter().filter(|(f, _)| f == feed).map(|(_, r)| r.clone()).collect())
+            .unwrap_or_default()
+    }
+    /// Commands taken, by name (and `error` for refused ones).
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn count(&self, what: &str) {
+        if let Ok(mut c) = self.counts.lock() {
+            *c.entry(what.to_string()).or_default() += 1;
+        }
+        if let Some(h) = &self.metrics {
+            h.count_command(what);
+        }
+    }
+
+    /// Answer one command line.
+    pub fn handle(&self, line: &str) -> String {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let r = match words.first().copied() {
+            Some("status") if words.len() == 1 => Ok(self.status()),
+            Some("policy") => self.policy(&words[1..]),
+            Some(other) => {
+                Err(format!("unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N])"))
+            }
+            None => Err("an empty command (status, policy FEED MODE ...)".to_string()),
+        };
+        match r {
+            Ok(v) => {
+                self.count(words[0]);
+                v
+            }
+            Err(e) => {
+                self.count("error");
+                serde_json::json!({ "ok": false, "error": e }).to_string()
+            }
+        }
+    }
+
+    fn status(&self) -> String {
+        let feeds: Vec<String> = self.feeds.lock().map(|f| f.keys().cloned().collect()).unwrap_or_default();
+        let text = self.metrics.as_ref().map(|h| h.render());
+        serde_json::json!({ "ok": true, "feeds": feeds, "metrics": text }).to_string()
+    }
+
+    fn policy(&self, args: &[&str]) -> Result<String, String> {
+        let usage = "policy FEED MODE [timeout-us=N] [max-msgs=N], MODE one of low-latency, time, count, time-count";
+        let (feed, mode, rest) = match args {
+            [feed, mode, rest @ ..] => (*feed, *mode, rest),
+            _ => return Err(format!("expected {usage}")),
+        };
+        let mode = <crate::config::ModeArg as clap::ValueEnum>::from_str(mode, false)
+            .map_err(|_| format!("unknown mode {mode:?}: {usage}"))?;
+        let mut req = PolicyRequest { mode, timeout_us: None, max_msgs: None };
+        for kv in rest {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("{kv:?} is not KEY=VALUE: {usage}"))?;
+            let v: u64 = v.parse().map_err(|_| format!("{k} value {v:?} is not a whole number"))?;
+            match k {
+                "timeout-us" => req.timeout_us = Some(v),
+                "max-msgs" => req.max_msgs = Some(v),
+                _ => return Err(format!("unknown key {k:?} (timeout-us, max-msgs)")),
+            }
+        }
+        let tx = {
+            let f = self.feeds.lock().map_err(|_| "the control state is broken".to_string())?;
+            let known: Vec<&str> = f.keys().map(String::as_str).collect();
+            f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))?
+        };
+        let (rtx, rrx) = channel();
+        tx.send(Command::Policy { req, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
+        let r = rrx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        Ok(serde_json::json!({ "ok": true, "feed": feed, "changed": r }).to_string())
+    }
+}
+
+/// Listen on `path` (a Unix socket the owner alone may use) and answer commands on a
+/// thread of its own for the rest of the process. A file already there is replaced only if
+/// it is a socket nobody listens on.
+pub fn serve(path: &Path, control: Arc<Control>) -> std::io::Result<PathBuf> {
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("{}: another handler listens there", path.display()),
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    std::thread::Builder::new().name("control".into()).spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(s) = conn else { continue };
+            let c = control.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut w = match s.try_clone() {
+                    Ok(w) => w,
+                    Err(_) => return,
+                };
+                for line in BufReader::new(s).lines() {
+                    let Ok(line) = line else { break };
+                    if writeln!(w, "{}", c.handle(&line)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    })?;
+    Ok(path.to_path_buf())
+}
+
+/// `tickplant ctl`: send one command, return the answer line.
+pub fn send(path: &Path, command: &str) -> std::io::Result<String> {
+    let mut s = UnixStream::connect(path)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    writeln!(s, "{command}")?;
+    s.shutdown(std::net::Shutdown::Write)?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line)?;
+    Ok(line.trim_end().to_string())
+}
+
+/// A feed producer's end of the control socket ([`crate::runner::RunOptions::control`]).
+#[derive(Debug)]
+pub struct ControlFeed {
+    pub rx: Receiver<Command>,
+    pub control: Arc<Control>,
+    pub feed: String,
+}
+
+impl ControlFeed {
+    /// Apply the commands waiting, at `now` on the feed's clock.
+    pub fn apply<S: tickplant_core::ArbSink>(&self, arb: &mut tickplant_core::Arbitrator, now: u64, sink: &mut S) {
+        while let Ok(cmd) = self.rx.try_recv() {
+            match cmd {
+                Command::Policy { req, reply } => {
+                    let before = arb.policy();
+                    let p = req.resolve(before);
+                    arb.change_policy(now, p, sink);
+                    let result = format!("policy {before:?} -> {p:?}");
+                    let command = format!(
+                        "policy {} {}{}{}",
+                        self.feed,
+                        clap::ValueEnum::to_possible_value(&req.mode)
+                            .map_or(String::new(), |v| v.get_name().to_string()),
+                        req.timeout_us.map_or(String::new(), |t| format!(" timeout-us={t}")),
+                        req.max_msgs.map_or(String::new(), |m| format!(" max-msgs={m}"))
+                    );
+                    self.control.record(&self.feed, ControlRecord { at_ns: now, command, result: result.clone() });
+                    let _ = reply.send(Ok(result));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_commands_say_what_is_wrong_and_change_nothing() {
+        let c = Control::new(None);
+        let _rx = c.register("itch50");
+        for (cmd, says) in [
+            ("", "empty"),
+            ("frobnicate", "unknown command"),
+            ("policy itch50", "expected policy FEED MODE"),
+            ("policy nyse time", "no feed \\\"nyse\\\""),
+            ("policy itch50 sideways", "unknown mode"),
+            ("policy itch50 time timeout-us=ten", "not a whole number"),
+            ("policy itch50 time speed=1", "unknown key"),
+        ] {
+            let r = c.handle(cmd);
+            assert!(r.contains("\"ok\":false") && r.contains(says), "{cmd:?}: {r}");
+        }
+        assert_eq!(c.counts().get("error"), Some(&7));
+        assert!(c.records("itch50").is_empty());
+    }
+
+    #[test]
+    fn a_policy_request_keeps_what_it_does_not_name() {
+        use crate::config::ModeArg;
+        let cur = Policy::TimeCount { timeout_ns: 5_000, max_msgs: 7 };
+        let r = PolicyRequest { mode: ModeArg::Count, timeout_us: None, max_msgs: None };
+        assert_eq!(r.resolve(cur), Policy::Count { max_msgs: 7 });
+        let r = PolicyRequest { mode: ModeArg::Time, timeout_us: Some(300), max_msgs: None };
+        assert_eq!(r.resolve(cur), Policy::Time { timeout_ns: 300_000 });
+    }
+}
