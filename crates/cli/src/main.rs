@@ -28,8 +28,37 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tickplant", version, about = "Market-data feed handler: A/B line arbitration, simulators and benchmarks.", long_about = None)]
 struct Cli {
+    /// How log events are written to stderr: human lines, or one JSON object a line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
+    log_format: LogFormat,
+    /// The least important log events written: error, warn, info, debug, trace (or
+    /// directives such as `info,tickplant_io::recovery=debug`; TICKPLANT_LOG overrides).
+    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
+    log_level: String,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+/// Log events (`tracing`) to stderr: the handler's operational events (endpoints started,
+/// control changes, snapshots taken or failed, gaps at debug level), never one a message.
+fn init_logs(format: LogFormat, level: &str) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("TICKPLANT_LOG") {
+        Ok(v) => EnvFilter::try_new(&v).with_context(|| format!("TICKPLANT_LOG={v:?}"))?,
+        Err(_) => EnvFilter::try_new(level).with_context(|| format!("--log-level {level:?}"))?,
+    };
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => b.compact().init(),
+        LogFormat::Json => b.json().flatten_event(true).init(),
+    }
+    Ok(())
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +177,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    init_logs(cli.log_format, &cli.log_level)?;
     match cli.cmd {
         Cmd::Arb(a) => {
             let a = a.with_config_file()?;

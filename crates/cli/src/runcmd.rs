@@ -19,9 +19,7 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
             let hub = std::sync::Arc::new(tickplant_io::metrics::Hub::new());
             let bound = tickplant_io::metrics::serve(addr, hub.clone())
                 .with_context(|| format!("[run] metrics = {addr:?}: cannot listen"))?;
-            if !quiet {
-                eprintln!("metrics: http://{bound}/metrics");
-            }
+            tracing::info!(url = %format!("http://{bound}/metrics"), "metrics endpoint");
             Some(hub)
         }
         None => None,
@@ -31,9 +29,7 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
             let c = std::sync::Arc::new(tickplant_io::control::Control::new(hub.clone()));
             tickplant_io::control::serve(path, c.clone())
                 .with_context(|| format!("[run] control = {:?}: cannot listen", path.display()))?;
-            if !quiet {
-                eprintln!("control: {} (tickplant ctl {} status)", path.display(), path.display());
-            }
+            tracing::info!(socket = %path.display(), "control socket");
             Some(c)
         }
         None => None,

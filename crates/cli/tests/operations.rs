@@ -165,8 +165,19 @@ fn a_policy_changed_mid_run_takes_effect_there_and_loses_nothing() {
         ),
     )
     .unwrap();
-    let mut handler: Child =
-        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    let mut handler: Child = Command::new(BIN)
+        .args(["run", "run.toml", "--quiet", "--log-format", "json"])
+        .current_dir(p)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its log (stderr) read as it comes, so that the pipe never fills.
+    let mut err = handler.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut s = String::new();
+        err.read_to_string(&mut s).unwrap();
+        s
+    });
     std::thread::sleep(Duration::from_millis(500));
     let mut replay = Command::new(BIN)
         .args(words(&format!("replay -q --pps 4000 a.pcap=127.0.0.1:{pa} b.pcap=127.0.0.1:{pb}")))
@@ -183,6 +194,13 @@ fn a_policy_changed_mid_run_takes_effect_there_and_loses_nothing() {
     other_user_is_refused(p);
     assert!(replay.wait().unwrap().success());
     finish(&mut handler, Duration::from_secs(30));
+    // The change is a log event, a JSON line (`--log-format json`) with its fields.
+    let log = log.join().unwrap();
+    let events: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let change = events.iter().find(|e| e["message"] == "control change").unwrap_or_else(|| panic!("{log}"));
+    assert_eq!((&change["level"], &change["feed"]), (&serde_json::json!("INFO"), &serde_json::json!("itch50")));
+    assert!(change["result"].as_str().unwrap().contains("LowLatency"));
+    assert!(events.iter().any(|e| e["message"] == "control socket"), "{log}");
 
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
     let changes = r["control"].as_array().unwrap();

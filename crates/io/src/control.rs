@@ -93,7 +93,7 @@ impl Control {
     }
     /// A change applied by a feed's producer.
     pub fn record(&self, feed: &str, r: ControlRecord) {
-        eprintln!("control: feed {feed}: {} -> {}", r.command, r.result);
+        tracing::info!(feed, command = %r.command, result = %r.result, at_ns = r.at_ns, "control change");
         if let Ok(mut l) = self.log.lock() {
             l.push((feed.to_string(), r));
         }

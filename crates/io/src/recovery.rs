@@ -254,14 +254,23 @@ pub fn late_join<S: Source>(
                     report.buffered_frames = b.buffered.len() as u64;
                     report.buffered_bytes = b.bytes as u64;
                     report.wait_s = t0.elapsed().as_secs_f64();
+                    tracing::info!(
+                        seq = snap.next_seq,
+                        messages = snap.len(),
+                        attempts = report.attempts,
+                        buffered_frames = report.buffered_frames,
+                        "late join: snapshot loaded"
+                    );
                     return Ok((snap, b.buffered, report));
                 }
             },
             Err(e) => e,
         };
         if !err.retryable() || report.attempts > cfg.retries {
+            tracing::error!(attempts = report.attempts, error = %err, "late join: no snapshot");
             return Err(err);
         }
+        tracing::warn!(attempt = report.attempts, error = %err, "late join: snapshot not usable, taking another");
         report.failures.push(err.to_string());
     }
 }

@@ -200,6 +200,13 @@ impl<'p> Downstream<'p> {
         let Some(h) = self.handler(stream) else { return };
         h.handle_gap(g);
         if stream == Stream::Hr {
+            tracing::debug!(
+                first = g.first_seq,
+                last = g.last_seq,
+                messages = g.messages,
+                reason = g.reason.as_str(),
+                "gap"
+            );
             let c = &mut self.gap_counts[usize::from(g.reason.code())];
             c.0 += 1;
             c.1 += g.messages;

@@ -679,7 +679,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         Some(p) if specialised > 0 => match tickplant_fast_jit::JitKernels::compile(p) {
             Ok(n) => Some(n),
             Err(e) => {
-                eprintln!("opra-fast: kernels not compiled to native code ({e}); the decoder runs them");
+                tracing::warn!(error = %e, "opra-fast: kernels not compiled to native code; the decoder runs them");
                 None
             }
         },

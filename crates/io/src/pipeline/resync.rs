@@ -131,6 +131,7 @@ impl Resync {
 
     /// The snapshot on its way cannot be used; what was kept stays for the next one.
     fn drop_attempt(&mut self, why: String) {
+        tracing::warn!(reason = %why, "stale books: snapshot not used");
         self.stats.failed += 1;
         self.note(why);
         self.ready = None;
@@ -146,6 +147,7 @@ impl Resync {
         }
         self.last_start = Some(Instant::now());
         self.stats.snapshots += 1;
+        tracing::info!(kept_from = self.kept_from, "stale books: taking a snapshot");
         let cfg = self.cfg.clone();
         self.pending = std::thread::Builder::new().name("resync".into()).spawn(move || fetch_snapshot(&cfg)).ok();
     }
@@ -198,6 +200,7 @@ impl Resync {
         self.stale = false;
         self.stats.applied += 1;
         self.stats.trusted_from.push(seq);
+        tracing::info!(from_seq = seq, replayed = again.len(), "stale books rebuilt from a snapshot: trusted again");
         Some((snap, again))
     }
 }
