@@ -4,11 +4,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+pub use tickplant_io::json::{book_json, write_decimal};
+use tickplant_io::json::{json_str, price_json};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use tickplant_core::book::{BookConfig, Books};
-use tickplant_core::event::{Side, PRICE_SCALE};
 use tickplant_core::itch::{normalize, SymbolDirectory};
 use tickplant_io::itch::read_itch;
 use tickplant_wire::itch50::{self, FieldVisitor, Framing, Message};
@@ -125,34 +126,8 @@ fn parse_types(types: &[String]) -> Result<Option<[bool; 256]>> {
 
 /// Write a fixed-point integer with `decimals` places as a decimal number, trailing zeros
 /// trimmed (exact; no floating point).
-pub fn write_decimal(out: &mut String, v: u64, decimals: u8) {
-    let scale = 10u64.pow(u32::from(decimals));
-    let (i, f) = (v / scale, v % scale);
-    let _ = write!(out, "{i}");
-    if f != 0 {
-        let s = format!("{f:0w$}", w = usize::from(decimals));
-        out.push('.');
-        out.push_str(s.trim_end_matches('0'));
-    }
-}
-
 fn text(v: &[u8]) -> String {
     String::from_utf8_lossy(itch50::trim_stock(v)).into_owned()
-}
-
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 struct JsonFields<'a>(&'a mut String);
@@ -330,36 +305,6 @@ pub fn stats(a: &InputArgs) -> Result<()> {
     }
     println!("{}", serde_json::to_string_pretty(&v)?);
     Ok(())
-}
-
-fn price_json(out: &mut String, p: i64) {
-    if p < 0 {
-        out.push('-');
-    }
-    write_decimal(out, p.unsigned_abs(), 9);
-    debug_assert_eq!(PRICE_SCALE, 1_000_000_000);
-}
-
-/// One book as `{"symbol":..,"bids":[[price,shares,orders],..],"asks":[..]}`.
-pub fn book_json(symbol: &str, b: &tickplant_core::book::Book, depth: usize, out: &mut String) {
-    out.push_str("{\"symbol\":");
-    json_str(out, symbol);
-    for (name, side) in [("bids", Side::Bid), ("asks", Side::Ask)] {
-        let _ = write!(out, ",\"{name}\":[");
-        for (i, l) in b.depth(side, depth).enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('[');
-            price_json(out, l.price);
-            let _ = write!(out, ",{},{}]", l.shares, l.orders);
-        }
-        out.push(']');
-    }
-    if b.is_stale() {
-        out.push_str(",\"stale\":true");
-    }
-    out.push('}');
 }
 
 /// `itch book --final` on a file: every message through the loop the parse + book

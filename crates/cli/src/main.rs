@@ -228,7 +228,15 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Ctl { socket, command } => {
             let answer = tickplant_io::control::send(&socket, &command.join(" "))
                 .map_err(|e| anyhow::anyhow!("{}: {e}", socket.display()))?;
-            println!("{answer}");
+            // A snapshot's books one JSON line each; any other answer as it came.
+            match serde_json::from_str::<serde_json::Value>(&answer).ok().and_then(|v| v.get("books").cloned()) {
+                Some(serde_json::Value::Array(books)) => {
+                    for b in books {
+                        println!("{b}");
+                    }
+                }
+                _ => println!("{answer}"),
+            }
             if answer.contains("\"ok\":false") {
                 std::process::exit(1);
             }

@@ -191,6 +191,12 @@ fn a_policy_changed_mid_run_takes_effect_there_and_loses_nothing() {
     assert!(!good && bad.contains("unknown mode"), "{bad}");
     let (good, changed) = ctl(p, &["ctl.sock", "policy", "itch50", "low-latency"]);
     assert!(good && changed.contains("LowLatency"), "{changed}");
+    // The books now, one JSON line each.
+    let (good, books) = ctl(p, &["ctl.sock", "snapshot", "itch50", "depth=3"]);
+    assert!(good, "{books}");
+    let books: Vec<serde_json::Value> = books.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!books.is_empty() && books.iter().all(|b| b["symbol"].is_string() && b["bids"].is_array()), "{books:?}");
+    assert!(books.iter().all(|b| b["bids"].as_array().unwrap().len() <= 3));
     other_user_is_refused(p);
     assert!(replay.wait().unwrap().success());
     finish(&mut handler, Duration::from_secs(30));
@@ -245,8 +251,13 @@ fn other_user_is_refused(dir: &Path) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mode = std::fs::metadata(dir.join("ctl.sock")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the socket is the owner's alone");
+    // A copy of the binary the other user may run (the build's own directory may be closed
+    // to it), beside the socket.
+    let bin = dir.join("tickplant-copy");
+    std::fs::copy(BIN, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o =
-        Command::new(BIN).args(["ctl", "ctl.sock", "status"]).current_dir(dir).uid(65534).gid(65534).output().unwrap();
+        Command::new(&bin).args(["ctl", "ctl.sock", "status"]).current_dir(dir).uid(65534).gid(65534).output().unwrap();
     assert!(!o.status.success(), "another user was answered: {}", String::from_utf8_lossy(&o.stdout));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ermission denied"), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -61,6 +61,13 @@ pub enum Command {
     Policy { req: PolicyRequest, reply: Sender<Result<String, String>> },
 }
 
+/// What a feed's decode side is asked to do.
+#[derive(Debug)]
+pub enum DecodeCommand {
+    /// The books now, `depth` levels a side, each a JSON object.
+    Snapshot { depth: usize, reply: Sender<Result<Vec<String>, String>> },
+}
+
 /// A change made, for the report.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ControlRecord {
@@ -74,6 +81,7 @@ pub struct ControlRecord {
 #[derive(Debug, Default)]
 pub struct Control {
     feeds: Mutex<BTreeMap<String, Sender<Command>>>,
+    decode: Mutex<BTreeMap<String, Sender<DecodeCommand>>>,
     log: Mutex<Vec<(String, ControlRecord)>>,
     counts: Mutex<BTreeMap<String, u64>>,
     metrics: Option<Arc<crate::metrics::Hub>>,
@@ -87,6 +95,14 @@ impl Control {
     pub fn register(&self, feed: &str) -> Receiver<Command> {
         let (tx, rx) = channel();
         if let Ok(mut f) = self.feeds.lock() {
+            f.insert(feed.to_string(), tx);
+        }
+        rx
+    }
+    /// A feed's decode-side queue: the decode side keeps the receiver.
+    pub fn register_decode(&self, feed: &str) -> Receiver<DecodeCommand> {
+        let (tx, rx) = channel();
+        if let Ok(mut f) = self.decode.lock() {
             f.insert(feed.to_string(), tx);
         }
         rx
@@ -125,9 +141,10 @@ impl Control {
         let r = match words.first().copied() {
             Some("status") if words.len() == 1 => Ok(self.status()),
             Some("policy") => self.policy(&words[1..]),
-            Some(other) => {
-                Err(format!("unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N])"))
-            }
+            Some("snapshot") => self.snapshot(&words[1..]),
+            Some(other) => Err(format!(
+                "unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N], snapshot FEED [depth=N])"
+            )),
             None => Err("an empty command (status, policy FEED MODE ...)".to_string()),
         };
         match r {
@@ -146,6 +163,35 @@ impl Control {
         let feeds: Vec<String> = self.feeds.lock().map(|f| f.keys().cloned().collect()).unwrap_or_default();
         let text = self.metrics.as_ref().map(|h| h.render());
         serde_json::json!({ "ok": true, "feeds": feeds, "metrics": text }).to_string()
+    }
+
+    fn snapshot(&self, args: &[&str]) -> Result<String, String> {
+        let usage = "snapshot FEED [depth=N]";
+        let (feed, depth) = match args {
+            [feed] => (*feed, 10),
+            [feed, d] => {
+                let n = d.strip_prefix("depth=").ok_or_else(|| format!("{d:?}: expected depth=N ({usage})"))?;
+                (*feed, n.parse::<usize>().map_err(|_| format!("depth {n:?} is not a whole number"))?)
+            }
+            _ => return Err(format!("expected {usage}")),
+        };
+        let tx = {
+            let f = self.decode.lock().map_err(|_| "the control state is broken".to_string())?;
+            let known: Vec<&str> = f.keys().map(String::as_str).collect();
+            f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))?
+        };
+        let (rtx, rrx) = channel();
+        tx.send(DecodeCommand::Snapshot { depth, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
+        let books = rrx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        // The books are JSON objects already: joined into the answer as they are.
+        let mut out = String::from("{\"ok\":true,\"feed\":");
+        crate::json::json_str(&mut out, feed);
+        out.push_str(",\"books\":[");
+        out.push_str(&books.join(","));
+        out.push_str("]}");
+        Ok(out)
     }
 
     fn policy(&self, args: &[&str]) -> Result<String, String> {

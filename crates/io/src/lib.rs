@@ -20,6 +20,7 @@ pub mod fix_store;
 pub mod fixnet;
 pub mod hist;
 pub mod itch;
+pub mod json;
 pub mod live;
 pub mod metrics;
 pub mod netns;

@@ -189,6 +189,7 @@ pub fn run<S: Source, F: Feed>(
             publish(source, arb, feed, frames, h_arb, false);
             if let Some(c) = opts.control {
                 c.apply(arb, last_ts, feed);
+                feed.publish();
             }
             if feed.stopped() {
                 return Ok(Replayed { frames, last_ns: last_ts, changes_applied: next_change });
@@ -237,6 +238,7 @@ pub fn run<S: Source, F: Feed>(
             }
             if let Some(c) = opts.control {
                 c.apply(arb, last_ts, feed);
+                feed.publish();
             }
         }
         if opts.progress && frames.is_multiple_of(65_536) && Instant::now() >= next_progress {

@@ -168,6 +168,8 @@ pub(super) struct Downstream<'p> {
     pub(super) next_publish: std::time::Instant,
     /// HR gaps and messages lost, by reason (its code).
     pub(super) gap_counts: [(u64, u64); tickplant_core::GapReason::ALL.len()],
+    /// Commands from the control socket for this side (`snapshot`).
+    pub(super) control: Option<std::sync::mpsc::Receiver<crate::control::DecodeCommand>>,
 }
 
 impl<'p> Downstream<'p> {
@@ -281,6 +283,38 @@ impl<'p> Downstream<'p> {
         let Some(r) = self.resync.as_deref_mut() else { return };
         r.on_packet(p.seq, p.count, p.arrival_ns, p.payload);
         self.resync_poll();
+    }
+
+    /// Answer the control socket's commands waiting for this side.
+    pub(super) fn poll_commands(&mut self) {
+        let Some(rx) = &self.control else { return };
+        while let Ok(cmd) = rx.try_recv() {
+            match cmd {
+                crate::control::DecodeCommand::Snapshot { depth, reply } => {
+                    let books = match self.book_feed() {
+                        tickplant_core::feed::AnyFeed::Itch50(f) => f.books(),
+                        tickplant_core::feed::AnyFeed::NyseXdp(f) => Some(f.books()),
+                        _ => None,
+                    };
+                    let r = match books {
+                        Some(b) => Ok(b
+                            .instruments()
+                            .map(|(id, book)| {
+                                let (_, sym) = self.book_feed().market(id);
+                                let sym =
+                                    String::from_utf8_lossy(tickplant_wire::itch50::trim_stock(&sym)).into_owned();
+                                let sym = if sym.is_empty() { format!("#{id}") } else { sym };
+                                let mut s = String::new();
+                                crate::json::book_json(&sym, book, depth, &mut s);
+                                s
+                            })
+                            .collect()),
+                        None => Err("this feed keeps no books (OPRA: use the BBO in its records)".to_string()),
+                    };
+                    let _ = reply.send(r);
+                }
+            }
+        }
     }
 
     /// Publish for the metrics endpoint if it is time (a clock read).
@@ -538,6 +572,7 @@ impl Feed for Sink<'_, '_> {
         self.down.resync_idle();
     }
     fn publish(&mut self) {
-        self.down.publish_metrics();
+        self.down.maybe_publish();
+        self.down.poll_commands();
     }
 }

@@ -177,6 +177,7 @@ pub(super) fn decode_loop(
             idle += 1;
             down.resync_idle();
             down.maybe_publish();
+            down.poll_commands();
             pause(idle, alone);
             continue;
         };
@@ -215,6 +216,7 @@ pub(super) fn decode_loop(
             }
         }
         down.maybe_publish();
+        down.poll_commands();
         b.bytes.clear();
         b.items.clear();
         b.hints.clear();

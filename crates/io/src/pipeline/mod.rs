@@ -725,6 +725,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         timeline: Timeline::default(),
         snapshot: None,
         metrics: None,
+        control: spec.control.as_ref().map(|(c, f)| c.register_decode(f)),
         next_publish: Instant::now(),
         gap_counts: [(0, 0); GapReason::ALL.len()],
         resync: spec
