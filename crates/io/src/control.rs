@@ -175,11 +175,7 @@ impl Control {
             }
             _ => return Err(format!("expected {usage}")),
         };
-        let tx = {
-            let f = self.decode.lock().map_err(|_| "the control state is broken".to_string())?;
-            let known: Vec<&str> = f.keys().map(String::as_str).collect();
-            f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))?
-        };
+        let tx = queue(&self.decode, feed)?;
         let (rtx, rrx) = channel();
         tx.send(DecodeCommand::Snapshot { depth, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
         let books = rrx
@@ -212,11 +208,7 @@ impl Control {
                 _ => return Err(format!("unknown key {k:?} (timeout-us, max-msgs)")),
             }
         }
-        let tx = {
-            let f = self.feeds.lock().map_err(|_| "the control state is broken".to_string())?;
-            let known: Vec<&str> = f.keys().map(String::as_str).collect();
-            f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))?
-        };
+        let tx = queue(&self.feeds, feed)?;
         let (rtx, rrx) = channel();
         tx.send(Command::Policy { req, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
         let r = rrx
@@ -224,6 +216,13 @@ impl Control {
             .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
         Ok(serde_json::json!({ "ok": true, "feed": feed, "changed": r }).to_string())
     }
+}
+
+/// A feed's command queue, or an error that names the feeds there are.
+fn queue<T>(map: &Mutex<BTreeMap<String, Sender<T>>>, feed: &str) -> Result<Sender<T>, String> {
+    let f = map.lock().map_err(|_| "the control state is broken".to_string())?;
+    let known: Vec<&str> = f.keys().map(String::as_str).collect();
+    f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))
 }
 
 /// Listen on `path` (a Unix socket the owner alone may use) and answer commands on a
