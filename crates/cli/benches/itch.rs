@@ -259,7 +259,8 @@ const FULL_DAY: u64 = 5_000_000;
 
 /// "meets" or "MISSES" on the full day; a smoke's figures are not judged.
 fn verdict(full: bool, met: bool) -> &'static str {
-    match (full, met) {
+    match (full && !cfg!(debug_assertions), met) {
+        (false, _) if cfg!(debug_assertions) => "not judged (debug build)",
         (false, _) => "not judged on a smoke's day",
         (true, true) => "meets",
         (true, false) => "MISSES",

@@ -270,7 +270,7 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
     out(format!(
         "  ours (NyseXdpFeed: decode, events, full-depth books): {best_ours:.1} ns/message ({:.1} M messages/s); target <= {NYSE_TARGET_NS} ns: {}",
         1e3 / best_ours,
-        if best_ours <= NYSE_TARGET_NS { "met" } else { "NOT met" }
+        crate::bench::judge(best_ours <= NYSE_TARGET_NS, "met", "NOT met")
     ));
     out(format!(
         "  naive peer (table walk, BTreeMap books): {best_naive:.1} ns/message; peer/ours = {:.1}x",
@@ -333,7 +333,7 @@ pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
     out(format!(
         "  ours (OpraBinaryFeed: decode, events, per-series BBO): {best_ours:.1} ns/message ({:.1} M messages/s); target <= {OPRA_TARGET_NS} ns: {}",
         1e3 / best_ours,
-        if best_ours <= OPRA_TARGET_NS { "met" } else { "NOT met" }
+        crate::bench::judge(best_ours <= OPRA_TARGET_NS, "met", "NOT met")
     ));
     out(format!(
         "  naive peer (table walk, BTreeMap of series): {best_naive:.1} ns/message; peer/ours = {:.1}x",

@@ -306,7 +306,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
         let pps = lo as f64 * packets as f64 / messages as f64;
         out(&format!(
             "highest loss-free rate offered in full: {lo} messages/s ({pps:.0} packets/s a line); target >= 1,000,000 messages/s: {}",
-            if lo >= 1_000_000 { "meets" } else { "MISSES" }
+            crate::bench::judge(lo >= 1_000_000, "meets", "MISSES")
         ));
         if lo > 0 {
             let half = one_rate(&net, &dir, &feed, messages, packets, lo / 2)?;
@@ -316,7 +316,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
                 half.latency_p50_ns,
                 half.latency_p99_ns,
                 half.latency_p999_ns,
-                if half.latency_p99_ns < 50_000 { "meets" } else { "MISSES" }
+                crate::bench::judge(half.latency_p99_ns < 50_000, "meets", "MISSES")
             ));
             rows.push(half);
         }

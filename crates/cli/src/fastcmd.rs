@@ -473,8 +473,8 @@ pub fn bench(a: &BenchArgs, mut out: impl FnMut(String)) -> Result<()> {
     ));
     out(format!(
         "  targets: <= 180 ns/message {}, >= 300 M values/s {} ({:.2} ns/value)",
-        if ns <= 180.0 { "met" } else { "NOT met" },
-        if vps >= 300e6 { "met" } else { "NOT met" },
+        crate::bench::judge(ns <= 180.0, "met", "NOT met"),
+        crate::bench::judge(vps >= 300e6, "met", "NOT met"),
         per_value
     ));
     Ok(())

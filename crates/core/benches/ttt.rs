@@ -111,6 +111,18 @@ fn timer_overhead(iters: usize) -> f64 {
     lat.quantile(0.5) as f64 * ns_per_tick
 }
 
+/// A target's verdict: `yes` or `no`; a debug build (`./tp test`'s smokes run the test build)
+/// is not judged, as its figures say nothing of the release build's.
+fn judge(met: bool, yes: &'static str, no: &'static str) -> &'static str {
+    if cfg!(debug_assertions) {
+        "not judged (debug build)"
+    } else if met {
+        yes
+    } else {
+        no
+    }
+}
+
 fn main() {
     let iters: usize = std::env::var("TICKPLANT_BENCH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
     println!("tick-to-trade in memory (datagram bytes -> order bytes ready), {iters} datagrams each, one order per datagram, every risk check on:");
@@ -118,8 +130,8 @@ fn main() {
         let (p50, p99, p999, mean, len) = run(entries, iters);
         println!(
             "  {entries} entries ({len} bytes): p50 {p50:>6.1} ns  p99 {p99:>6.0} ns  p99.9 {p999:>6.0} ns  mean(99%) {mean:>6.1} ns | targets p50 <= 100 ns: {}, p99 <= 300 ns: {} | FPGA reference 170 ns, x86 reference 4,663 ns",
-            if p50 <= 100.0 { "meets" } else { "MISSES" },
-            if p99 <= 300.0 { "meets" } else { "MISSES" }
+            judge(p50 <= 100.0, "meets", "MISSES"),
+            judge(p99 <= 300.0, "meets", "MISSES")
         );
     }
     println!(

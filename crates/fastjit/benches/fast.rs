@@ -36,6 +36,18 @@ impl fastlib::MessageFactory for Count {
     fn stop_template_ref(&mut self) {}
 }
 
+/// A target's verdict: `yes` or `no`; a debug build (`./tp test`'s smokes run the test build)
+/// is not judged, as its figures say nothing of the release build's.
+fn judge(met: bool, yes: &'static str, no: &'static str) -> &'static str {
+    if cfg!(debug_assertions) {
+        "not judged (debug build)"
+    } else if met {
+        yes
+    } else {
+        no
+    }
+}
+
 fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fast/mfast");
     let (Ok(xml), Ok(data)) =
@@ -134,7 +146,7 @@ fn main() {
         "  mFAST (issue's figures): generated code 358 ns ({:.2}x), runtime templates 638 ns ({:.2}x); targets <= 180 ns: {}, >= 300 M values/s: {}",
         358.0 / native,
         638.0 / native,
-        if native <= 180.0 { "met" } else { "NOT met" },
-        if values as f64 / n / native * 1e3 >= 300.0 { "met" } else { "NOT met" }
+        judge(native <= 180.0, "met", "NOT met"),
+        judge(values as f64 / n / native * 1e3 >= 300.0, "met", "NOT met")
     );
 }
