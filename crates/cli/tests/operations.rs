@@ -261,3 +261,117 @@ fn other_user_is_refused(dir: &Path) {
     assert!(!o.status.success(), "another user was answered: {}", String::from_utf8_lossy(&o.stdout));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ermission denied"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The events of a `jsonl` consumer's file, gap and trusted records left out.
+fn jsonl_events(path: &Path) -> Vec<(String, serde_json::Value)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| (l.to_string(), serde_json::from_str::<serde_json::Value>(l).unwrap()))
+        .filter(|(_, v)| v["sequence"].is_u64())
+        .collect()
+}
+
+/// `subscribe` and `unsubscribe` mid-run: a consumer's output is, from the sequence number
+/// each answer names, the events of an unfiltered consumer of the same run that the
+/// subscription then in force takes (the symbols read from the capture's own directory
+/// messages); the report lists the changes; a bad change is refused and changes nothing.
+#[test]
+fn subscriptions_changed_mid_run_give_the_oracles_events() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 73 --symbols 8 --messages 30000 --out day.pcap"));
+    let symbols = common::itch_symbols(&p.join("day.pcap"));
+    let mut names: Vec<&String> = symbols.values().collect();
+    names.sort();
+    let (s1, s2) = (names[0].clone(), names[1].clone());
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
+             [arbitration]\nstart-seq = 1\ntimeout-us = 30000\n\
+             [book]\nmax-orders = 100000\n\
+             [run]\nreport = \"report.json\"\nduration-s = 6\ncontrol = \"ctl.sock\"\n\
+             [[consumer]]\nname = \"all\"\naction = \"jsonl\"\npath = \"all.jsonl\"\npolicy = \"backpressure\"\n\
+             [[consumer]]\nname = \"sub\"\naction = \"jsonl\"\npath = \"sub.jsonl\"\npolicy = \"backpressure\"\n\
+             symbols = [\"{s1}\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut handler: Child =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    // Three changes, 0.7 s apart, while the day goes by; each answer names where it holds.
+    let changes = [
+        format!("subscribe itch50 sub symbols={s2}"),
+        "unsubscribe itch50 sub actions=add".to_string(),
+        format!("unsubscribe itch50 sub symbols={s1}"),
+    ];
+    let mut from = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        std::thread::sleep(Duration::from_millis(700));
+        if i == 1 {
+            let (good, bad) = ctl(p, &["ctl.sock", "subscribe", "itch50", "sub", "types=Z"]);
+            assert!(!good && bad.contains("not an ITCH 5.0 message type"), "{bad}");
+            let (good, bad) = ctl(p, &["ctl.sock", "subscribe", "itch50", "nobody", "types=A"]);
+            assert!(!good && bad.contains("no consumer \\\"nobody\\\"") && bad.contains("all, sub"), "{bad}");
+        }
+        let mut args = vec!["ctl.sock"];
+        args.extend(words(c));
+        let (good, answer) = ctl(p, &args);
+        assert!(good, "{c}: {answer}");
+        let a: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        from.push(a["from_seq"].as_u64().unwrap_or_else(|| panic!("{answer}")));
+    }
+    assert!(replay.wait().unwrap().success());
+    finish(&mut handler, Duration::from_secs(30));
+    assert!(from.windows(2).all(|w| w[0] < w[1]), "the changes came one after another: {from:?}");
+
+    // The oracle: the unfiltered consumer's events, each taken where the subscription in
+    // force at its sequence number takes it.
+    let all = jsonl_events(&p.join("all.jsonl"));
+    let got = jsonl_events(&p.join("sub.jsonl"));
+    let takes = |e: &serde_json::Value| {
+        let seq = e["sequence"].as_u64().unwrap();
+        let in_force = from.iter().filter(|&&f| f <= seq).count();
+        let sym = symbols.get(&(e["instrument_id"].as_u64().unwrap() as u32));
+        let sym_ok = match in_force {
+            0 => sym == Some(&s1),
+            1 | 2 => sym == Some(&s1) || sym == Some(&s2),
+            _ => sym == Some(&s2),
+        };
+        sym_ok && (in_force < 2 || e["action"] != "add")
+    };
+    let want: Vec<&String> = all.iter().filter(|(_, e)| takes(e)).map(|(l, _)| l).collect();
+    let got: Vec<&String> = got.iter().map(|(l, _)| l).collect();
+    assert!(all.len() > 10_000, "the day went through: {} events", all.len());
+    let first_diff = want.iter().zip(&got).position(|(a, b)| a != b);
+    assert!(
+        want.len() == got.len() && first_diff.is_none(),
+        "{} events against the oracle's {}; first difference at {first_diff:?}: {:?} / {:?}",
+        got.len(),
+        want.len(),
+        first_diff.map(|i| got[i]),
+        first_diff.map(|i| want[i])
+    );
+    // Every stretch had events of its own to check.
+    for w in [0].iter().chain(&from).collect::<Vec<_>>().windows(2) {
+        let n = got
+            .iter()
+            .filter(|l| {
+                let s = serde_json::from_str::<serde_json::Value>(l).unwrap()["sequence"].as_u64().unwrap();
+                s >= *w[0] && s < *w[1]
+            })
+            .count();
+        assert!(n > 0, "no event between sequence {} and {}", w[0], w[1]);
+    }
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
+    let listed: Vec<&str> = r["control"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(listed, changes.iter().map(String::as_str).collect::<Vec<_>>());
+}

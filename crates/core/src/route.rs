@@ -58,6 +58,22 @@ impl Filter {
         self
     }
 
+    /// A filter from its three sets, each `None` for every one and `Some` for just those
+    /// (an empty set takes nothing): what the control socket's `subscribe` and
+    /// `unsubscribe` build, where "none" must be said as well as "all".
+    pub fn select(instruments: Option<&[u32]>, actions: Option<&[EventAction]>, types: Option<&[u8]>) -> Self {
+        // No action or no type takes nothing, as no instrument does: said by an empty
+        // instrument set, so that `matches` tests no more than it did.
+        if actions.is_some_and(<[_]>::is_empty) || types.is_some_and(<[_]>::is_empty) {
+            return Filter::all().instruments(std::iter::empty());
+        }
+        let mut f = Filter::all();
+        if let Some(ids) = instruments {
+            f = f.instruments(ids.iter().copied());
+        }
+        f.actions(actions.unwrap_or_default().iter().copied()).types(types.unwrap_or_default().iter().copied())
+    }
+
     /// Every event matches (no instrument, action or type named).
     #[inline]
     pub fn takes_all(&self) -> bool {
@@ -107,5 +123,25 @@ mod tests {
         assert!(!Filter::all().actions([EventAction::Add]).takes_all());
         let none = Filter::all().instruments(std::iter::empty());
         assert!(!none.takes_all() && !none.matches(&e(3, EventAction::Add, b'A')));
+    }
+
+    #[test]
+    fn select_says_all_some_or_none_of_each() {
+        let e = |id, action, t| Event { instrument_id: id, action, msg_type: t, ..Default::default() };
+        assert!(Filter::select(None, None, None).takes_all());
+        let add = e(3, EventAction::Add, b'A');
+        for none in [
+            Filter::select(Some(&[]), None, None),
+            Filter::select(None, Some(&[]), None),
+            Filter::select(None, None, Some(&[])),
+        ] {
+            assert!(!none.takes_all() && !none.matches(&add), "{none:?}");
+        }
+        let f = Filter::select(Some(&[3]), Some(&[EventAction::Add]), Some(b"AF"));
+        assert!(f.matches(&add) && f.matches(&e(3, EventAction::Add, b'F')));
+        assert!(!f.matches(&e(4, EventAction::Add, b'A')));
+        assert!(!f.matches(&e(3, EventAction::Trade, b'A')));
+        assert!(!f.matches(&e(3, EventAction::Add, b'P')));
+        assert_eq!(f, Filter::all().instruments([3]).actions([EventAction::Add]).types(*b"AF"));
     }
 }

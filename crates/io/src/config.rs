@@ -1019,20 +1019,11 @@ impl RunConfig {
                 .iter()
                 .map(|a| a.parse::<EventAction>().map_err(|e| invalid(format!("consumer {:?}: {e}", c.name))))
                 .collect::<Result<Vec<_>, ConfigError>>()?;
-            let mut types = Vec::new();
-            for t in &c.types {
-                match t.as_bytes() {
-                    [b] if opra && b.is_ascii_graphic() => types.push(*b),
-                    [b] if !opra && tickplant_wire::itch50::message_len(*b).is_some() => types.push(*b),
-                    _ if opra => {
-                        return Err(invalid(format!(
-                            "consumer {:?}: {t:?} is not an OPRA message category (one letter)",
-                            c.name
-                        )))
-                    }
-                    _ => return Err(invalid(format!("consumer {:?}: {t:?} is not an ITCH 5.0 message type", c.name))),
-                }
-            }
+            let types = c
+                .types
+                .iter()
+                .map(|t| parse_msg_type(t, opra).map_err(|e| invalid(format!("consumer {:?}: {e}", c.name))))
+                .collect::<Result<Vec<_>, ConfigError>>()?;
             if c.ring < 2 {
                 return Err(invalid(format!("consumer {:?}: ring must hold at least 2 records", c.name)));
             }
@@ -1192,4 +1183,15 @@ fn match_spec(c: &ConsumerSection, path: Option<PathBuf>) -> Result<MatchSpec, C
     let strategies = schema.parse_strategies(&text).map_err(|e| invalid(format!("{}: {e}", file.display())))?;
     MarketEvents::new(&schema, &[c.venue.as_str()]).map_err(|e| invalid(format!("consumer {:?}: {e}", c.name)))?;
     Ok(MatchSpec { schema, strategies, venue: c.venue.clone(), path, handler: None })
+}
+
+/// A consumer's message type: one letter, an ITCH 5.0 message type, or an OPRA message
+/// category where the feed is OPRA (`opra`).
+pub fn parse_msg_type(t: &str, opra: bool) -> Result<u8, String> {
+    match t.as_bytes() {
+        [b] if opra && b.is_ascii_graphic() => Ok(*b),
+        [b] if !opra && tickplant_wire::itch50::message_len(*b).is_some() => Ok(*b),
+        _ if opra => Err(format!("{t:?} is not an OPRA message category (one letter)")),
+        _ => Err(format!("{t:?} is not an ITCH 5.0 message type")),
+    }
 }

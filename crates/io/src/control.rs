@@ -7,7 +7,11 @@
 //!   stale books, the arbitrator's policy);
 //! * `policy FEED MODE [timeout-us=N] [max-msgs=N]`: the arbitrator's window, applied by
 //!   the producer thread between two frames (nothing buffered is lost or delivered twice:
-//!   waits the new window does not allow are given up in order, as `--change-at` does).
+//!   waits the new window does not allow are given up in order, as `--change-at` does);
+//! * `snapshot FEED [depth=N]`: the books now, as JSON;
+//! * `subscribe FEED CONSUMER [symbols=..] [actions=..] [types=..]` and `unsubscribe ...`:
+//!   a consumer's filter, changed by the decode side between two packets (the answer says
+//!   from which sequence number the new filter holds).
 //!
 //! A change is acknowledged with what it changed and when, written to stderr, counted for
 //! the metrics endpoint, and listed in the final report. A bad command gets an error that
@@ -61,11 +65,61 @@ pub enum Command {
     Policy { req: PolicyRequest, reply: Sender<Result<String, String>> },
 }
 
+/// A change to a consumer's subscription: what `subscribe` adds to it or `unsubscribe`
+/// takes from it. Each list is `None` where the command did not name it; `*` in a list is
+/// every one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionChange {
+    /// `subscribe` (true) or `unsubscribe`.
+    pub add: bool,
+    pub symbols: Option<Vec<String>>,
+    pub actions: Option<Vec<String>>,
+    pub types: Option<Vec<String>>,
+}
+
+impl SubscriptionChange {
+    /// `CONSUMER KEY=V[,V...] ...` after `subscribe FEED` or `unsubscribe FEED`.
+    fn parse(add: bool, args: &[&str]) -> Result<(String, SubscriptionChange), String> {
+        let verb = if add { "subscribe" } else { "unsubscribe" };
+        let usage = format!("{verb} FEED CONSUMER [symbols=A,B|*] [actions=add,trade|*] [types=A,E|*]");
+        let [consumer, kvs @ ..] = args else { return Err(format!("expected {usage}")) };
+        if kvs.is_empty() {
+            return Err(format!("name what to {verb}: {usage}"));
+        }
+        let mut c = SubscriptionChange { add, ..Default::default() };
+        for kv in kvs {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("{kv:?} is not KEY=VALUE: {usage}"))?;
+            let list: Vec<String> = v.split(',').filter(|x| !x.is_empty()).map(str::to_string).collect();
+            if list.is_empty() {
+                return Err(format!("{k} names nothing (a list, or * for every one)"));
+            }
+            let slot = match k {
+                "symbols" => &mut c.symbols,
+                "actions" => &mut c.actions,
+                "types" => &mut c.types,
+                _ => return Err(format!("unknown key {k:?} (symbols, actions, types)")),
+            };
+            if slot.replace(list).is_some() {
+                return Err(format!("{k} is named twice"));
+            }
+        }
+        Ok((consumer.to_string(), c))
+    }
+}
+
 /// What a feed's decode side is asked to do.
 #[derive(Debug)]
 pub enum DecodeCommand {
     /// The books now, `depth` levels a side, each a JSON object.
     Snapshot { depth: usize, reply: Sender<Result<Vec<String>, String>> },
+    /// Change a consumer's subscription between two packets; the answer: what it is now and
+    /// the first sequence number it applies to.
+    Subscribe {
+        consumer: String,
+        change: SubscriptionChange,
+        command: String,
+        reply: Sender<Result<serde_json::Value, String>>,
+    },
 }
 
 /// A change made, for the report.
@@ -142,8 +196,9 @@ impl Control {
             Some("status") if words.len() == 1 => Ok(self.status()),
             Some("policy") => self.policy(&words[1..]),
             Some("snapshot") => self.snapshot(&words[1..]),
+            Some(verb @ ("subscribe" | "unsubscribe")) => self.subscribe(verb == "subscribe", &words[1..], line),
             Some(other) => Err(format!(
-                "unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N], snapshot FEED [depth=N])"
+                "unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N], snapshot FEED [depth=N], subscribe|unsubscribe FEED CONSUMER [symbols=..] [actions=..] [types=..])"
             )),
             None => Err("an empty command (status, policy FEED MODE ...)".to_string()),
         };
@@ -188,6 +243,24 @@ impl Control {
         out.push_str(&books.join(","));
         out.push_str("]}");
         Ok(out)
+    }
+
+    fn subscribe(&self, add: bool, args: &[&str], line: &str) -> Result<String, String> {
+        let [feed, rest @ ..] = args else {
+            return Err("expected subscribe|unsubscribe FEED CONSUMER [symbols=..] [actions=..] [types=..]".to_string());
+        };
+        let (consumer, change) = SubscriptionChange::parse(add, rest)?;
+        let tx = queue(&self.decode, feed)?;
+        let (rtx, rrx) = channel();
+        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        tx.send(DecodeCommand::Subscribe { consumer, change, command, reply: rtx })
+            .map_err(|_| format!("feed {feed:?} has ended"))?;
+        let mut r = rrx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        r["ok"] = true.into();
+        r["feed"] = (*feed).into();
+        Ok(r.to_string())
     }
 
     fn policy(&self, args: &[&str]) -> Result<String, String> {
@@ -328,6 +401,19 @@ mod tests {
             assert!(r.contains("\"ok\":false") && r.contains(says), "{cmd:?}: {r}");
         }
         assert_eq!(c.counts().get("error"), Some(&7));
+        let _dx = c.register_decode("itch50");
+        for (cmd, says) in [
+            ("subscribe", "expected subscribe"),
+            ("subscribe itch50 books", "name what to subscribe"),
+            ("unsubscribe itch50 books symbols", "not KEY=VALUE"),
+            ("subscribe itch50 books symbols=", "names nothing"),
+            ("subscribe itch50 books sides=bid", "unknown key"),
+            ("subscribe itch50 books types=A types=E", "named twice"),
+            ("subscribe nyse books types=A", "no feed"),
+        ] {
+            let r = c.handle(cmd);
+            assert!(r.contains("\"ok\":false") && r.contains(says), "{cmd:?}: {r}");
+        }
         assert!(c.records("itch50").is_empty());
     }
 

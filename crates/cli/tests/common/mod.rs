@@ -73,3 +73,26 @@ pub fn finish(c: &mut Child, limit: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The symbols an ITCH 5.0 capture's Stock Directory messages name, by stock locate (the
+/// instrument id), read straight from the MoldUDP64 packets' bytes.
+pub fn itch_symbols(path: &Path) -> std::collections::HashMap<u32, String> {
+    let seq = Sequencer::new(SequencerConfig::preset(Protocol::Moldudp64)).unwrap();
+    let mut r = FrameReader::open(path).unwrap();
+    let mut out = std::collections::HashMap::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        let info = seq.classify(LinkType::Ethernet, f.data).unwrap();
+        let p = &f.data[usize::from(info.payload_offset)..][..usize::from(info.payload_len)];
+        let mut at = 20;
+        while at + 2 <= p.len() {
+            let n = usize::from(u16::from_be_bytes([p[at], p[at + 1]]));
+            let m = &p[at + 2..at + 2 + n];
+            if m[0] == b'R' {
+                let locate = u32::from(u16::from_be_bytes([m[1], m[2]]));
+                out.insert(locate, String::from_utf8_lossy(&m[11..19]).trim_end().to_string());
+            }
+            at += 2 + n;
+        }
+    }
+    out
+}

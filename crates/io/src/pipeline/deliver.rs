@@ -6,7 +6,8 @@ use super::*;
 
 pub(super) struct Out {
     pub(super) name: String,
-    pub(super) symbols: HashSet<[u8; 8]>,
+    /// What it subscribes to (the control socket changes it); `filter` is built from it.
+    pub(super) sub: super::subscribe::Subscription,
     pub(super) filter: Filter,
     pub(super) ring: RingTx,
     /// The packet's events this consumer takes (indices), written into the ring together
@@ -168,8 +169,16 @@ pub(super) struct Downstream<'p> {
     pub(super) next_publish: std::time::Instant,
     /// HR gaps and messages lost, by reason (its code).
     pub(super) gap_counts: [(u64, u64); tickplant_core::GapReason::ALL.len()],
-    /// Commands from the control socket for this side (`snapshot`).
+    /// Commands from the control socket for this side (`snapshot`, `subscribe`).
     pub(super) control: Option<std::sync::mpsc::Receiver<crate::control::DecodeCommand>>,
+    /// Every instrument named so far, by symbol (space padded): a subscription's symbols
+    /// become its instruments through it.
+    pub(super) named: HashMap<[u8; 8], Vec<u32>>,
+    /// Per stream (HR, LL), the sequence number after the last packet decoded: where a
+    /// subscription changed now starts to hold.
+    pub(super) next_seq: [u64; 2],
+    /// Where the changes made on this side are recorded (the run's control, the feed).
+    pub(super) control_log: Option<(Arc<crate::control::Control>, String)>,
 }
 
 impl<'p> Downstream<'p> {
@@ -235,9 +244,14 @@ impl<'p> Downstream<'p> {
     /// name that symbol.
     #[cold]
     pub(super) fn join_subscriptions(&mut self, id: u32, key: [u8; 8]) {
+        let ids = self.named.entry(key).or_default();
+        if ids.contains(&id) {
+            return;
+        }
+        ids.push(id);
         for o in &mut self.outs {
-            if o.symbols.contains(&key) {
-                o.filter = std::mem::take(&mut o.filter).instruments([id]);
+            if o.sub.symbols.as_ref().is_some_and(|s| s.contains(&key)) {
+                o.filter = o.sub.filter(&self.named);
             }
         }
     }
@@ -287,8 +301,7 @@ impl<'p> Downstream<'p> {
 
     /// Answer the control socket's commands waiting for this side.
     pub(super) fn poll_commands(&mut self) {
-        let Some(rx) = &self.control else { return };
-        while let Ok(cmd) = rx.try_recv() {
+        while let Some(cmd) = self.control.as_ref().and_then(|rx| rx.try_recv().ok()) {
             match cmd {
                 crate::control::DecodeCommand::Snapshot { depth, reply } => {
                     let books = match self.book_feed() {
@@ -313,8 +326,38 @@ impl<'p> Downstream<'p> {
                     };
                     let _ = reply.send(r);
                 }
+                crate::control::DecodeCommand::Subscribe { consumer, change, command, reply } => {
+                    let _ = reply.send(self.subscribe(&consumer, &change, command));
+                }
             }
         }
+    }
+
+    /// Change a consumer's subscription from the next packet on.
+    #[cold]
+    fn subscribe(
+        &mut self,
+        consumer: &str,
+        change: &crate::control::SubscriptionChange,
+        command: String,
+    ) -> Result<serde_json::Value, String> {
+        use tickplant_core::feed::AnyFeed;
+        let opra = matches!(self.feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_));
+        let names: Vec<&str> = self.outs.iter().map(|o| o.name.as_str()).collect();
+        let Some(i) = self.outs.iter().position(|o| o.name == consumer) else {
+            return Err(format!("no consumer {consumer:?} on this feed (its consumers: {})", names.join(", ")));
+        };
+        let o = &mut self.outs[i];
+        let before = o.sub.to_json();
+        o.sub = o.sub.changed(change, opra)?;
+        o.filter = o.sub.filter(&self.named);
+        let now = o.sub.to_json();
+        let from_seq = self.next_seq[o.stream.index()];
+        let result = format!("subscription {before} -> {now}, from sequence {from_seq}");
+        if let Some(c) = &self.control_log {
+            c.0.record(&c.1, crate::control::ControlRecord { at_ns: crate::live::realtime_ns(), command, result });
+        }
+        Ok(serde_json::json!({ "consumer": consumer, "before": before, "subscription": now, "from_seq": from_seq }))
     }
 
     /// Publish for the metrics endpoint if it is time (a clock read).
@@ -440,6 +483,7 @@ impl<'p> Downstream<'p> {
         let t0 = self.clock_in();
         let payload = r.frame.get(usize::from(r.payload_offset)..).unwrap_or_default();
         let p = FeedPacket { payload, seq: r.seq, count: r.count, arrival_ns: r.arrival_ns, prefetched };
+        self.next_seq[stream.index()] = r.seq + u64::from(r.count);
         match stream {
             Stream::Hr => {
                 self.timeline.packet(r.arrival_ns, r.input, r.count);

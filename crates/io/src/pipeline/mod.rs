@@ -38,7 +38,7 @@
 //! packet's events applied), `deliver` (filtered and pushed to the rings), and per record
 //! `ring` (from publication to the consumer's pop).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -83,6 +83,7 @@ mod deliver;
 mod handoff;
 mod report;
 mod resync;
+mod subscribe;
 mod threads;
 
 pub use consumer::{Record, NOT_TIMED};
@@ -119,6 +120,10 @@ impl Stream {
             Stream::Hr => "hr",
             Stream::Ll => "ll",
         }
+    }
+    /// 0 for HR, 1 for LL: an index into per-stream arrays.
+    pub(super) fn index(self) -> usize {
+        self as usize
     }
     /// For serde's `skip_serializing_if`: the default stream is not written out.
     pub fn is_hr(&self) -> bool {
@@ -620,15 +625,12 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
             let (tx, rx) = rtrb::RingBuffer::<Lean>::new(c.ring.max(2));
             (RingTx::Lean(tx), RingRx::Lean(rx))
         };
-        let mut filter = Filter::all().actions(c.actions.iter().copied()).types(c.types.iter().copied());
-        if !c.symbols.is_empty() {
-            // No instrument until the directory names one of the symbols.
-            filter = filter.instruments(std::iter::empty());
-        }
+        // No instrument of a symbol list until the directory names one of the symbols.
+        let sub = subscribe::Subscription::new(&c.symbols, &c.actions, &c.types);
         outs.push(Out {
             name: c.name.clone(),
-            symbols: c.symbols.iter().map(|s| itch50::stock(s)).collect(),
-            filter,
+            filter: sub.filter(&Default::default()),
+            sub,
             ring: tx,
             picks: Vec::with_capacity(256),
             market: reads_market(&c.action),
@@ -728,6 +730,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         control: spec.control.as_ref().map(|(c, f)| c.register_decode(f)),
         next_publish: Instant::now(),
         gap_counts: [(0, 0); GapReason::ALL.len()],
+        named: Default::default(),
+        next_seq: [0; 2],
+        control_log: spec.control.clone(),
         resync: spec
             .snapshot
             .clone()
