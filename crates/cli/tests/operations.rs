@@ -375,3 +375,133 @@ fn subscriptions_changed_mid_run_give_the_oracles_events() {
     let listed: Vec<&str> = r["control"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
     assert_eq!(listed, changes.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+/// A `match` consumer's lines (`matches.jsonl`): (event, sequence, symbol, action, ids sorted).
+fn match_lines(path: &Path) -> Vec<(u64, u64, String, String, Vec<u64>)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let mut ids: Vec<u64> = v["matches"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            ids.sort_unstable();
+            let s = |k: &str| v[k].as_str().unwrap().to_string();
+            (v["event"].as_u64().unwrap(), v["sequence"].as_u64().unwrap(), s("symbol"), s("action"), ids)
+        })
+        .collect()
+}
+
+/// `strategies add|remove` mid-run: the match consumer's matches are, from the record each
+/// answer names, those of a run from the same capture with the strategies then in force
+/// from the start (the oracle: the pipeline with a fixed set); bad strategies are refused
+/// and change nothing; the report lists the changes.
+#[test]
+fn strategies_changed_mid_run_match_as_the_set_then_in_force() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 74 --symbols 8 --messages 30000 --out day.pcap"));
+    let symbols = common::itch_symbols(&p.join("day.pcap"));
+    let mut names: Vec<&String> = symbols.values().collect();
+    names.sort();
+    let s3 = names[2].clone();
+    let sets = [
+        "1: action = \"execute\"\n2: action = \"add\" and size >= 300\n".to_string(),
+        format!(
+            "1: action = \"execute\"\n2: action = \"add\" and size >= 300\n3: symbol = \"{s3}\" and action = \"add\"\n"
+        ),
+        format!("2: action = \"add\" and size >= 300\n3: symbol = \"{s3}\" and action = \"add\"\n"),
+    ];
+    let consumer = |strategies: &str, out: &str| {
+        format!(
+            "[[consumer]]\nname = \"m\"\naction = \"match\"\nstrategies = \"{strategies}\"\npath = \"{out}\"\npolicy = \"backpressure\"\n"
+        )
+    };
+    let common =
+        "date = \"2026-11-20\"\n[arbitration]\nstart-seq = 1\ntimeout-us = 30000\n[book]\nmax-orders = 100000\n";
+    // The oracle: the same day from the capture, each set in force from the start.
+    for (k, set) in sets.iter().enumerate() {
+        std::fs::write(p.join(format!("s{k}.txt")), set).unwrap();
+        std::fs::write(
+            p.join(format!("oracle{k}.toml")),
+            format!(
+                "[source]\na = \"day.pcap\"\nb = \"day.pcap\"\n{common}{}",
+                consumer(&format!("s{k}.txt"), &format!("m{k}.jsonl"))
+            ),
+        )
+        .unwrap();
+        ok(p, &["run", &format!("oracle{k}.toml"), "--quiet"]);
+    }
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\n{common}\
+             [run]\nreport = \"report.json\"\nduration-s = 6\ncontrol = \"ctl.sock\"\n{}",
+            consumer("s0.txt", "live.jsonl")
+        ),
+    )
+    .unwrap();
+    let mut handler: Child =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    let changes = [
+        format!("strategies itch50 m add 3: symbol = \"{s3}\" and action = \"add\""),
+        "strategies itch50 m remove 1".to_string(),
+    ];
+    let mut from = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        std::thread::sleep(Duration::from_millis(800));
+        if i == 1 {
+            for (bad, says) in [
+                ("strategies itch50 m add 2: action = \"add\"", "strategy 2 is in force"),
+                ("strategies itch50 m add 9: price = \"cheap\"", "price as a string"),
+                ("strategies itch50 m add 9: size >", "column"),
+                ("strategies itch50 m remove 1 77", "no strategy 77"),
+                ("strategies itch50 nobody remove 1", "those that do: m"),
+            ] {
+                let mut args = vec!["ctl.sock"];
+                args.extend(bad.split(' '));
+                let (good, answer) = ctl(p, &args);
+                assert!(!good && answer.contains(says), "{bad}: {answer}");
+            }
+        }
+        let mut args = vec!["ctl.sock"];
+        args.extend(c.split(' '));
+        let (good, answer) = ctl(p, &args);
+        assert!(good, "{c}: {answer}");
+        let a: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        from.push(a["from_event"].as_u64().unwrap_or_else(|| panic!("{answer}")));
+    }
+    assert!(replay.wait().unwrap().success());
+    finish(&mut handler, Duration::from_secs(30));
+    assert!(from.windows(2).all(|w| w[0] < w[1]) && from[0] > 0, "the changes came mid-run: {from:?}");
+
+    let oracles: Vec<_> = (0..3).map(|k| match_lines(&p.join(format!("m{k}.jsonl")))).collect();
+    let bounds = [0, from[0], from[1], u64::MAX];
+    let want: Vec<_> = (0..3)
+        .flat_map(|k| oracles[k].iter().filter(move |l| l.0 >= bounds[k] && l.0 < bounds[k + 1]).cloned())
+        .collect();
+    let got = match_lines(&p.join("live.jsonl"));
+    let first_diff = want.iter().zip(&got).position(|(a, b)| a != b);
+    assert!(
+        want.len() == got.len() && first_diff.is_none(),
+        "{} lines against the oracle's {}; first difference at {first_diff:?}: {:?} / {:?}",
+        got.len(),
+        want.len(),
+        first_diff.map(|i| &got[i]),
+        first_diff.map(|i| &want[i])
+    );
+    // Each set had matches of its own to check: 3 appears after the first change, 1 not after
+    // the second.
+    assert!(got.iter().any(|l| l.0 < from[0] && l.4.contains(&1)));
+    assert!(got.iter().any(|l| l.0 >= from[0] && l.4.contains(&3)));
+    assert!(got.iter().any(|l| l.0 >= from[1]) && got.iter().all(|l| l.0 < from[1] || !l.4.contains(&1)));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
+    let listed: Vec<&str> = r["control"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(listed, changes.iter().map(String::as_str).collect::<Vec<_>>());
+}

@@ -300,3 +300,145 @@ policy = "backpressure"
     let _ = ex.kill();
     let _ = ex.wait();
 }
+
+/// `tickplant ctl triggers` mid-run on a live pipeline: the trade consumer's triggers are
+/// listed, one removed and one added; the orders sent are those the triggers in force at
+/// each record fire, counted from an unfiltered consumer of the same run; bad triggers are
+/// refused and change nothing.
+#[test]
+fn ctl_triggers_change_a_running_trade_consumer() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let o = Command::new(BIN)
+        .args(["sim", "itch", "--seed", "5", "--symbols", "8", "--messages", "30000", "--out", "day.pcap"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        p.join("triggers.txt"),
+        "1: action = \"execute\" and side = \"ask\" => buy 100\n2: action = \"trade\" and size >= 500 => sell 100\n",
+    )
+    .unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex = spawn(p, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "100", "--duration", "12s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let udp_port = || std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            r#"
+[source]
+a = "udp://127.0.0.1:{pa}"
+b = "udp://127.0.0.1:{pb}"
+date = "2026-11-20"
+[arbitration]
+start-seq = 1
+timeout-us = 30000
+[run]
+report = "report.json"
+duration-s = 6
+control = "ctl.sock"
+[[consumer]]
+name = "all"
+action = "jsonl"
+path = "all.jsonl"
+policy = "backpressure"
+[[consumer]]
+name = "trader"
+action = "trade"
+triggers = "triggers.txt"
+exchange = "{listen}"
+sender = "TP"
+target = "EXCH"
+policy = "backpressure"
+"#
+        ),
+    )
+    .unwrap();
+    let handler = spawn(p, &["run", "run.toml", "--quiet"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let replay = spawn(
+        p,
+        &["replay", "-q", "--pps", "2500", &format!("day.pcap=127.0.0.1:{pa}"), &format!("day.pcap=127.0.0.1:{pb}")],
+    );
+    let ctl = |args: &[&str]| {
+        let o = Command::new(BIN).arg("ctl").arg("ctl.sock").args(args).current_dir(p).output().unwrap();
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        (o.status.success(), format!("{}{}", out.trim(), err.trim()))
+    };
+    std::thread::sleep(Duration::from_millis(800));
+    let (good, listed) = ctl(&["triggers", "itch50", "trader"]);
+    assert!(good, "{listed}");
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(
+        listed["triggers"],
+        serde_json::json!([
+            "1: action = \"execute\" and side = \"ask\" => buy 100",
+            "2: action = \"trade\" and size >= 500 => sell 100"
+        ])
+    );
+    for (bad, says) in [
+        (vec!["triggers", "itch50", "trader", "remove", "7"], "no trigger 7"),
+        (vec!["triggers", "itch50", "trader", "add", "2: size > 1 => buy 1"], "trigger 2 is in force"),
+        (vec!["triggers", "itch50", "trader", "add", "5: size > 1 => hold 1"], "buy QTY"),
+        (vec!["triggers", "itch50", "trader", "add", "5: size = \"big\" => buy 1"], "size is a number"),
+        (vec!["triggers", "itch50", "all"], "those that do: trader"),
+    ] {
+        let (good, answer) = ctl(&bad);
+        assert!(!good && answer.contains(says), "{bad:?}: {answer}");
+    }
+    let (good, removed) = ctl(&["triggers", "itch50", "trader", "remove", "1"]);
+    assert!(good, "{removed}");
+    let removed: serde_json::Value = serde_json::from_str(&removed).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let (good, added) =
+        ctl(&["triggers", "itch50", "trader", "add", "4: action = \"execute\" and side = \"bid\" => sell 100"]);
+    assert!(good, "{added}");
+    let added: serde_json::Value = serde_json::from_str(&added).unwrap();
+    let (f1, f2) = (removed["from_event"].as_u64().unwrap(), added["from_event"].as_u64().unwrap());
+    assert!(0 < f1 && f1 < f2, "mid-run: {f1} {f2}");
+    finish(replay, "replay");
+    finish(handler, "run");
+    let mut ex = ex;
+    let _ = ex.kill();
+    let _ = ex.wait();
+    // The orders the triggers then in force fire, record by record.
+    let (mut buys, mut sells) = (0u64, 0u64);
+    let records = std::fs::read_to_string(p.join("all.jsonl")).unwrap();
+    let records = records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["sequence"].is_u64());
+    for (i, e) in records.enumerate() {
+        let i = i as u64;
+        if i < f1 && e["action"] == "execute" && e["side"] == "ask" {
+            buys += 1;
+        }
+        if e["action"] == "trade" && e["size"].as_u64().unwrap() >= 500 {
+            sells += 1;
+        }
+        if i >= f2 && e["action"] == "execute" && e["side"] == "bid" {
+            sells += 1;
+        }
+    }
+    let r = json(&p.join("report.json"));
+    let t = r["consumers"].as_array().unwrap().iter().find(|c| c["name"] == "trader").unwrap();
+    let trading = &t["trading"];
+    assert!(buys > 10 && sells > 10, "both stretches fire: {buys} {sells}");
+    assert_eq!(
+        (trading["buys_sent"].as_u64().unwrap(), trading["sells_sent"].as_u64().unwrap()),
+        (buys, sells),
+        "{trading}"
+    );
+    let listed: Vec<&str> = r["control"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(
+        listed,
+        [
+            "triggers itch50 trader remove 1",
+            "triggers itch50 trader add 4: action = \"execute\" and side = \"bid\" => sell 100"
+        ]
+    );
+}

@@ -159,6 +159,13 @@ impl Triggers {
         self.actions.is_empty()
     }
 
+    /// The triggers in force, by id.
+    pub fn set(&self) -> TriggerSet {
+        let mut v: TriggerSet = self.actions.iter().map(|(id, (c, a))| (*id, c.clone(), *a)).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
     /// Make `set` the triggers in force: removed and changed ones leave, new and changed
     /// ones enter, the rest stay as they are. On an error nothing changes.
     pub fn apply(&mut self, set: &TriggerSet) -> Result<(usize, usize), TriggerError> {

@@ -122,6 +122,41 @@ pub enum DecodeCommand {
     },
 }
 
+/// What a consumer's thread is asked to do (`match` and `trade` consumers take commands).
+#[derive(Debug)]
+pub enum ConsumerCommand {
+    /// `strategies ... add ID: predicates` or `strategies ... remove ID [ID ...]`.
+    Strategies {
+        add: Option<String>,
+        remove: Vec<u64>,
+        command: String,
+        reply: Sender<Result<serde_json::Value, String>>,
+    },
+    /// `triggers ...`: list, add or remove the trade consumer's triggers.
+    Triggers { op: TriggerOp, command: String, reply: Sender<Result<serde_json::Value, String>> },
+}
+
+/// What `triggers FEED CONSUMER ...` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerOp {
+    /// The triggers in force.
+    List,
+    /// One trigger more: `ID: conditions => buy|sell QTY`.
+    Add(String),
+    /// Triggers taken away, by id.
+    Remove(Vec<u64>),
+}
+
+/// A consumer's end of the control socket: its commands, and where the changes it makes
+/// are recorded.
+#[derive(Debug)]
+pub struct ConsumerControl {
+    pub rx: Receiver<ConsumerCommand>,
+    pub control: Arc<Control>,
+    pub feed: String,
+    pub consumer: String,
+}
+
 /// A change made, for the report.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ControlRecord {
@@ -136,6 +171,8 @@ pub struct ControlRecord {
 pub struct Control {
     feeds: Mutex<BTreeMap<String, Sender<Command>>>,
     decode: Mutex<BTreeMap<String, Sender<DecodeCommand>>>,
+    /// Per feed, its consumers that take commands.
+    consumers: Mutex<BTreeMap<String, BTreeMap<String, Sender<ConsumerCommand>>>>,
     log: Mutex<Vec<(String, ControlRecord)>>,
     counts: Mutex<BTreeMap<String, u64>>,
     metrics: Option<Arc<crate::metrics::Hub>>,
@@ -160,6 +197,14 @@ impl Control {
             f.insert(feed.to_string(), tx);
         }
         rx
+    }
+    /// A consumer's queue (`match` and `trade` consumers): its thread keeps the receiver.
+    pub fn register_consumer(self: &Arc<Self>, feed: &str, consumer: &str) -> ConsumerControl {
+        let (tx, rx) = channel();
+        if let Ok(mut f) = self.consumers.lock() {
+            f.entry(feed.to_string()).or_default().insert(consumer.to_string(), tx);
+        }
+        ConsumerControl { rx, control: self.clone(), feed: feed.to_string(), consumer: consumer.to_string() }
     }
     /// A change applied by a feed's producer.
     pub fn record(&self, feed: &str, r: ControlRecord) {
@@ -197,8 +242,10 @@ impl Control {
             Some("policy") => self.policy(&words[1..]),
             Some("snapshot") => self.snapshot(&words[1..]),
             Some(verb @ ("subscribe" | "unsubscribe")) => self.subscribe(verb == "subscribe", &words[1..], line),
+            Some("strategies") => self.strategies(&words[1..], line),
+            Some("triggers") => self.triggers(&words[1..], line),
             Some(other) => Err(format!(
-                "unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N], snapshot FEED [depth=N], subscribe|unsubscribe FEED CONSUMER [symbols=..] [actions=..] [types=..])"
+                "unknown command {other:?} (status, policy FEED MODE [timeout-us=N] [max-msgs=N], snapshot FEED [depth=N], subscribe|unsubscribe FEED CONSUMER [symbols=..] [actions=..] [types=..], strategies FEED CONSUMER add|remove .., triggers FEED CONSUMER [add|remove ..])"
             )),
             None => Err("an empty command (status, policy FEED MODE ...)".to_string()),
         };
@@ -263,6 +310,65 @@ impl Control {
         Ok(r.to_string())
     }
 
+    /// `strategies FEED CONSUMER add ID: predicates` | `remove ID [ID ...]`.
+    fn strategies(&self, args: &[&str], line: &str) -> Result<String, String> {
+        let usage = "strategies FEED CONSUMER add ID: PREDICATES | strategies FEED CONSUMER remove ID [ID ...]";
+        let [feed, consumer, verb, rest @ ..] = args else { return Err(format!("expected {usage}")) };
+        let (add, remove) = match *verb {
+            "add" if !rest.is_empty() => (Some(rest.join(" ")), Vec::new()),
+            "remove" if !rest.is_empty() => (None, ids(rest)?),
+            "add" | "remove" => return Err(format!("{verb} what? {usage}")),
+            other => return Err(format!("unknown strategies command {other:?}: {usage}")),
+        };
+        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.to_consumer(feed, consumer, |reply| ConsumerCommand::Strategies { add, remove, command, reply })
+    }
+
+    /// `triggers FEED CONSUMER` (the triggers in force) | `add ID: CONDITIONS => buy|sell QTY`
+    /// | `remove ID [ID ...]`.
+    fn triggers(&self, args: &[&str], line: &str) -> Result<String, String> {
+        let usage = "triggers FEED CONSUMER [add ID: CONDITIONS => buy|sell QTY | remove ID [ID ...]]";
+        let (feed, consumer, op) = match args {
+            [feed, consumer] => (feed, consumer, TriggerOp::List),
+            [feed, consumer, "add", rest @ ..] if !rest.is_empty() => (feed, consumer, TriggerOp::Add(rest.join(" "))),
+            [feed, consumer, "remove", rest @ ..] if !rest.is_empty() => {
+                (feed, consumer, TriggerOp::Remove(ids(rest)?))
+            }
+            _ => return Err(format!("expected {usage}")),
+        };
+        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.to_consumer(feed, consumer, |reply| ConsumerCommand::Triggers { op, command, reply })
+    }
+
+    /// Send a consumer its command and wait for the answer.
+    fn to_consumer(
+        &self,
+        feed: &str,
+        consumer: &str,
+        cmd: impl FnOnce(Sender<Result<serde_json::Value, String>>) -> ConsumerCommand,
+    ) -> Result<String, String> {
+        let tx = {
+            let all = self.consumers.lock().map_err(|_| "the control state is broken".to_string())?;
+            let of_feed = all.get(feed);
+            let known: Vec<&str> = of_feed.map(|c| c.keys().map(String::as_str).collect()).unwrap_or_default();
+            of_feed.and_then(|c| c.get(consumer)).cloned().ok_or_else(|| {
+                format!(
+                    "no consumer {consumer:?} of feed {feed:?} takes commands (those that do: {})",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )
+            })?
+        };
+        let (rtx, rrx) = channel();
+        tx.send(cmd(rtx)).map_err(|_| format!("consumer {consumer:?} has ended"))?;
+        let mut r = rrx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| format!("consumer {consumer:?} did not answer within 5 s"))??;
+        r["ok"] = true.into();
+        r["feed"] = feed.into();
+        r["consumer"] = consumer.into();
+        Ok(r.to_string())
+    }
+
     fn policy(&self, args: &[&str]) -> Result<String, String> {
         let usage = "policy FEED MODE [timeout-us=N] [max-msgs=N], MODE one of low-latency, time, count, time-count";
         let (feed, mode, rest) = match args {
@@ -289,6 +395,11 @@ impl Control {
             .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
         Ok(serde_json::json!({ "ok": true, "feed": feed, "changed": r }).to_string())
     }
+}
+
+/// Whole-number ids.
+fn ids(words: &[&str]) -> Result<Vec<u64>, String> {
+    words.iter().map(|w| w.parse::<u64>().map_err(|_| format!("{w:?} is not a whole-number id"))).collect()
 }
 
 /// A feed's command queue, or an error that names the feeds there are.
@@ -410,6 +521,12 @@ mod tests {
             ("subscribe itch50 books sides=bid", "unknown key"),
             ("subscribe itch50 books types=A types=E", "named twice"),
             ("subscribe nyse books types=A", "no feed"),
+            ("strategies itch50 m", "expected strategies"),
+            ("strategies itch50 m add", "add what"),
+            ("strategies itch50 m remove seven", "not a whole-number id"),
+            ("strategies itch50 m rename 1", "unknown strategies command"),
+            ("strategies itch50 m remove 7", "no consumer \\\"m\\\" of feed"),
+            ("triggers itch50 t remove", "expected triggers"),
         ] {
             let r = c.handle(cmd);
             assert!(r.contains("\"ok\":false") && r.contains(says), "{cmd:?}: {r}");

@@ -116,6 +116,41 @@ impl TriggerTrader {
         }
     }
 
+    /// The control socket's `triggers`: list the triggers in force, add one
+    /// (`ID: conditions => buy|sell QTY`) or remove some; a refused change changes nothing.
+    pub fn change_triggers(&mut self, op: &crate::control::TriggerOp) -> Result<serde_json::Value, String> {
+        use crate::control::TriggerOp;
+        let Some(t) = self.fttc.triggers_mut() else { return Err("no triggers in force".to_string()) };
+        let mut set = t.set();
+        let list = |set: &tickplant_core::trigger::TriggerSet| -> Vec<String> {
+            set.iter()
+                .map(|(id, cond, a)| format!("{id}: {cond} => {} {}", if a.buy { "buy" } else { "sell" }, a.qty))
+                .collect()
+        };
+        let (key, ids) = match op {
+            TriggerOp::List => return Ok(serde_json::json!({ "triggers": list(&set) })),
+            TriggerOp::Add(text) => {
+                let new = parse_triggers(text).map_err(|e| e.to_string().replacen("line 1: ", "", 1))?;
+                let [(id, _, _)] = new.as_slice() else { return Err("one trigger at a time".to_string()) };
+                if set.iter().any(|x| x.0 == *id) {
+                    return Err(format!("trigger {id} is in force: remove it first"));
+                }
+                let id = *id;
+                set.extend(new);
+                ("added", vec![id])
+            }
+            TriggerOp::Remove(ids) => {
+                if let Some(id) = ids.iter().find(|id| !set.iter().any(|x| x.0 == **id)) {
+                    return Err(format!("no trigger {id} is in force"));
+                }
+                set.retain(|x| !ids.contains(&x.0));
+                ("removed", ids.clone())
+            }
+        };
+        t.apply(&set).map_err(|e| e.to_string())?;
+        Ok(serde_json::json!({ key: ids, "triggers": list(&t.set()) }))
+    }
+
     /// Run an entry through the triggers; fired ones go out as orders. Returns the orders.
     pub fn on_entry(&mut self, entry: &tickplant_core::trigger::Entry<'_>) -> std::io::Result<usize> {
         self.entries += 1;

@@ -194,6 +194,34 @@ impl MatchState {
         })
     }
 
+    /// Add a strategy (its text, `ID: predicates`) or remove some (by id) while matching
+    /// goes on: what changed, or why nothing did.
+    pub(super) fn change(&mut self, add: Option<&str>, remove: &[u64]) -> Result<serde_json::Value, String> {
+        if let Some(text) = add {
+            // Parsed with a copy of the schema, checked against what market events give, so
+            // that a refused strategy leaves everything as it was.
+            let mut schema = self.matcher.schema().clone();
+            let s = schema.parse_strategy(text, 1).map_err(|e| format!("column {}: {}", e.column, e.reason))?;
+            if self.matcher.strategy(s.id).is_some() {
+                return Err(format!("strategy {} is in force: remove it first", s.id));
+            }
+            let venues: Vec<&str> = self.market.venues().iter().map(String::as_str).collect();
+            MarketEvents::new(&schema, &venues).map_err(|e| e.to_string())?;
+            let id = s.id;
+            *self.matcher.schema_mut() = schema;
+            self.matcher.insert(s).map_err(|e| e.to_string())?;
+            self.market.refresh(self.matcher.schema()).map_err(|e| e.to_string())?;
+            return Ok(serde_json::json!({ "added": [id], "strategies": self.matcher.len() }));
+        }
+        if let Some(id) = remove.iter().find(|id| self.matcher.strategy(**id).is_none()) {
+            return Err(format!("no strategy {id} is in force"));
+        }
+        for id in remove {
+            self.matcher.remove(*id);
+        }
+        Ok(serde_json::json!({ "removed": remove, "strategies": self.matcher.len() }))
+    }
+
     pub(super) fn record(&mut self, i: u64, r: &Record) -> std::io::Result<()> {
         let t0 = rdtsc();
         let id = r.event.instrument_id as usize;
@@ -248,6 +276,7 @@ pub(super) fn consumer_thread<T: Slot>(
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
     alone: bool,
     live: bool,
+    ctl: Option<crate::control::ConsumerControl>,
 ) -> std::io::Result<ConsumerResult> {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
@@ -364,7 +393,14 @@ pub(super) fn consumer_thread<T: Slot>(
                 }
             }
             chunk.commit_all();
+            // Commands between chunks: a change holds from the next record on.
+            if let Some(c) = &ctl {
+                commands(c, res.received, matching.as_mut(), trader.as_mut());
+            }
             continue;
+        }
+        if let Some(c) = &ctl {
+            commands(c, res.received, matching.as_mut(), trader.as_mut());
         }
         if rx.is_abandoned() && rx.is_empty() {
             break;
@@ -418,4 +454,46 @@ pub(super) fn consumer_thread<T: Slot>(
     }
     res.cpu_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
     Ok(res)
+}
+
+/// Apply the control socket's commands waiting for a consumer; `from_event`: the records it
+/// has received, the index of the first one the change holds for.
+#[cold]
+fn commands(
+    c: &crate::control::ConsumerControl,
+    from_event: u64,
+    matching: Option<&mut MatchState>,
+    trader: Option<&mut crate::fixnet::TriggerTrader>,
+) {
+    use crate::control::ConsumerCommand;
+    let Ok(cmd) = c.rx.try_recv() else { return };
+    let (r, command, reply) = match cmd {
+        ConsumerCommand::Strategies { add, remove, command, reply } => {
+            let r = match matching {
+                Some(m) => m.change(add.as_deref(), &remove),
+                None => Err("this consumer matches no strategies (action \"match\" does)".to_string()),
+            };
+            (r, command, reply)
+        }
+        ConsumerCommand::Triggers { op, command, reply } => {
+            let r = match trader {
+                Some(t) => t.change_triggers(&op),
+                None => Err("this consumer fires no triggers (action \"trade\" does)".to_string()),
+            };
+            (r, command, reply)
+        }
+    };
+    let r = r.map(|mut v| {
+        v["from_event"] = from_event.into();
+        v
+    });
+    if let Ok(v) = &r {
+        let changed = v.get("added").is_some() || v.get("removed").is_some();
+        if changed {
+            let result = format!("{v}");
+            let at_ns = crate::live::realtime_ns();
+            c.control.record(&c.feed, crate::control::ControlRecord { at_ns, command, result });
+        }
+    }
+    let _ = reply.send(r);
 }

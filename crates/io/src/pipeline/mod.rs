@@ -645,6 +645,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
         let alone = alone_on(spec, core);
         let live = source.inner.is_live();
+        // `match` and `trade` consumers take the control socket's commands.
+        let ctl = match (&spec.control, &c.action) {
+            (Some((control, feed)), ConsumerAction::Match(_) | ConsumerAction::Trade(_)) => {
+                Some(control.register_consumer(feed, &c.name))
+            }
+            _ => None,
+        };
         handles.push(
             std::thread::Builder::new()
                 .name(format!("consumer-{}", c.name))
@@ -653,8 +660,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                         pin(core);
                     }
                     match rx {
-                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live),
-                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live),
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl),
                     }
                 })
                 .map_err(|e| PipelineError::Thread {
