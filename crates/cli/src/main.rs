@@ -17,6 +17,7 @@ mod replaycmd;
 mod reportcmd;
 mod runcmd;
 mod simcmd;
+mod topcmd;
 mod tradecmd;
 
 use std::path::PathBuf;
@@ -99,7 +100,10 @@ enum Cmd {
         duration: Option<f64>,
     },
     /// Send a command to a running handler's control socket ([run] control) and print its
-    /// answer (a JSON line): `status`, or `policy FEED MODE [timeout-us=N] [max-msgs=N]`.
+    /// answer (a JSON line): `status`, `policy FEED MODE [timeout-us=N] [max-msgs=N]`,
+    /// `snapshot FEED [depth=N]`, `subscribe|unsubscribe FEED CONSUMER [symbols=..]
+    /// [actions=..] [types=..]`, `strategies FEED CONSUMER add ID: PREDICATES | remove ID..`,
+    /// `triggers FEED CONSUMER [add ID: CONDITIONS => buy|sell QTY | remove ID..]`.
     /// See docs/operations.md.
     Ctl {
         /// The handler's control socket.
@@ -108,6 +112,10 @@ enum Cmd {
         #[arg(required = true, num_args = 1.., trailing_var_arg = true)]
         command: Vec<String>,
     },
+    /// A terminal view of a running handler through its control socket ([run] control):
+    /// per feed and input the message rate, A/B wins, gaps and losses, stage latencies,
+    /// consumer rings and drops, books. q quits. See docs/operations.md.
+    Top(topcmd::TopArgs),
     /// Match strategies (conjunctions of predicates) against events, one JSON line out per
     /// event: {"event": i, "matches": [ids ascending]}. See docs/matching.md.
     Match(matchcmd::MatchArgs),
@@ -225,6 +233,7 @@ fn run(cli: Cli) -> Result<()> {
             runcmd::run_all(&cfg, quiet, duration)?;
         }
         Cmd::Demo(d) => democmd::demo(&d)?,
+        Cmd::Top(a) => topcmd::top(&a)?,
         Cmd::Ctl { socket, command } => {
             let answer = tickplant_io::control::send(&socket, &command.join(" "))
                 .map_err(|e| anyhow::anyhow!("{}: {e}", socket.display()))?;

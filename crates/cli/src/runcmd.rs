@@ -22,6 +22,8 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
             tracing::info!(url = %format!("http://{bound}/metrics"), "metrics endpoint");
             Some(hub)
         }
+        // The control socket's `status` (and `tickplant top`) read the same metrics.
+        None if cfg.run.control.is_some() => Some(std::sync::Arc::new(tickplant_io::metrics::Hub::new())),
         None => None,
     };
     let control = match &cfg.run.control {

@@ -505,3 +505,133 @@ fn strategies_changed_mid_run_match_as_the_set_then_in_force() {
     let listed: Vec<&str> = r["control"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
     assert_eq!(listed, changes.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+/// `tickplant top` in a pseudo-terminal while a live run goes on: its screen (read through
+/// a terminal emulator) shows the feed's rate, inputs, stages and consumers; `q` quits it
+/// and it leaves the alternate screen (the terminal as it was). `--once` prints the same
+/// view as text.
+#[test]
+fn top_in_a_pty_shows_the_run_and_quits_cleanly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 75 --symbols 8 --messages 30000 --out day.pcap"));
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!(
+            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
+             [arbitration]\nstart-seq = 1\ntimeout-us = 30000\n\
+             [run]\nduration-s = 6\ncontrol = \"ctl.sock\"\n\
+             [[consumer]]\nname = \"counter\"\naction = \"count\"\n"
+        ),
+    )
+    .unwrap();
+    let mut handler: Child =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // The plain-text view.
+    let o =
+        Command::new(BIN).args(["top", "ctl.sock", "--once", "--interval-ms", "300"]).current_dir(p).output().unwrap();
+    let once = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(once.contains("feed itch50: ") && once.contains("msgs/s HR") && once.contains("counter"), "{once}");
+
+    // A pseudo-terminal of 40 rows and 160 columns.
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize { ws_row: 40, ws_col: 160, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: openpty writes the two descriptors it opens; the name and termios are null
+    // (not wanted), the window size points at a live value.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut cmd = Command::new(BIN);
+    cmd.args(["top", "ctl.sock", "--interval-ms", "300"])
+        .current_dir(p)
+        .env("TERM", "xterm-256color")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: between fork and exec only async-signal-safe calls: a session of its own, with
+    // the pty (its stdin) as the controlling terminal, as a terminal would start it.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut top = cmd.spawn().unwrap();
+    drop(slave);
+    let mut reader = std::fs::File::from(master.try_clone().unwrap());
+    let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = bytes.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // Ends when the pty closes (EIO once top has exited).
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let screen = {
+        let mut parser = vt100::Parser::new(40, 160, 0);
+        parser.process(&bytes.lock().unwrap());
+        parser.screen().contents()
+    };
+    let feed_line = screen.lines().find(|l| l.contains("feed itch50: ")).unwrap_or_else(|| panic!("{screen}"));
+    let rate: f64 =
+        feed_line.split("feed itch50: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!(rate > 0.0, "the feed runs: {feed_line}");
+    assert_eq!(screen.matches("decode_book p50").count(), 1, "each stage once:\n{screen}");
+    for want in ["tickplant top ctl.sock", "pkts/s", "counter", "stages: arbitrate p50", "(q quits)"] {
+        assert!(screen.contains(want), "{want:?} not on the screen:\n{screen}");
+    }
+    for input in ["a", "b"] {
+        let row = screen.lines().find(|l| l.trim_start_matches('│').trim_start().starts_with(&format!("{input} ")));
+        let pps: f64 = row
+            .unwrap_or_else(|| panic!("input {input}:\n{screen}"))
+            .trim_start_matches('│')
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(pps > 0.0, "input {input} receives:\n{screen}");
+    }
+    let mut writer = std::fs::File::from(master);
+    writer.write_all(b"q").unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = top.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            let _ = top.kill();
+            panic!("top did not quit on q");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(100));
+    let all = bytes.lock().unwrap().clone();
+    let s = String::from_utf8_lossy(&all);
+    // It entered the alternate screen and left it, last.
+    let (enter, leave) =
+        (s.find("\x1b[?1049h").expect("entered"), s.rfind("\x1b[?1049l").expect("left the alternate screen"));
+    assert!(enter < leave && !s[leave..].contains("\x1b[?1049h"));
+    assert!(replay.wait().unwrap().success());
+    finish(&mut handler, Duration::from_secs(30));
+}

@@ -63,6 +63,9 @@ pub struct ConsumerSnap {
     pub dropped: u64,
     pub waits: u64,
     pub records: u64,
+    /// Records in the ring now (pushed, not yet taken), and its room in all.
+    pub ring_fill: u64,
+    pub ring_capacity: u64,
 }
 
 /// The decode side's part: the stream's feed, the books, the gaps, the consumers.
@@ -356,6 +359,19 @@ fn render_decode(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) {
             })
             .collect();
         out.counters(name, help, rows);
+    }
+    let gfields: [(&str, &str, CField); 2] = [
+        ("tickplant_consumer_ring_fill", "Records in a consumer's ring, not yet taken.", |c| c.ring_fill),
+        ("tickplant_consumer_ring_capacity", "Records a consumer's ring holds.", |c| c.ring_capacity),
+    ];
+    for (name, help, f) in gfields {
+        let rows: Rows<'_> = decs
+            .iter()
+            .flat_map(|(feed, d)| {
+                d.consumers.iter().map(move |c| (vec![("feed", *feed), ("consumer", c.name.as_str())], f(c)))
+            })
+            .collect();
+        out.gauges(name, help, rows);
     }
 }
 

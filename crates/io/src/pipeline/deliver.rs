@@ -31,6 +31,22 @@ pub(super) struct Out {
     pub(super) gaps: u64,
 }
 
+impl RingTx {
+    /// Room in the ring in all, and free now.
+    pub(super) fn capacity(&self) -> usize {
+        match self {
+            RingTx::Full(r) => r.buffer().capacity(),
+            RingTx::Lean(r) => r.buffer().capacity(),
+        }
+    }
+    pub(super) fn slots(&self) -> usize {
+        match self {
+            RingTx::Full(r) => r.slots(),
+            RingTx::Lean(r) => r.slots(),
+        }
+    }
+}
+
 impl Out {
     /// Write the records of the picked events into the ring, stamped `now`, the moment they
     /// are published: each record built in its slot of the ring, with no copy in between. A
@@ -395,6 +411,8 @@ impl<'p> Downstream<'p> {
                     dropped: o.dropped,
                     waits: o.waits,
                     records: o.gaps,
+                    ring_fill: (o.ring.capacity() - o.ring.slots()) as u64,
+                    ring_capacity: o.ring.capacity() as u64,
                 })
                 .collect(),
             stages: vec![
