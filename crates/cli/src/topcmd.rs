@@ -123,8 +123,8 @@ struct FeedView {
     kernel_drops: u64,
     /// Per stage: name, p50 and p99 in ns.
     stages: Vec<(String, f64, f64)>,
-    /// Per consumer: name, records/s, ring fill, ring capacity, dropped.
-    consumers: Vec<(String, f64, u64, u64, u64)>,
+    /// Per consumer: name, records/s, ring fill, ring capacity, dropped, ring latency p99 (ns).
+    consumers: Vec<(String, f64, u64, u64, u64, f64)>,
 }
 
 fn view(prev: &Sample, now: &Sample) -> View {
@@ -195,6 +195,12 @@ fn view(prev: &Sample, now: &Sample) -> View {
                     total("tickplant_consumer_ring_fill", &l),
                     total("tickplant_consumer_ring_capacity", &l),
                     total("tickplant_consumer_dropped_total", &l),
+                    now.get(
+                        "tickplant_ring_latency_seconds",
+                        &[("feed", f.as_str()), ("consumer", c.as_str()), ("quantile", "0.99")],
+                    )
+                    .unwrap_or(0.0)
+                        * 1e9,
                 )
             })
             .collect();
@@ -253,9 +259,12 @@ fn text(v: &View, socket: &Path) -> Vec<String> {
             "  stages: {}",
             if stages.is_empty() { "none timed yet".to_string() } else { stages.join(", ") }
         ));
-        out.push(format!("  {:<12} {:>10} {:>16} {:>10}", "consumer", "recs/s", "ring fill", "dropped"));
-        for (name, r, fill, cap, dropped) in &f.consumers {
-            out.push(format!("  {name:<12} {r:>10.0} {:>16} {dropped:>10}", format!("{fill}/{cap}")));
+        out.push(format!(
+            "  {:<12} {:>10} {:>16} {:>10} {:>14}",
+            "consumer", "recs/s", "ring fill", "dropped", "ring p99 ns"
+        ));
+        for (name, r, fill, cap, dropped, p99) in &f.consumers {
+            out.push(format!("  {name:<12} {r:>10.0} {:>16} {dropped:>10} {p99:>14.0}", format!("{fill}/{cap}")));
         }
     }
     out
@@ -313,50 +322,33 @@ fn run_view(terminal: &mut ratatui::DefaultTerminal, a: &TopArgs, interval: Dura
 
 fn draw(f: &mut ratatui::Frame<'_>, v: &View, socket: &Path, error: Option<&str>) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
-    let mut rows: Vec<Row<'_>> = Vec::new();
     let header = match error {
         Some(e) => format!("tickplant top {}: not answering: {e}", socket.display()),
         None => {
             format!("tickplant top {}: up {:.0} s, {} feed(s)   (q quits)", socket.display(), v.uptime_s, v.feeds.len())
         }
     };
-    for fv in &v.feeds {
-        rows.push(Row::new(vec![Cell::from(format!(
-            "feed {}: {:.0} msgs/s HR ({} in all)  gaps {} now / {} in all ({} / {} messages lost)  {} waiting  books {} ({} stale)",
-            fv.name, fv.hr_rate, fv.hr_messages, fv.gaps.0, fv.gaps.1, fv.lost.0, fv.lost.1, fv.pending, fv.books, fv.stale_books
-        ))
-        .style(bold)]));
-        rows.push(Row::new(vec![Cell::from(format!(
-            "  {:<10} {:>10} {:>8} {:>12} {:>10} {:>8}   kernel drops {}",
-            "input", "pkts/s", "wins now", "wins", "dups", "late", fv.kernel_drops
-        ))]));
-        for (name, r, wn, w, d, l) in &fv.inputs {
-            rows.push(Row::new(vec![Cell::from(format!("  {name:<10} {r:>10.0} {wn:>8} {w:>12} {d:>10} {l:>8}"))]));
-        }
-        let stages: Vec<String> =
-            fv.stages.iter().map(|(s, p50, p99)| format!("{s} p50 {p50:.0} ns p99 {p99:.0} ns")).collect();
-        rows.push(Row::new(vec![Cell::from(format!(
-            "  stages: {}",
-            if stages.is_empty() { "none timed yet".to_string() } else { stages.join(", ") }
-        ))]));
-        rows.push(Row::new(vec![Cell::from(format!(
-            "  {:<12} {:>10} {:>16} {:>10}",
-            "consumer", "recs/s", "ring fill", "dropped"
-        ))]));
-        for (name, r, fill, cap, dropped) in &fv.consumers {
-            rows.push(Row::new(vec![Cell::from(format!(
-                "  {name:<12} {r:>10.0} {:>16} {dropped:>10}",
-                format!("{fill}/{cap}")
-            ))]));
-        }
-        rows.push(Row::new(vec![Cell::from("")]));
-    }
     let block = Block::bordered().title(Line::from(header).style(bold));
     if v.feeds.is_empty() {
         f.render_widget(Paragraph::new("no feed has published yet").block(block), f.area());
-    } else {
-        f.render_widget(Table::new(rows, [Constraint::Percentage(100)]).block(block), f.area());
+        return;
     }
+    // The lines of the text view (its first, the header, is the border's title), each
+    // feed's first in bold.
+    let rows: Vec<Row<'_>> = text(v, socket)
+        .into_iter()
+        .skip(2)
+        .map(|l| {
+            let bold_line = l.starts_with("feed ");
+            let row = Row::new(vec![Cell::from(l)]);
+            if bold_line {
+                row.style(bold)
+            } else {
+                row
+            }
+        })
+        .collect();
+    f.render_widget(Table::new(rows, [Constraint::Percentage(100)]).block(block), f.area());
 }
 
 #[cfg(test)]

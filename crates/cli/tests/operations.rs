@@ -100,7 +100,8 @@ fn a_live_run_scraped_parses_grows_and_ends_at_the_report() {
     assert!(replay.wait().unwrap().success());
     // The feed has ended; the run goes on to its duration: its last values are published.
     std::thread::sleep(Duration::from_millis(600));
-    let last = parse(&scrape(pm));
+    let text = scrape(pm);
+    let last = parse(&text);
     scrapes.push(last.clone());
     finish(&mut handler, Duration::from_secs(30));
     for w in scrapes.windows(2) {
@@ -131,6 +132,15 @@ fn a_live_run_scraped_parses_grows_and_ends_at_the_report() {
     assert_eq!(value(&last, "tickplant_books_stale", &f), r["stale_books"]);
     let c = [("feed", "itch50"), ("consumer", "all")];
     assert_eq!(value(&last, "tickplant_consumer_delivered_total", &c), r["consumers"][0]["delivered"]);
+    // The ring's latency, published by the consumer's own thread: its count is the report's.
+    let ring_count = text
+        .lines()
+        .find(|l| l.starts_with("tickplant_ring_latency_seconds_count{") && l.contains("consumer=\"all\""))
+        .unwrap_or_else(|| panic!("no ring latency: {text}"));
+    assert_eq!(
+        ring_count.rsplit(' ').next().unwrap().parse::<u64>().unwrap(),
+        r["consumers"][0]["ring_latency_ns"]["count"]
+    );
     let gaps: u64 = r["gaps"].as_array().unwrap().len() as u64;
     let timeout = [("feed", "itch50"), ("reason", "timeout")];
     if gaps > 0 {

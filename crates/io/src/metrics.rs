@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tickplant_core::book::BookStats;
-use tickplant_core::{ArbStats, GapReason};
+use tickplant_core::{ArbStats, GapReason, Policy};
 
 use crate::live::LiveInputStats;
 
@@ -52,6 +52,8 @@ pub struct ProducerSnap {
     pub live: Vec<LiveInputStats>,
     pub frames: u64,
     pub arbitrate: Option<Quantiles>,
+    /// The arbitrator's HR window now.
+    pub policy: Option<Policy>,
 }
 
 /// A consumer's ring, as the decode side sees it.
@@ -92,7 +94,16 @@ pub struct DecodeSnap {
 struct FeedMetrics {
     producer: Option<ProducerSnap>,
     decode: Option<DecodeSnap>,
+    /// HR messages a second over the last second or so, and where that second started
+    /// (when, and the HR messages then).
+    hr_rate: f64,
+    rate_base: Option<(Instant, u64)>,
+    /// Per consumer, its ring's latency (publication to the consumer taking the record).
+    rings: BTreeMap<String, Quantiles>,
 }
+
+/// The span the HR message rate is measured over (the saturation indicator's rate).
+const RATE_SPAN: Duration = Duration::from_secs(1);
 
 /// Where the threads publish and scrapes read (see the module doc).
 #[derive(Debug, Default)]
@@ -115,7 +126,23 @@ impl Hub {
     }
     pub fn publish_producer(&self, feed: &str, snap: ProducerSnap) {
         if let Ok(mut f) = self.feeds.lock() {
-            f.entry(feed.to_string()).or_default().producer = Some(snap);
+            let m = f.entry(feed.to_string()).or_default();
+            let (now, hr) = (Instant::now(), snap.arb.hr.messages);
+            match m.rate_base {
+                Some((t, n)) if now - t >= RATE_SPAN => {
+                    m.hr_rate = hr.saturating_sub(n) as f64 / (now - t).as_secs_f64();
+                    m.rate_base = Some((now, hr));
+                }
+                Some(_) => {}
+                None => m.rate_base = Some((now, hr)),
+            }
+            m.producer = Some(snap);
+        }
+    }
+    /// A consumer's ring latency (its own thread publishes it).
+    pub fn publish_ring(&self, feed: &str, consumer: &str, q: Quantiles) {
+        if let Ok(mut f) = self.feeds.lock() {
+            f.entry(feed.to_string()).or_default().rings.insert(consumer.to_string(), q);
         }
     }
     pub fn publish_decode(&self, feed: &str, snap: DecodeSnap) {
@@ -135,6 +162,7 @@ impl Hub {
         out.family("tickplant_uptime_seconds", "gauge", "Seconds since the handler started.");
         out.sample("tickplant_uptime_seconds", &[], up);
         render_producer(&mut out, &feeds);
+        render_saturation(&mut out, &feeds);
         render_decode(&mut out, &feeds);
         let commands = self.commands.lock().map(|c| c.clone()).unwrap_or_default();
         out.counters(
@@ -157,6 +185,16 @@ impl Hub {
             "tickplant_stage_latency_seconds",
             "Stage latency on a sample of frames or packets.",
             &q,
+        );
+        // The rings, labelled by consumer: publication to the consumer taking the record.
+        let rings: Vec<(&str, &str, &Quantiles)> =
+            feeds.iter().flat_map(|(f, m)| m.rings.iter().map(move |(c, q)| (f.as_str(), c.as_str(), q))).collect();
+        render_latency_by(
+            &mut out,
+            "tickplant_ring_latency_seconds",
+            "Ring latency, publication to the consumer taking the record, on the timed records.",
+            "consumer",
+            &rings,
         );
         out.text
     }
@@ -204,9 +242,69 @@ impl Exposition {
             self.sample(name, &l, v as f64);
         }
     }
+    fn gauges_f64(&mut self, name: &str, help: &str, rows: FRows<'_>) {
+        self.family(name, "gauge", help);
+        for (l, v) in rows {
+            self.sample(name, &l, v);
+        }
+    }
 }
 
 type Rows<'a> = Vec<(Vec<(&'a str, &'a str)>, u64)>;
+/// Rows of values that are not whole numbers (seconds).
+type FRows<'a> = Vec<(Vec<(&'a str, &'a str)>, f64)>;
+
+/// The arbitrator's window and the saturation indicator (the research's model, as `tickplant
+/// arb` reports it): at the HR message rate now, a count window of `max-msgs` lasts
+/// `max-msgs / rate`; when waits given up by count were followed by their packets arriving
+/// late, the window fills faster than a packet can be waited for and the high-reliability
+/// stream is acting as the low-latency one.
+fn render_saturation(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) {
+    let mut rate: Rows<'_> = Vec::new();
+    let (mut msgs, mut saturated): (Rows<'_>, Rows<'_>) = Default::default();
+    let (mut timeout, mut fill): (FRows<'_>, FRows<'_>) = Default::default();
+    for (feed, m) in feeds {
+        let Some(p) = &m.producer else { continue };
+        let l = || vec![("feed", feed.as_str())];
+        rate.push((l(), m.hr_rate.round() as u64));
+        let (t, n) = match p.policy {
+            Some(Policy::Time { timeout_ns }) => (Some(timeout_ns), None),
+            Some(Policy::Count { max_msgs }) => (None, Some(max_msgs)),
+            Some(Policy::TimeCount { timeout_ns, max_msgs }) => (Some(timeout_ns), Some(max_msgs)),
+            _ => (None, None),
+        };
+        if let Some(t) = t {
+            timeout.push((l(), t as f64 / 1e9));
+        }
+        if let Some(n) = n {
+            msgs.push((l(), n));
+            if m.hr_rate > 0.0 {
+                fill.push((l(), n as f64 / m.hr_rate));
+            }
+            let by_count = m.decode.as_ref().map_or(0, |d| {
+                d.gaps.iter().filter(|(r, _, _)| *r == GapReason::Count).map(|(_, g, _)| *g).sum::<u64>()
+            });
+            saturated.push((l(), u64::from(by_count > 0 && p.arb.hr.late > 0)));
+        }
+    }
+    out.gauges("tickplant_hr_message_rate", "HR messages a second over the last second.", rate);
+    out.gauges("tickplant_window_messages", "The HR window's max-msgs (count and time-count windows).", msgs);
+    out.gauges_f64(
+        "tickplant_window_timeout_seconds",
+        "The HR window's timeout (time and time-count windows).",
+        timeout,
+    );
+    out.gauges_f64(
+        "tickplant_window_fill_seconds",
+        "How long the count window lasts at the HR message rate now (max-msgs / rate).",
+        fill,
+    );
+    out.gauges(
+        "tickplant_window_saturated",
+        "1 when waits given up by count were followed by their packets arriving late: HR acts as LL.",
+        saturated,
+    );
+}
 
 fn render_producer(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) {
     let prods: Vec<(&str, &ProducerSnap)> =
@@ -296,16 +394,21 @@ fn render_producer(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) 
 }
 
 fn render_latency(out: &mut Exposition, name: &str, help: &str, rows: &[(&str, &str, &Quantiles)]) {
+    render_latency_by(out, name, help, "stage", rows);
+}
+
+/// A summary per feed and `label` (the stage, or the consumer).
+fn render_latency_by(out: &mut Exposition, name: &str, help: &str, label: &str, rows: &[(&str, &str, &Quantiles)]) {
     if rows.is_empty() {
         return;
     }
     out.family(name, "summary", help);
-    for (feed, stage, q) in rows {
+    for (feed, what, q) in rows {
         for (quantile, ns) in &q.values {
             let qs = quantile.to_string();
-            out.sample(name, &[("feed", feed), ("stage", stage), ("quantile", &qs)], *ns as f64 / 1e9);
+            out.sample(name, &[("feed", feed), (label, what), ("quantile", &qs)], *ns as f64 / 1e9);
         }
-        out.sample(&format!("{name}_count"), &[("feed", feed), ("stage", stage)], q.count as f64);
+        out.sample(&format!("{name}_count"), &[("feed", feed), (label, what)], q.count as f64);
     }
 }
 
@@ -434,5 +537,39 @@ mod tests {
                 assert!(typed.contains(family), "{l}");
             }
         }
+    }
+
+    #[test]
+    fn the_saturation_indicator_follows_the_window_and_the_rate() {
+        let hub = Hub::new();
+        let mut arb = ArbStats { inputs: vec![Default::default(); 2], ..Default::default() };
+        arb.hr.messages = 1_000;
+        let snap = |arb: ArbStats| ProducerSnap {
+            inputs: vec!["a".into(), "b".into()],
+            arb,
+            policy: Some(Policy::TimeCount { timeout_ns: 2_000_000, max_msgs: 500 }),
+            ..Default::default()
+        };
+        hub.publish_producer("f", snap(arb.clone()));
+        // A second of 100,000 messages later (the rate's base moved back a second).
+        if let Ok(mut f) = hub.feeds.lock() {
+            let m = f.get_mut("f").unwrap();
+            m.rate_base = m.rate_base.map(|(t, n)| (t - RATE_SPAN, n));
+        }
+        arb.hr.messages = 101_000;
+        arb.hr.late = 3;
+        hub.publish_producer("f", snap(arb));
+        let t = hub.render();
+        let line = |name: &str| t.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {t}"));
+        let v = |name: &str| line(name).rsplit(' ').next().unwrap().parse::<f64>().unwrap();
+        assert!((v("tickplant_hr_message_rate") - 100_000.0).abs() < 2_000.0, "{t}");
+        assert_eq!(v("tickplant_window_messages"), 500.0);
+        assert_eq!(v("tickplant_window_timeout_seconds"), 0.002);
+        assert!((v("tickplant_window_fill_seconds") - 0.005).abs() < 0.0002, "{t}");
+        // Late packets, but no wait given up by count: not saturated; then one.
+        assert_eq!(v("tickplant_window_saturated"), 0.0);
+        hub.publish_decode("f", DecodeSnap { gaps: vec![(GapReason::Count, 2, 9)], ..Default::default() });
+        let t = hub.render();
+        assert!(t.contains("tickplant_window_saturated{feed=\"f\"} 1\n"), "{t}");
     }
 }

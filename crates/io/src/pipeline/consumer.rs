@@ -277,6 +277,7 @@ pub(super) fn consumer_thread<T: Slot>(
     alone: bool,
     live: bool,
     ctl: Option<crate::control::ConsumerControl>,
+    mut metrics: Option<RingMetrics>,
 ) -> std::io::Result<ConsumerResult> {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
@@ -313,6 +314,7 @@ pub(super) fn consumer_thread<T: Slot>(
     // Held for the whole run: the handler belongs to this thread alone.
     let mut handler = handler.as_ref().map(|h| h.lock().unwrap_or_else(|p| p.into_inner()));
     let mut idle = 0u32;
+    let mut chunks = 0u32;
     loop {
         // Everything the ring holds is taken at once and given back together: one update of
         // the ring's read index a batch instead of one a record.
@@ -397,10 +399,20 @@ pub(super) fn consumer_thread<T: Slot>(
             if let Some(c) = &ctl {
                 commands(c, res.received, matching.as_mut(), trader.as_mut());
             }
+            // The ring's latency for the metrics: a clock read every 64 chunks, not a record.
+            chunks = chunks.wrapping_add(1);
+            if chunks.is_multiple_of(64) {
+                if let Some(m) = metrics.as_mut() {
+                    m.maybe_publish(&res.ring);
+                }
+            }
             continue;
         }
         if let Some(c) = &ctl {
             commands(c, res.received, matching.as_mut(), trader.as_mut());
+        }
+        if let Some(m) = metrics.as_mut() {
+            m.maybe_publish(&res.ring);
         }
         if rx.is_abandoned() && rx.is_empty() {
             break;
@@ -411,6 +423,9 @@ pub(super) fn consumer_thread<T: Slot>(
             t.poll()?;
         }
         pause(idle, alone);
+    }
+    if let Some(m) = metrics.as_mut() {
+        m.publish(&res.ring);
     }
     if let Some(mut w) = w {
         w.flush()?;
@@ -496,4 +511,29 @@ fn commands(
         }
     }
     let _ = reply.send(r);
+}
+
+/// A consumer's ring latency for the metrics endpoint: its thread publishes what it
+/// measured about ten times a second, and at the end.
+pub(super) struct RingMetrics {
+    pub(super) hub: Arc<crate::metrics::Hub>,
+    pub(super) feed: String,
+    pub(super) consumer: String,
+    pub(super) clock: TscClock,
+    pub(super) next: Instant,
+}
+
+impl RingMetrics {
+    fn maybe_publish(&mut self, ring: &Ticks) {
+        if Instant::now() >= self.next {
+            self.publish(ring);
+        }
+    }
+    #[cold]
+    fn publish(&mut self, ring: &Ticks) {
+        self.next = Instant::now() + crate::metrics::PUBLISH_EVERY;
+        let mut c = self.clock;
+        c.finish();
+        self.hub.publish_ring(&self.feed, &self.consumer, crate::metrics::Quantiles::of(ring, c.ns_per_tick()));
+    }
 }

@@ -346,6 +346,7 @@ impl crate::runner::Publish for ProducerMetrics {
             live,
             frames,
             arbitrate: Some(crate::metrics::Quantiles::of(arbitrate, c.ns_per_tick())),
+            policy: Some(arb.policy()),
         };
         self.hub.publish_producer(&self.feed, snap);
     }
@@ -652,6 +653,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
             }
             _ => None,
         };
+        let metrics = spec.metrics.as_ref().map(|(hub, feed)| RingMetrics {
+            hub: hub.clone(),
+            feed: feed.clone(),
+            consumer: c.name.clone(),
+            clock: TscClock::start(),
+            next: Instant::now(),
+        });
         handles.push(
             std::thread::Builder::new()
                 .name(format!("consumer-{}", c.name))
@@ -660,8 +668,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                         pin(core);
                     }
                     match rx {
-                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl),
-                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl),
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics),
                     }
                 })
                 .map_err(|e| PipelineError::Thread {
