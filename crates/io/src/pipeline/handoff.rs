@@ -168,6 +168,7 @@ pub(super) fn decode_loop(
 ) {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut idle = 0u32;
+    let mut batches = 0u32;
     loop {
         let Ok(mut b) = rx.pop() else {
             if rx.is_abandoned() && rx.is_empty() {
@@ -215,8 +216,14 @@ pub(super) fn decode_loop(
                 Item::Gap(g) => down.gap(&g),
             }
         }
-        down.maybe_publish();
-        down.poll_commands();
+        // Metrics and commands every 32 batches (and when idle): a clock read a batch was
+        // 6% of the decode thread's time with the endpoint on, batches of a packet or two
+        // at full rate (`tickplant run` on a 3M-message day, metrics on against off).
+        batches = batches.wrapping_add(1);
+        if batches.is_multiple_of(32) {
+            down.maybe_publish();
+            down.poll_commands();
+        }
         b.bytes.clear();
         b.items.clear();
         b.hints.clear();
