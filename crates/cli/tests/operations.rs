@@ -272,6 +272,27 @@ fn other_user_is_refused(dir: &Path) {
     assert!(String::from_utf8_lossy(&o.stderr).contains("ermission denied"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A live handler on loopback (`run.toml`: two UDP sources, A and B, of the same day, then
+/// `rest` of the config) and `day.pcap` replayed into both lines at 2,500 packets a second
+/// from half a second in: (the handler, the replay).
+fn live_day(p: &Path, rest: &str) -> (Child, Child) {
+    let (pa, pb) = (udp_port(), udp_port());
+    std::fs::write(
+        p.join("run.toml"),
+        format!("[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n{rest}"),
+    )
+    .unwrap();
+    let handler =
+        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let replay = Command::new(BIN)
+        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    (handler, replay)
+}
+
 /// The events of a `jsonl` consumer's file, gap and trusted records left out.
 fn jsonl_events(path: &Path) -> Vec<(String, serde_json::Value)> {
     std::fs::read_to_string(path)
@@ -295,28 +316,16 @@ fn subscriptions_changed_mid_run_give_the_oracles_events() {
     let mut names: Vec<&String> = symbols.values().collect();
     names.sort();
     let (s1, s2) = (names[0].clone(), names[1].clone());
-    let (pa, pb) = (udp_port(), udp_port());
-    std::fs::write(
-        p.join("run.toml"),
-        format!(
-            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
-             [arbitration]\nstart-seq = 1\ntimeout-us = 30000\n\
-             [book]\nmax-orders = 100000\n\
+    let (mut handler, mut replay) = live_day(
+        p,
+        &format!(
+            "[arbitration]\nstart-seq = 1\ntimeout-us = 30000\n[book]\nmax-orders = 100000\n\
              [run]\nreport = \"report.json\"\nduration-s = 6\ncontrol = \"ctl.sock\"\n\
              [[consumer]]\nname = \"all\"\naction = \"jsonl\"\npath = \"all.jsonl\"\npolicy = \"backpressure\"\n\
              [[consumer]]\nname = \"sub\"\naction = \"jsonl\"\npath = \"sub.jsonl\"\npolicy = \"backpressure\"\n\
              symbols = [\"{s1}\"]\n"
         ),
-    )
-    .unwrap();
-    let mut handler: Child =
-        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut replay = Command::new(BIN)
-        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
-        .current_dir(p)
-        .spawn()
-        .unwrap();
+    );
     // Three changes, 0.7 s apart, while the day goes by; each answer names where it holds.
     let changes = [
         format!("subscribe itch50 sub symbols={s2}"),
@@ -441,24 +450,14 @@ fn strategies_changed_mid_run_match_as_the_set_then_in_force() {
         .unwrap();
         ok(p, &["run", &format!("oracle{k}.toml"), "--quiet"]);
     }
-    let (pa, pb) = (udp_port(), udp_port());
-    std::fs::write(
-        p.join("run.toml"),
-        format!(
-            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\n{common}\
-             [run]\nreport = \"report.json\"\nduration-s = 6\ncontrol = \"ctl.sock\"\n{}",
+    let (mut handler, mut replay) = live_day(
+        p,
+        &format!(
+            "{}[run]\nreport = \"report.json\"\nduration-s = 6\ncontrol = \"ctl.sock\"\n{}",
+            common.trim_start_matches("date = \"2026-11-20\"\n"),
             consumer("s0.txt", "live.jsonl")
         ),
-    )
-    .unwrap();
-    let mut handler: Child =
-        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut replay = Command::new(BIN)
-        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
-        .current_dir(p)
-        .spawn()
-        .unwrap();
+    );
     let changes = [
         format!("strategies itch50 m add 3: symbol = \"{s3}\" and action = \"add\""),
         "strategies itch50 m remove 1".to_string(),
@@ -527,25 +526,12 @@ fn top_in_a_pty_shows_the_run_and_quits_cleanly() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     ok(p, &words("sim itch --seed 75 --symbols 8 --messages 30000 --out day.pcap"));
-    let (pa, pb) = (udp_port(), udp_port());
-    std::fs::write(
-        p.join("run.toml"),
-        format!(
-            "[source]\na = \"udp://127.0.0.1:{pa}\"\nb = \"udp://127.0.0.1:{pb}\"\ndate = \"2026-11-20\"\n\
-             [arbitration]\nstart-seq = 1\ntimeout-us = 30000\n\
-             [run]\nduration-s = 6\ncontrol = \"ctl.sock\"\n\
-             [[consumer]]\nname = \"counter\"\naction = \"count\"\n"
-        ),
-    )
-    .unwrap();
-    let mut handler: Child =
-        Command::new(BIN).args(["run", "run.toml", "--quiet"]).current_dir(p).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut replay = Command::new(BIN)
-        .args(words(&format!("replay -q --pps 2500 day.pcap=127.0.0.1:{pa} day.pcap=127.0.0.1:{pb}")))
-        .current_dir(p)
-        .spawn()
-        .unwrap();
+    let (mut handler, mut replay) = live_day(
+        p,
+        "[arbitration]\nstart-seq = 1\ntimeout-us = 30000\n\
+         [run]\nduration-s = 6\ncontrol = \"ctl.sock\"\n\
+         [[consumer]]\nname = \"counter\"\naction = \"count\"\n",
+    );
     std::thread::sleep(Duration::from_millis(500));
     // The plain-text view.
     let o =
