@@ -90,7 +90,9 @@ pub fn run(a: &MatchArgs) -> Result<()> {
 
 #[derive(Debug, clap::Args)]
 pub struct BenchMatchArgs {
-    /// a (20 attributes, 10 intervals), b (symbol + comparison + range) or c (cross-venue).
+    /// a (20 attributes, 10 half-domain intervals), b (symbol + comparison + range), c
+    /// (cross-venue) or p (the published shape of REIN and HEM: 20 attributes, 10 intervals
+    /// of uniform width over 1..=1,000,000).
     #[arg(long)]
     pub workload: Workload,
     #[arg(long, default_value_t = 100_000)]
@@ -103,23 +105,47 @@ pub struct BenchMatchArgs {
     /// compared with the index's.
     #[arg(long, default_value_t = 100)]
     pub brute_force_events: usize,
+    /// The research's sweep: each of these strategy counts in turn (comma-separated), one
+    /// row each, in place of --strategies; `--sweep` alone: 250,1000,10000,100000,1000000.
+    /// Brute force runs on fewer events as the index grows (at least 5).
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "N,N,...")]
+    pub sweep: Option<Vec<usize>>,
 }
 
-pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
+/// One measurement of the index on a workload.
+#[derive(Debug)]
+struct MatchRow {
+    strategies: usize,
+    events: usize,
+    matches_per_event: f64,
+    us: f64,
+    us_bf: f64,
+    bf_events: usize,
+    insert_ns: f64,
+    insert_full_ns: f64,
+    remove_ns: f64,
+    extra: usize,
+    bytes: f64,
+}
+
+/// Build the index of `strategies` strategies of the workload, change it, match the events
+/// and brute force on the first `bf_events` of them (results compared).
+fn measure(a: &BenchMatchArgs, strategies: usize, bf_events: usize) -> Result<MatchRow> {
     // A tenth more strategies (at most 10,000) are inserted into the built index and removed
     // again, for the cost of a change to a full index.
-    let extra = (a.strategies / 10).min(10_000);
-    let w = generate_matching(&MatchGenConfig::new(a.workload, a.strategies + extra, a.events.max(1), a.seed));
+    let extra = (strategies / 10).min(10_000);
+    let w = generate_matching(&MatchGenConfig::new(a.workload, strategies + extra, a.events.max(1), a.seed));
     let mut schema = Schema::new();
     let text = w.strategies.join("\n");
-    let mut strategies = schema.parse_strategies(&text).map_err(|e| anyhow::anyhow!("generated strategies: {e}"))?;
-    let later = strategies.split_off(a.strategies);
+    let mut parsed = schema.parse_strategies(&text).map_err(|e| anyhow::anyhow!("generated strategies: {e}"))?;
+    drop(text);
+    let later = parsed.split_off(strategies);
     let mut m = Matcher::with_schema(schema);
     let t = Instant::now();
-    for s in strategies {
+    for s in parsed {
         m.insert(s)?;
     }
-    let insert_ns = t.elapsed().as_secs_f64() * 1e9 / a.strategies.max(1) as f64;
+    let insert_ns = t.elapsed().as_secs_f64() * 1e9 / strategies.max(1) as f64;
     let later_ids: Vec<u64> = later.iter().map(|s| s.id).collect();
     let t = Instant::now();
     for s in later {
@@ -141,7 +167,7 @@ pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
         total += ids.len();
     }
     let us = t.elapsed().as_secs_f64() * 1e6 / events.len() as f64;
-    let nb = a.brute_force_events.clamp(1, events.len());
+    let nb = bf_events.clamp(1, events.len());
     let mut want = Vec::new();
     let t = Instant::now();
     for e in &events[..nb] {
@@ -156,14 +182,68 @@ pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
             bail!("event {i}: the index found {} matches, brute force {}", ids.len(), want.len());
         }
     }
-    let bytes = m.memory_bytes() as f64 / a.strategies.max(1) as f64;
+    Ok(MatchRow {
+        strategies,
+        events: events.len(),
+        matches_per_event: total as f64 / events.len() as f64,
+        us,
+        us_bf,
+        bf_events: nb,
+        insert_ns,
+        insert_full_ns,
+        remove_ns,
+        extra,
+        bytes: m.memory_bytes() as f64 / strategies.max(1) as f64,
+    })
+}
+
+pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
+    if let Some(counts) = &a.sweep {
+        let counts = if counts.is_empty() { vec![250, 1_000, 10_000, 100_000, 1_000_000] } else { counts.clone() };
+        if counts.contains(&0) {
+            bail!("--sweep: a strategy count must be above 0");
+        }
+        say(format!(
+            "match workload {:?} sweep, {} events each, seed {} (brute force on fewer events as the index grows, results compared):",
+            a.workload, a.events, a.seed
+        ));
+        say(format!(
+            "  {:>10} {:>10} {:>12} {:>14} {:>9} {:>12} {:>10} {:>10} {:>10}",
+            "strategies",
+            "matches/ev",
+            "index us/ev",
+            "brute us/ev",
+            "speed-up",
+            "bytes/strat",
+            "build ns",
+            "insert ns",
+            "remove ns"
+        ));
+        for n in counts {
+            // Brute force reads every strategy: about 20 million strategy-events a row.
+            let bf = a.brute_force_events.min((20_000_000 / n).max(5));
+            let r = measure(a, n, bf)?;
+            say(format!(
+                "  {:>10} {:>10.1} {:>12.2} {:>14.2} {:>8.1}x {:>12.0} {:>10.0} {:>10.0} {:>10.0}",
+                r.strategies,
+                r.matches_per_event,
+                r.us,
+                r.us_bf,
+                r.us_bf / r.us,
+                r.bytes,
+                r.insert_ns,
+                r.insert_full_ns,
+                r.remove_ns
+            ));
+        }
+        return Ok(());
+    }
+    let r = measure(a, a.strategies, a.brute_force_events)?;
+    let (us, us_bf, nb, extra) = (r.us, r.us_bf, r.bf_events, r.extra);
+    let (insert_ns, insert_full_ns, remove_ns, bytes) = (r.insert_ns, r.insert_full_ns, r.remove_ns, r.bytes);
     say(format!(
         "match workload {:?}: {} strategies, {} events ({:.1} matches/event), seed {}",
-        a.workload,
-        a.strategies,
-        events.len(),
-        total as f64 / events.len() as f64,
-        a.seed
+        a.workload, a.strategies, r.events, r.matches_per_event, a.seed
     ));
     say(format!(
         "  index:       {us:>10.2} us/event ({:>10.0} events/s) | insert {insert_ns:.0} ns/strategy | {bytes:.0} bytes/strategy",

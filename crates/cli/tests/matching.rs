@@ -78,3 +78,28 @@ fn matching_doc_worked_example_runs_as_shown() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout), shown.expect("the output block"));
 }
+
+/// `bench match --sweep`: one row per strategy count, the index's results compared with
+/// brute force on each (a difference fails the command); the published shape's workload
+/// `p` matches about one strategy in a thousand.
+#[test]
+fn bench_match_sweeps_the_strategy_counts() {
+    let o = Command::new(BIN)
+        .args(["bench", "match", "--workload", "p", "--sweep", "250,2000", "--events", "40"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<Vec<f64>> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().map(|w| w.trim_end_matches('x').parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!((rows[0][0], rows[1][0]), (250.0, 2000.0));
+    // Matches an event: 2,000 strategies, about one in a thousand.
+    assert!(rows[1][1] > 0.3 && rows[1][1] < 10.0, "{out}");
+    assert!(out.contains("results compared"), "{out}");
+    let o = Command::new(BIN).args(["bench", "match", "--workload", "p", "--sweep", "0"]).output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("above 0"));
+}

@@ -8,6 +8,10 @@
 //!   symbol and all 8 prices (two decimal places).
 //! * `c` (cross-venue): like `b`, with the 8 prices the bid and ask of 4 venues and an
 //!   attr-vs-attr predicate (`tsx_ask < nyse_bid`) in place of the comparison with a value.
+//! * `p` (the published shape, REIN's and HEM's experiments): 20 attributes `a0..a19` over
+//!   the value domain 1..=1,000,000; each strategy constrains 10 of them to an interval of
+//!   uniform width (1 to 1,000,000, placed uniformly inside the domain); events carry all
+//!   20, uniform. About one strategy in a thousand matches an event.
 //!
 //! The oracle is brute force (`tickplant_core::matcher::Matcher::match_brute_force`).
 
@@ -21,6 +25,8 @@ pub enum Workload {
     A,
     B,
     C,
+    /// The published shape (see the module doc).
+    P,
 }
 
 impl std::str::FromStr for Workload {
@@ -30,7 +36,8 @@ impl std::str::FromStr for Workload {
             "a" => Ok(Workload::A),
             "b" => Ok(Workload::B),
             "c" => Ok(Workload::C),
-            _ => Err(tickplant_core::error::UnknownName { what: "workload", name: s.into(), expected: "a, b or c" }),
+            "p" => Ok(Workload::P),
+            _ => Err(tickplant_core::error::UnknownName { what: "workload", name: s.into(), expected: "a, b, c or p" }),
         }
     }
 }
@@ -124,14 +131,16 @@ pub fn generate_matching(cfg: &MatchGenConfig) -> MatchWorkload {
     let mut strategies = Vec::with_capacity(cfg.strategies);
     for id in 1..=cfg.strategies {
         let s = match w {
-            Workload::A => {
+            Workload::A | Workload::P => {
                 let mut attrs: Vec<usize> = (0..20).collect();
                 let mut preds = Vec::with_capacity(10);
                 for k in 0..10 {
                     let j = rng.gen_range(k..20);
                     attrs.swap(k, j);
-                    let lo = rng.gen_range(1..=500_001u32);
-                    preds.push(format!("a{a} >= {lo} and a{a} <= {}", lo + 499_999, a = attrs[k]));
+                    // a: half the domain wide; p: a uniform width.
+                    let width = if w == Workload::A { 500_000 } else { rng.gen_range(1..=1_000_000u32) };
+                    let lo = rng.gen_range(1..=1_000_001 - width);
+                    preds.push(format!("a{a} >= {lo} and a{a} <= {}", lo + width - 1, a = attrs[k]));
                 }
                 preds.join(" and ")
             }
@@ -163,7 +172,7 @@ pub fn generate_matching(cfg: &MatchGenConfig) -> MatchWorkload {
     let mut events = Vec::with_capacity(cfg.events);
     for _ in 0..cfg.events {
         let e = match w {
-            Workload::A => {
+            Workload::A | Workload::P => {
                 (0..20).map(|a| (format!("a{a}"), GenValue::Num(rng.gen_range(1..=1_000_000u32).to_string()))).collect()
             }
             Workload::B | Workload::C => {
@@ -196,6 +205,18 @@ mod tests {
         let c = generate_matching(&MatchGenConfig::new(Workload::C, 2, 1, 1));
         assert!(c.strategies[1].contains("_ask < "), "{}", c.strategies[1]);
         assert!(c.events_jsonl().contains("\"nyse_bid\": "));
+        let p = generate_matching(&MatchGenConfig::new(Workload::P, 200, 1, 1));
+        assert!(p.strategies.iter().all(|s| s.matches(" and ").count() == 19));
+        // Widths vary (a's are all 500,000).
+        let widths: std::collections::BTreeSet<u64> = p
+            .strategies
+            .iter()
+            .map(|s| {
+                let n: Vec<u64> = s.split(' ').filter_map(|w| w.parse().ok()).collect();
+                n[1] - n[0] + 1
+            })
+            .collect();
+        assert!(widths.len() > 100, "{widths:?}");
         let again = generate_matching(&MatchGenConfig::new(Workload::C, 2, 1, 1));
         assert_eq!(again.strategies, c.strategies, "deterministic by seed");
     }

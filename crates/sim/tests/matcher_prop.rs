@@ -65,8 +65,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn workloads_match_brute_force(w in 0usize..3, n in 1usize..400, symbols in 1usize..5, seed in any::<u64>(), deletes in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
-        let workload = [Workload::A, Workload::B, Workload::C][w];
+    fn workloads_match_brute_force(w in 0usize..4, n in 1usize..400, symbols in 1usize..5, seed in any::<u64>(), deletes in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
+        let workload = [Workload::A, Workload::B, Workload::C, Workload::P][w];
         // Few symbols so that workloads b and c match often, and their clusters grow big
         // enough to be bucketed and re-cut.
         let cfg = MatchGenConfig { symbols, ..MatchGenConfig::new(workload, n, 12, seed) };
