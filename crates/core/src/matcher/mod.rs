@@ -40,8 +40,16 @@ pub use lang::{
 };
 pub use market::{MarketEvents, Quote, SymbolKey};
 
-/// Buckets per attribute at most.
-const BUCKETS: usize = 64;
+/// Buckets per attribute at most, and at least once bucketed. Between the two, one bucket
+/// for every 32 members on the attribute: a bucket's boundary list (the members whose
+/// interval ends in it, checked one by one for each event that falls in it) stays about 64
+/// long. A big cluster of dense ranges (workload a: 100,000 members in one cluster) walked
+/// lists of 3,000 with 64 buckets, three quarters of its match; with 256, its match is half
+/// as long for 600 more bytes a strategy, while the small clusters of trading strategies
+/// (workload b) keep 64 and their insert cost (`tickplant bench match`, docs/perf-log).
+const BUCKETS: usize = 256;
+const MIN_BUCKETS: usize = 64;
+const MEMBERS_PER_BUCKET: usize = 32;
 /// An attribute is bucketed once it has this many members, and re-cut when they have grown
 /// fourfold (`RECUT_GROWTH`): a re-cut refiles every member, so it must be rare, and boundary
 /// lists four times longer than right after a cut still cost an event little.
@@ -501,7 +509,8 @@ impl Cluster {
             }
         }
         ends.sort_unstable();
-        let mut edges: Vec<i128> = (1..BUCKETS).filter_map(|q| ends.get(q * ends.len() / BUCKETS).copied()).collect();
+        let nb = (list.len() / MEMBERS_PER_BUCKET).clamp(MIN_BUCKETS, BUCKETS);
+        let mut edges: Vec<i128> = (1..nb).filter_map(|q| ends.get(q * ends.len() / nb).copied()).collect();
         edges.dedup();
         let words = self.words();
         let a = &mut self.attrs[i];
