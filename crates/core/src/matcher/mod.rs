@@ -19,8 +19,8 @@
 //!    strategies without an equality.
 //! 2. **Bucketed bitsets inside a cluster.** Every other `attr op value` becomes an interval
 //!    on its attribute (numbers are exact integers, so `< c` is `<= c - 1e-9`). Per
-//!    attribute, the value axis is cut into up to 64 buckets at quantiles of the members'
-//!    interval ends; per bucket a bitset marks the members that fail for any value in it,
+//!    attribute, the value axis is cut into 64 to 256 buckets (by members) at quantiles of
+//!    the members' interval ends; per bucket a bitset marks the members that fail for any value in it,
 //!    and a short list holds the members whose interval ends inside it, checked exactly.
 //!    An event ORs one bitset per attribute and checks one short list per attribute.
 //! 3. **Residuals.** `!=`, `attr op attr` and non-access `in` predicates are checked, as
