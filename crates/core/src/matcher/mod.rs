@@ -525,21 +525,39 @@ impl Cluster {
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
-    fn matches(&self, e: &MatchEvent, acc: &mut Vec<u64>, out: &mut Vec<u64>) {
+    fn matches(&self, e: &MatchEvent, acc: &mut Vec<u64>, keys: &mut Vec<(usize, i128)>, out: &mut Vec<u64>) {
         if self.live == 0 {
             return;
         }
         acc.clear();
         acc.extend_from_slice(&self.never.0);
+        // Two passes: first every attribute's bucket, asking for its row and boundary list
+        // as it is found, then the ORs and the walks. One pass waited on each attribute's
+        // row in turn; a cluster of trading strategies is small, and its rows are rarely
+        // in cache when an event names its symbol (`tickplant bench match --workload b`).
+        keys.clear();
         for a in &self.attrs {
-            match e.get(a.attr) {
-                None => acc.iter_mut().zip(&a.constrained.0).for_each(|(x, y)| *x |= y),
+            let k = match e.get(a.attr) {
+                None => (usize::MAX, 0),
                 Some(v) => {
                     let v = key(v);
                     let k = a.bucket(v);
-                    acc.iter_mut().zip(a.fail.row(k)).for_each(|(x, y)| *x |= y);
-                    a.boundary[k].knock_out(v, acc);
+                    crate::book::prefetch(&a.fail.row(k)[0]);
+                    let b = &a.boundary[k];
+                    if let Some(x) = b.narrow.first() {
+                        crate::book::prefetch(x);
+                    }
+                    (k, v)
                 }
+            };
+            keys.push(k);
+        }
+        for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
+            if k == usize::MAX {
+                acc.iter_mut().zip(&a.constrained.0).for_each(|(x, y)| *x |= y);
+            } else {
+                acc.iter_mut().zip(a.fail.row(k)).for_each(|(x, y)| *x |= y);
+                a.boundary[k].knock_out(v, acc);
             }
         }
         let n = self.members.len();
@@ -654,6 +672,8 @@ pub struct Matcher {
     /// Attributes that key clusters, with how many clusters each keys.
     access: Vec<(AttrId, usize)>,
     acc: Vec<u64>,
+    /// Per attribute of a cluster, the event's bucket and key (scratch of `match_event`).
+    keys: Vec<(usize, i128)>,
     hits: Vec<ClusterId>,
 }
 
@@ -711,6 +731,7 @@ impl Matcher {
             keyed: FxMap::default(),
             access: Vec::new(),
             acc: Vec::new(),
+            keys: Vec::new(),
             hits: Vec::new(),
         }
     }
@@ -913,7 +934,7 @@ impl Matcher {
             }
         }
         for &c in &self.hits {
-            self.clusters[c as usize].matches(e, &mut self.acc, out);
+            self.clusters[c as usize].matches(e, &mut self.acc, &mut self.keys, out);
         }
         out.sort_unstable();
     }
