@@ -106,6 +106,19 @@ struct View {
     feeds: Vec<FeedView>,
 }
 
+/// An input: packets and messages a second, wins in the interval and in all, duplicates
+/// and late packets in all.
+#[derive(Debug, Default, PartialEq)]
+struct InputView {
+    name: String,
+    packets_per_s: f64,
+    messages_per_s: f64,
+    wins_now: u64,
+    wins: u64,
+    duplicates: u64,
+    late: u64,
+}
+
 #[derive(Debug, Default, PartialEq)]
 struct FeedView {
     name: String,
@@ -118,8 +131,7 @@ struct FeedView {
     pending: u64,
     books: u64,
     stale_books: u64,
-    /// Per input: name, packets/s, wins in the interval, duplicates, late, in all.
-    inputs: Vec<(String, f64, u64, u64, u64, u64)>,
+    inputs: Vec<InputView>,
     kernel_drops: u64,
     /// Per stage: name, p50 and p99 in ns.
     stages: Vec<(String, f64, f64)>,
@@ -153,14 +165,15 @@ fn view(prev: &Sample, now: &Sample) -> View {
             .into_iter()
             .map(|i| {
                 let l = [("feed", f.as_str()), ("input", i.as_str())];
-                (
-                    i.clone(),
-                    rate("tickplant_input_packets_total", &l),
-                    delta("tickplant_input_wins_total", &l),
-                    total("tickplant_input_wins_total", &l),
-                    total("tickplant_input_duplicates_total", &l),
-                    total("tickplant_input_late_total", &l),
-                )
+                InputView {
+                    name: i.clone(),
+                    packets_per_s: rate("tickplant_input_packets_total", &l),
+                    messages_per_s: rate("tickplant_input_messages_total", &l),
+                    wins_now: delta("tickplant_input_wins_total", &l),
+                    wins: total("tickplant_input_wins_total", &l),
+                    duplicates: total("tickplant_input_duplicates_total", &l),
+                    late: total("tickplant_input_late_total", &l),
+                }
             })
             .collect();
         let kernel_drops = now
@@ -247,11 +260,14 @@ fn text(v: &View, socket: &Path) -> Vec<String> {
             f.name, f.hr_rate, f.hr_messages, f.gaps.0, f.gaps.1, f.lost.0, f.lost.1, f.pending, f.books, f.stale_books
         ));
         out.push(format!(
-            "  {:<10} {:>10} {:>8} {:>12} {:>10} {:>8}   kernel drops {}",
-            "input", "pkts/s", "wins now", "wins", "dups", "late", f.kernel_drops
+            "  {:<10} {:>10} {:>10} {:>8} {:>12} {:>10} {:>8}   kernel drops {}",
+            "input", "pkts/s", "msgs/s", "wins now", "wins", "dups", "late", f.kernel_drops
         ));
-        for (name, r, wn, w, d, l) in &f.inputs {
-            out.push(format!("  {name:<10} {r:>10.0} {wn:>8} {w:>12} {d:>10} {l:>8}"));
+        for i in &f.inputs {
+            out.push(format!(
+                "  {:<10} {:>10.0} {:>10.0} {:>8} {:>12} {:>10} {:>8}",
+                i.name, i.packets_per_s, i.messages_per_s, i.wins_now, i.wins, i.duplicates, i.late
+            ));
         }
         let stages: Vec<String> =
             f.stages.iter().map(|(s, p50, p99)| format!("{s} p50 {p50:.0} ns p99 {p99:.0} ns")).collect();
@@ -377,7 +393,8 @@ mod tests {
         let v = view(&a, &b);
         let f = &v.feeds[0];
         assert_eq!((f.name.as_str(), f.hr_rate, f.hr_messages, f.gaps), ("f", 2000.0, 5000, (3, 4)));
-        assert_eq!(f.inputs, vec![("a".to_string(), 100.0, 50, 110, 0, 0)]);
+        let a = &f.inputs[0];
+        assert_eq!((a.name.as_str(), a.packets_per_s, a.wins_now, a.wins), ("a", 100.0, 50, 110));
         let t = text(&v, Path::new("x.sock")).join("\n");
         assert!(t.contains("feed f: 2000 msgs/s HR (5000 in all), gaps 3 now / 4 in all"), "{t}");
     }

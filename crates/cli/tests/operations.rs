@@ -592,20 +592,21 @@ fn top_in_a_pty_shows_the_run_and_quits_cleanly() {
         feed_line.split("feed itch50: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     assert!(rate > 0.0, "the feed runs: {feed_line}");
     assert_eq!(screen.matches("decode_book p50").count(), 1, "each stage once:\n{screen}");
-    for want in ["tickplant top ctl.sock", "pkts/s", "counter", "stages: arbitrate p50", "(q quits)"] {
+    for want in ["tickplant top ctl.sock", "pkts/s", "msgs/s", "counter", "stages: arbitrate p50", "(q quits)"] {
         assert!(screen.contains(want), "{want:?} not on the screen:\n{screen}");
     }
     for input in ["a", "b"] {
         let row = screen.lines().find(|l| l.trim_start_matches('│').trim_start().starts_with(&format!("{input} ")));
-        let pps: f64 = row
+        let cols: Vec<f64> = row
             .unwrap_or_else(|| panic!("input {input}:\n{screen}"))
             .trim_start_matches('│')
             .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(pps > 0.0, "input {input} receives:\n{screen}");
+            .skip(1)
+            .take(2)
+            .map(|c| c.parse().unwrap())
+            .collect();
+        // Packets and messages a second (a packet holds one message or more).
+        assert!(cols[0] > 0.0 && cols[1] >= cols[0], "input {input} receives:\n{screen}");
     }
     let mut writer = std::fs::File::from(master);
     writer.write_all(b"q").unwrap();
