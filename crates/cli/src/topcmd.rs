@@ -41,6 +41,11 @@ impl Sample {
         let answer = tickplant_io::control::send(socket, "status").map_err(|e| anyhow!("{}: {e}", socket.display()))?;
         let v: serde_json::Value = serde_json::from_str(&answer).context("the status answer is not JSON")?;
         let text = v["metrics"].as_str().ok_or_else(|| anyhow!("the handler publishes no metrics: {answer}"))?;
+        Sample::parse(text, Instant::now())
+    }
+
+    /// The samples of a metrics text, taken at `at`.
+    fn parse(text: &str, at: Instant) -> Result<Sample> {
         let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
             .context("the status metrics do not parse")?;
         let mut values = BTreeMap::new();
@@ -64,7 +69,7 @@ impl Sample {
                 _ => {}
             }
         }
-        Ok(Sample { at: Some(Instant::now()), values })
+        Ok(Sample { at: Some(at), values })
     }
 
     /// The value of `name` with exactly `labels`.
@@ -372,16 +377,7 @@ mod tests {
     use super::*;
 
     fn sample(at: Instant, text: &str) -> Sample {
-        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
-        let mut values = BTreeMap::new();
-        for s in scrape.samples {
-            let mut labels: Vec<(String, String)> = s.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            labels.sort();
-            if let prometheus_parse::Value::Counter(x) | prometheus_parse::Value::Gauge(x) = s.value {
-                values.insert((s.metric, labels), x);
-            }
-        }
-        Sample { at: Some(at), values }
+        Sample::parse(text, at).unwrap()
     }
 
     #[test]

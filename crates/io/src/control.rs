@@ -237,6 +237,8 @@ impl Control {
     /// Answer one command line.
     pub fn handle(&self, line: &str) -> String {
         let words: Vec<&str> = line.split_whitespace().collect();
+        // The command as it is recorded: its words, one space apart.
+        let line = &words.join(" ");
         let r = match words.first().copied() {
             Some("status") if words.len() == 1 => Ok(self.status()),
             Some("policy") => self.policy(&words[1..]),
@@ -278,11 +280,7 @@ impl Control {
             _ => return Err(format!("expected {usage}")),
         };
         let tx = queue(&self.decode, feed)?;
-        let (rtx, rrx) = channel();
-        tx.send(DecodeCommand::Snapshot { depth, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
-        let books = rrx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        let books = ask(&tx, &format!("feed {feed:?}"), |reply| DecodeCommand::Snapshot { depth, reply })?;
         // The books are JSON objects already: joined into the answer as they are.
         let mut out = String::from("{\"ok\":true,\"feed\":");
         crate::json::json_str(&mut out, feed);
@@ -298,13 +296,9 @@ impl Control {
         };
         let (consumer, change) = SubscriptionChange::parse(add, rest)?;
         let tx = queue(&self.decode, feed)?;
-        let (rtx, rrx) = channel();
-        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
-        tx.send(DecodeCommand::Subscribe { consumer, change, command, reply: rtx })
-            .map_err(|_| format!("feed {feed:?} has ended"))?;
-        let mut r = rrx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        let command = line.to_string();
+        let mut r =
+            ask(&tx, &format!("feed {feed:?}"), |reply| DecodeCommand::Subscribe { consumer, change, command, reply })?;
         r["ok"] = true.into();
         r["feed"] = (*feed).into();
         Ok(r.to_string())
@@ -320,7 +314,7 @@ impl Control {
             "add" | "remove" => return Err(format!("{verb} what? {usage}")),
             other => return Err(format!("unknown strategies command {other:?}: {usage}")),
         };
-        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let command = line.to_string();
         self.to_consumer(feed, consumer, |reply| ConsumerCommand::Strategies { add, remove, command, reply })
     }
 
@@ -336,7 +330,7 @@ impl Control {
             }
             _ => return Err(format!("expected {usage}")),
         };
-        let command = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let command = line.to_string();
         self.to_consumer(feed, consumer, |reply| ConsumerCommand::Triggers { op, command, reply })
     }
 
@@ -358,11 +352,7 @@ impl Control {
                 )
             })?
         };
-        let (rtx, rrx) = channel();
-        tx.send(cmd(rtx)).map_err(|_| format!("consumer {consumer:?} has ended"))?;
-        let mut r = rrx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| format!("consumer {consumer:?} did not answer within 5 s"))??;
+        let mut r = ask(&tx, &format!("consumer {consumer:?}"), cmd)?;
         r["ok"] = true.into();
         r["feed"] = feed.into();
         r["consumer"] = consumer.into();
@@ -388,13 +378,17 @@ impl Control {
             }
         }
         let tx = queue(&self.feeds, feed)?;
-        let (rtx, rrx) = channel();
-        tx.send(Command::Policy { req, reply: rtx }).map_err(|_| format!("feed {feed:?} has ended"))?;
-        let r = rrx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| format!("feed {feed:?} did not answer within 5 s"))??;
+        let r = ask(&tx, &format!("feed {feed:?}"), |reply| Command::Policy { req, reply })?;
         Ok(serde_json::json!({ "ok": true, "feed": feed, "changed": r }).to_string())
     }
+}
+
+/// Send a thread its command (`cmd` given the reply's end) and wait up to 5 s for the
+/// answer; `who` names it in the errors.
+fn ask<C, T>(tx: &Sender<C>, who: &str, cmd: impl FnOnce(Sender<Result<T, String>>) -> C) -> Result<T, String> {
+    let (rtx, rrx) = channel();
+    tx.send(cmd(rtx)).map_err(|_| format!("{who} has ended"))?;
+    rrx.recv_timeout(Duration::from_secs(5)).map_err(|_| format!("{who} did not answer within 5 s"))?
 }
 
 /// Whole-number ids.

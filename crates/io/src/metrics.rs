@@ -454,27 +454,22 @@ fn render_decode(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) {
         ("tickplant_consumer_ring_waits_total", "Waits for room in a consumer's ring.", |c| c.waits),
         ("tickplant_consumer_stream_records_total", "Gap and trusted records pushed.", |c| c.records),
     ];
-    for (name, help, f) in cfields {
-        let rows: Rows<'_> = decs
-            .iter()
-            .flat_map(|(feed, d)| {
-                d.consumers.iter().map(move |c| (vec![("feed", *feed), ("consumer", c.name.as_str())], f(c)))
-            })
-            .collect();
-        out.counters(name, help, rows);
-    }
     let gfields: [(&str, &str, CField); 2] = [
         ("tickplant_consumer_ring_fill", "Records in a consumer's ring, not yet taken.", |c| c.ring_fill),
         ("tickplant_consumer_ring_capacity", "Records a consumer's ring holds.", |c| c.ring_capacity),
     ];
-    for (name, help, f) in gfields {
-        let rows: Rows<'_> = decs
-            .iter()
+    let rows = |f: CField| -> Rows<'_> {
+        decs.iter()
             .flat_map(|(feed, d)| {
                 d.consumers.iter().map(move |c| (vec![("feed", *feed), ("consumer", c.name.as_str())], f(c)))
             })
-            .collect();
-        out.gauges(name, help, rows);
+            .collect()
+    };
+    for (name, help, f) in cfields {
+        out.counters(name, help, rows(f));
+    }
+    for (name, help, f) in gfields {
+        out.gauges(name, help, rows(f));
     }
 }
 

@@ -486,33 +486,30 @@ fn commands(
 ) {
     use crate::control::ConsumerCommand;
     let Ok(cmd) = c.rx.try_recv() else { return };
-    let (r, command, reply) = match cmd {
+    // `changes`: the command changes something (listing the triggers does not).
+    let (r, command, reply, changes) = match cmd {
         ConsumerCommand::Strategies { add, remove, command, reply } => {
             let r = match matching {
                 Some(m) => m.change(add.as_deref(), &remove),
                 None => Err("this consumer matches no strategies (action \"match\" does)".to_string()),
             };
-            (r, command, reply)
+            (r, command, reply, true)
         }
         ConsumerCommand::Triggers { op, command, reply } => {
             let r = match trader {
                 Some(t) => t.change_triggers(&op),
                 None => Err("this consumer fires no triggers (action \"trade\" does)".to_string()),
             };
-            (r, command, reply)
+            (r, command, reply, op != crate::control::TriggerOp::List)
         }
     };
     let r = r.map(|mut v| {
         v["from_event"] = from_event.into();
         v
     });
-    if let Ok(v) = &r {
-        let changed = v.get("added").is_some() || v.get("removed").is_some();
-        if changed {
-            let result = format!("{v}");
-            let at_ns = crate::live::realtime_ns();
-            c.control.record(&c.feed, crate::control::ControlRecord { at_ns, command, result });
-        }
+    if let (Ok(v), true) = (&r, changes) {
+        let at_ns = crate::live::realtime_ns();
+        c.control.record(&c.feed, crate::control::ControlRecord { at_ns, command, result: v.to_string() });
     }
     let _ = reply.send(r);
 }

@@ -359,8 +359,8 @@ impl<'p> Downstream<'p> {
     ) -> Result<serde_json::Value, String> {
         use tickplant_core::feed::AnyFeed;
         let opra = matches!(self.feed.decoder(), AnyFeed::OpraFast(_) | AnyFeed::OpraBinary(_));
-        let names: Vec<&str> = self.outs.iter().map(|o| o.name.as_str()).collect();
         let Some(i) = self.outs.iter().position(|o| o.name == consumer) else {
+            let names: Vec<&str> = self.outs.iter().map(|o| o.name.as_str()).collect();
             return Err(format!("no consumer {consumer:?} on this feed (its consumers: {})", names.join(", ")));
         };
         let o = &mut self.outs[i];
