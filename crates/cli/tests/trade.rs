@@ -223,6 +223,23 @@ fn the_docs_harness_runs_as_written() {
 }
 
 /// Triggers on the normalized events of the ITCH pipeline: a `trade` consumer of
+/// A simulated ITCH day (`sim itch` with `sim_args`), `triggers.txt` (BUY on executions
+/// against offers, SELL on large trades) and `sim exchange` for `duration` on a free port:
+/// (the exchange, its address).
+fn trigger_day(p: &Path, sim_args: &[&str], duration: &str) -> (Child, String) {
+    let o = Command::new(BIN).args(["sim", "itch"]).args(sim_args).current_dir(p).output().unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        p.join("triggers.txt"),
+        "# executions against offers, and large trades\n1: action = \"execute\" and side = \"ask\" => buy 100\n2: action = \"trade\" and size >= 500 => sell 100\n",
+    )
+    .unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex = spawn(p, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "100", "--duration", duration]);
+    std::thread::sleep(Duration::from_millis(400));
+    (ex, listen)
+}
+
 /// `tickplant run` sends one order per event its triggers fire, to a FIX exchange, and the
 /// exchange acknowledges every one.
 #[test]
@@ -230,21 +247,8 @@ fn pipeline_triggers_on_normalized_events_send_orders() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    let o = Command::new(BIN)
-        .args(["sim", "itch", "--seed", "3", "--symbols", "10", "--messages", "20000", "--out", "feed.pcap"])
-        .current_dir(p)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    std::fs::write(
-        p.join("triggers.txt"),
-        "# executions against offers, and large trades\n1: action = \"execute\" and side = \"ask\" => buy 100\n2: action = \"trade\" and size >= 500 => sell 100\n",
-    )
-    .unwrap();
-    let port = free_port().to_string();
-    let listen = format!("127.0.0.1:{port}");
-    let ex = spawn(p, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "100", "--duration", "15s"]);
-    std::thread::sleep(Duration::from_millis(400));
+    let (ex, listen) =
+        trigger_day(p, &["--seed", "3", "--symbols", "10", "--messages", "20000", "--out", "feed.pcap"], "15s");
     std::fs::write(
         p.join("run.toml"),
         format!(
@@ -310,20 +314,8 @@ fn ctl_triggers_change_a_running_trade_consumer() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
-    let o = Command::new(BIN)
-        .args(["sim", "itch", "--seed", "5", "--symbols", "8", "--messages", "30000", "--out", "day.pcap"])
-        .current_dir(p)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    std::fs::write(
-        p.join("triggers.txt"),
-        "1: action = \"execute\" and side = \"ask\" => buy 100\n2: action = \"trade\" and size >= 500 => sell 100\n",
-    )
-    .unwrap();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ex = spawn(p, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "100", "--duration", "12s"]);
-    std::thread::sleep(Duration::from_millis(400));
+    let (ex, listen) =
+        trigger_day(p, &["--seed", "5", "--symbols", "8", "--messages", "30000", "--out", "day.pcap"], "12s");
     let udp_port = || std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (pa, pb) = (udp_port(), udp_port());
     std::fs::write(
