@@ -76,6 +76,31 @@ fn key(v: Value) -> i128 {
     }
 }
 
+/// Rows ORed in one pass over the accumulator (see [`or_rows`]).
+const ROWS_AT_ONCE: usize = 8;
+
+/// OR every row into `acc` (each row at least as long), a cache line at a time.
+#[inline]
+fn or_rows(acc: &mut [u64], rows: &[&[u64]]) {
+    let words = acc.len();
+    let whole = words - words % 8;
+    for w in (0..whole).step_by(8) {
+        let mut t: [u64; 8] = acc[w..w + 8].try_into().expect("eight words");
+        for r in rows {
+            let r: &[u64; 8] = r[w..w + 8].try_into().expect("eight words");
+            for i in 0..8 {
+                t[i] |= r[i];
+            }
+        }
+        acc[w..w + 8].copy_from_slice(&t);
+    }
+    for (i, x) in acc.iter_mut().enumerate().skip(whole) {
+        for r in rows {
+            *x |= r[i];
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct Bits(Vec<u64>);
 
@@ -173,54 +198,187 @@ struct Member {
     residual: Vec<Pred>,
 }
 
-/// A bucket's boundary members. Inside a bucket whose keys all fit an `i64` (every bucket
-/// but the open ends, for values within about ±9.2e9), a member's interval is kept cut to
-/// the bucket, which changes no answer for a key in it, in 24 bytes instead of 48: the
-/// event's walk over these lists was three quarters of a match on workload a
-/// (`tickplant bench match --workload a --strategies 100000`, perf), and half the bytes
-/// is about half its time. The open end buckets keep the whole `i128` interval.
+/// Sub-ranges of a bucket's keys in its lists' guide ([`Ends::off`]): at most this many.
+const SUBRANGES: usize = 16;
+
+/// One sorted list of a bucket's interval ends (keys) and their members' slots, with a
+/// guide: the bucket's keys are cut into at most [`SUBRANGES`] equal sub-ranges (a power of
+/// two wide, so that a key's sub-range is a subtraction and a shift), and `off[s]` is where
+/// sub-range `s` starts in the list. A search reads the guide (in the [`Boundary`], one
+/// cache line, asked for early by the match) and a few keys of one sub-range. A binary
+/// search over the whole list waited on a cache miss at each of its steps: 40% of a match
+/// on workload a (`tickplant bench match --workload a`, perf).
+#[derive(Debug, Clone, Default)]
+struct Ends {
+    keys: Vec<i64>,
+    slots: Vec<u32>,
+    off: [u32; SUBRANGES + 1],
+}
+
+impl Ends {
+    /// How many keys are `<= v` (`strict`: `< v`); `v` is a key of the bucket.
+    #[inline]
+    fn count_below(&self, sub: usize, v: i64, strict: bool) -> usize {
+        let (a, b) = (self.off[sub] as usize, self.off[sub + 1] as usize);
+        let seg = &self.keys[a..b];
+        a + if strict { seg.partition_point(|&k| k < v) } else { seg.partition_point(|&k| k <= v) }
+    }
+    fn insert(&mut self, sub: usize, key: i64, slot: u32) {
+        let at = self.count_below(sub, key, false);
+        self.keys.insert(at, key);
+        self.slots.insert(at, slot);
+        self.off[sub + 1..].iter_mut().for_each(|o| *o += 1);
+    }
+    fn push(&mut self, key: i64, slot: u32) {
+        self.keys.push(key);
+        self.slots.push(slot);
+    }
+    /// Sort by key and rebuild the guide.
+    fn sort(&mut self, sub: impl Fn(i64) -> usize) {
+        if !self.keys.is_sorted() {
+            let mut pairs: Vec<(i64, u32)> = self.keys.iter().copied().zip(self.slots.iter().copied()).collect();
+            pairs.sort_unstable();
+            for (i, (k, s)) in pairs.into_iter().enumerate() {
+                self.keys[i] = k;
+                self.slots[i] = s;
+            }
+        }
+        self.guide(sub);
+    }
+    fn guide(&mut self, sub: impl Fn(i64) -> usize) {
+        let mut i = 0;
+        for s in 0..=SUBRANGES {
+            while i < self.keys.len() && sub(self.keys[i]) < s {
+                i += 1;
+            }
+            self.off[s] = i as u32;
+        }
+        self.off[SUBRANGES] = self.keys.len() as u32;
+    }
+    fn retain(&mut self, keep: &impl Fn(u32) -> bool, sub: impl Fn(i64) -> usize) {
+        let mut j = 0;
+        for i in 0..self.slots.len() {
+            if keep(self.slots[i]) {
+                self.keys[j] = self.keys[i];
+                self.slots[j] = self.slots[i];
+                j += 1;
+            }
+        }
+        self.keys.truncate(j);
+        self.slots.truncate(j);
+        self.guide(sub);
+    }
+    fn reserve(&mut self) {
+        self.keys.reserve(self.keys.len());
+        self.slots.reserve(self.slots.len());
+    }
+    fn memory(&self) -> usize {
+        self.keys.capacity() * 8 + self.slots.capacity() * 4
+    }
+}
+
+/// A bucket's boundary members: those with an interval end inside the bucket, which
+/// pass for some of its keys and fail for others. Inside a bucket whose keys all fit an
+/// `i64` (every bucket but the open ends, for values within about ±9.2e9) the ends are
+/// kept apart and sorted ([`Ends`]): `lo` ends (the member fails for keys below `lo`) and
+/// `hi` ends (it fails above `hi`). The members an event's key fails are then a suffix of
+/// the one and a prefix of the other, marked without a compare each; the members it
+/// passes are not read at all. An unsorted list of whole intervals, each one compared, was
+/// half of a match on workload a (`tickplant bench match --workload a --strategies
+/// 100000`, perf; docs/perf-log/matching.md). Keys and slots are kept in separate arrays:
+/// the search reads only keys, the marking only slots. The open end buckets keep whole
+/// `i128` intervals, compared one by one.
 #[derive(Debug, Clone, Default)]
 struct Boundary {
-    narrow: Vec<(u32, i64, i64)>,
+    /// The bucket's first key, and the shift that takes a key's distance from it to its
+    /// sub-range (`SUBRANGES` of them cover the bucket).
+    base: i64,
+    shift: u32,
+    lo: Ends,
+    hi: Ends,
     wide: Vec<(u32, i128, i128)>,
+    /// Being filled whole (a re-cut): ends are appended, and [`Boundary::sort`] sorts them.
+    unsorted: bool,
 }
 
 impl Boundary {
-    fn len(&self) -> usize {
-        self.narrow.len() + self.wide.len()
+    /// The sub-range of key `k` of the bucket.
+    #[inline]
+    fn sub(&self, k: i64) -> usize {
+        (k.wrapping_sub(self.base) as u64 >> self.shift) as usize
     }
-    fn reserve(&mut self, n: usize) {
-        self.narrow.reserve(n.min(self.narrow.len()));
-        self.wide.reserve(n.min(self.wide.len()));
+    fn reserve(&mut self) {
+        self.lo.reserve();
+        self.hi.reserve();
+        self.wide.reserve(self.wide.len());
     }
-    /// File a member whose interval has an end in this bucket, keys `bl..=bh`.
+    /// File a member whose interval has an end in this bucket, keys `bl..=bh` (a bucket
+    /// marked `unsorted` takes it at the end: call [`Boundary::sort`] before the next match).
     fn push(&mut self, (bl, bh): (i128, i128), slot: u32, lo: i128, hi: i128) {
         match (i64::try_from(bl), i64::try_from(bh)) {
-            // An end is in the bucket, so lo <= bh and hi >= bl: cut to the bucket, both
-            // fit, and `v < lo || v > hi` is unchanged for every key v of the bucket.
-            (Ok(_), Ok(_)) => self.narrow.push((slot, lo.max(bl) as i64, hi.min(bh) as i64)),
+            // An end inside the bucket fits an i64 as the bucket's keys do. An end at or
+            // beyond the bucket's own decides nothing for its keys.
+            (Ok(l), Ok(h)) => {
+                let span = h.wrapping_sub(l) as u64;
+                self.base = l;
+                self.shift = (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros());
+                // Filed in order (a few hundred bytes moved), or appended when the whole
+                // bucket is being filled and is sorted once at the end (a re-cut).
+                for (list, key, inside) in [(0, lo, lo > bl), (1, hi, hi < bh)] {
+                    if !inside {
+                        continue;
+                    }
+                    let (key, sub) = (key as i64, self.sub(key as i64));
+                    let ends = if list == 0 { &mut self.lo } else { &mut self.hi };
+                    if self.unsorted {
+                        ends.push(key, slot);
+                    } else {
+                        ends.insert(sub, key, slot);
+                    }
+                }
+            }
             _ => self.wide.push((slot, lo, hi)),
         }
     }
-    fn retain(&mut self, mut keep: impl FnMut(u32) -> bool) {
-        self.narrow.retain(|x| keep(x.0));
+    /// Sort both lists by key and guide them (after a re-cut's pushes).
+    fn sort(&mut self) {
+        if !std::mem::take(&mut self.unsorted) {
+            return;
+        }
+        let (base, shift) = (self.base, self.shift);
+        let sub = |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
+        self.lo.sort(sub);
+        self.hi.sort(sub);
+    }
+    fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        let (base, shift) = (self.base, self.shift);
+        let sub = |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
+        self.lo.retain(&keep, sub);
+        self.hi.retain(&keep, sub);
         self.wide.retain(|x| keep(x.0));
     }
     fn memory(&self) -> usize {
-        self.narrow.capacity() * std::mem::size_of::<(u32, i64, i64)>()
-            + self.wide.capacity() * std::mem::size_of::<(u32, i128, i128)>()
+        self.lo.memory() + self.hi.memory() + self.wide.capacity() * std::mem::size_of::<(u32, i128, i128)>()
     }
     /// Mark in `acc` the members whose interval misses key `v` (a key of this bucket).
     #[inline]
     fn knock_out(&self, v: i128, acc: &mut [u64]) {
+        debug_assert!(!self.unsorted);
         if let Ok(v) = i64::try_from(v) {
-            for &(slot, lo, hi) in &self.narrow {
-                let failed = u64::from(v < lo || v > hi);
-                acc[(slot / 64) as usize] |= failed << (slot % 64);
+            if !self.lo.keys.is_empty() || !self.hi.keys.is_empty() {
+                let sub = self.sub(v);
+                let from = self.lo.count_below(sub, v, false);
+                for &slot in &self.lo.slots[from..] {
+                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
+                }
+                let to = self.hi.count_below(sub, v, true);
+                for &slot in &self.hi.slots[..to] {
+                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
+                }
             }
         }
         for &(slot, lo, hi) in &self.wide {
-            let failed = u64::from(v < lo || v > hi);
+            let failed = u64::from(v < lo) | u64::from(v > hi);
             acc[(slot / 64) as usize] |= failed << (slot % 64);
         }
     }
@@ -302,6 +460,7 @@ impl AttrIndex {
         if let Some(w) = word {
             self.fail.or_toggled(w, toggles);
         }
+        self.boundary.iter_mut().for_each(Boundary::sort);
     }
     fn memory(&self) -> usize {
         self.edges.capacity() * 16
@@ -517,11 +676,9 @@ impl Cluster {
         a.edges = edges;
         // Room for the growth until the next cut: the members may double twice more.
         a.fail = BitRows::new(a.edges.len() + 1, words * 2);
-        a.boundary = vec![Boundary::default(); a.edges.len() + 1];
+        a.boundary = vec![Boundary { unsorted: true, ..Default::default() }; a.edges.len() + 1];
         a.place(&list);
-        for b in &mut a.boundary {
-            b.reserve(b.len());
-        }
+        a.boundary.iter_mut().for_each(Boundary::reserve);
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
@@ -543,29 +700,79 @@ impl Cluster {
                     let v = key(v);
                     let k = a.bucket(v);
                     crate::book::prefetch(&a.fail.row(k)[0]);
+                    // The bucket's guides, then the keys of the event's sub-range.
                     let b = &a.boundary[k];
-                    if let Some(x) = b.narrow.first() {
-                        crate::book::prefetch(x);
-                    }
+                    crate::book::prefetch(&b.lo.off);
+                    crate::book::prefetch(&b.hi.off);
                     (k, v)
                 }
             };
             keys.push(k);
         }
+        // The sub-range of each boundary list the event's key falls in: its keys and the
+        // first slots to mark are asked for now, and are in cache when the rows are ORed.
         for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
             if k == usize::MAX {
-                acc.iter_mut().zip(&a.constrained.0).for_each(|(x, y)| *x |= y);
-            } else {
-                acc.iter_mut().zip(a.fail.row(k)).for_each(|(x, y)| *x |= y);
+                continue;
+            }
+            let b = &a.boundary[k];
+            if let Ok(v) = i64::try_from(v) {
+                let sub = b.sub(v).min(SUBRANGES - 1);
+                for ends in [&b.lo, &b.hi] {
+                    let at = ends.off[sub] as usize;
+                    if let Some(x) = ends.keys.get(at) {
+                        crate::book::prefetch(x);
+                    }
+                    if let Some(x) = ends.slots.get(at) {
+                        crate::book::prefetch(x);
+                    }
+                }
+                if let Some(x) = b.hi.slots.first() {
+                    crate::book::prefetch(x);
+                }
+            }
+        }
+        // The rows are ORed eight attributes at a time, a cache line of each per step: one
+        // pass over `acc` for eight rows, and eight streams read at once
+        // (`tickplant bench match --workload a`: see docs/perf-log/matching.md).
+        let words = acc.len();
+        let mut group: [&[u64]; ROWS_AT_ONCE] = [&[]; ROWS_AT_ONCE];
+        let mut n = 0;
+        for (a, &(k, _)) in self.attrs.iter().zip(keys.iter()) {
+            group[n] = if k == usize::MAX { &a.constrained.0[..words] } else { &a.fail.row(k)[..words] };
+            n += 1;
+            if n == ROWS_AT_ONCE {
+                or_rows(acc, &group);
+                n = 0;
+            }
+        }
+        if n > 0 {
+            or_rows(acc, &group[..n]);
+        }
+        for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
+            if k != usize::MAX {
                 a.boundary[k].knock_out(v, acc);
             }
         }
         let n = self.members.len();
-        for (w, &word) in acc.iter().enumerate() {
+        let survivors = |w: usize, word: u64| {
             let mut live = !word;
             if (w + 1) * 64 > n {
                 live &= (1u64 << (n - w * 64)) - 1;
             }
+            live
+        };
+        // The survivors' records are far apart and rarely in cache: ask for them all
+        // first, then read them (one pass waited on each in turn; workload a, perf).
+        for (w, &word) in acc.iter().enumerate() {
+            let mut live = survivors(w, word);
+            while live != 0 {
+                crate::book::prefetch(&self.members[w * 64 + live.trailing_zeros() as usize]);
+                live &= live - 1;
+            }
+        }
+        for (w, &word) in acc.iter().enumerate() {
+            let mut live = survivors(w, word);
             while live != 0 {
                 let slot = w * 64 + live.trailing_zeros() as usize;
                 live &= live - 1;
@@ -1117,6 +1324,55 @@ mod tests {
                 naive.fail.set_rows(kh + 1..n, slot);
             }
             prop_assert_eq!(&a.fail.data, &naive.fail.data);
+        });
+    }
+
+    /// A bucket's row and its boundary lists' marks together fail exactly the members whose
+    /// interval misses the key, for every key: lists filled whole (a re-cut) or member by
+    /// member in two batches (flushes), with removals (a sweep) after.
+    #[test]
+    fn rows_and_boundaries_fail_exactly_the_members_that_miss() {
+        use proptest::prelude::*;
+        let member = (0u32..300, -40i128..200, 0i128..90);
+        proptest::proptest!(|(edges in proptest::collection::btree_set(-30i128..190, 0..40), list in proptest::collection::vec(member, 0..150), bulk: bool, dead in proptest::collection::vec(any::<bool>(), 300))| {
+            let edges: Vec<i128> = edges.into_iter().collect();
+            let mut a = AttrIndex::new(0, 5);
+            a.edges = edges.clone();
+            a.fail = BitRows::new(edges.len() + 1, 5);
+            a.boundary = vec![Boundary { unsorted: bulk, ..Default::default() }; edges.len() + 1];
+            let mut seen = std::collections::HashSet::new();
+            let mut list: Vec<(u32, i128, i128)> =
+                list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 5)).collect();
+            list.sort_unstable_by_key(|x| x.0);
+            if bulk {
+                a.place(&list);
+            } else {
+                let (x, y) = list.split_at(list.len() / 2);
+                a.place(x);
+                a.place(y);
+            }
+            let check = |a: &AttrIndex, live: &dyn Fn(u32) -> bool| -> Result<(), TestCaseError> {
+                for v in -45i128..300 {
+                    let k = a.bucket(v);
+                    let mut acc = a.fail.row(k)[..5].to_vec();
+                    a.boundary[k].knock_out(v, &mut acc);
+                    for &(slot, lo, hi) in &list {
+                        if !live(slot) || lo > hi {
+                            continue;
+                        }
+                        let failed = acc[(slot / 64) as usize] >> (slot % 64) & 1 == 1;
+                        prop_assert_eq!(failed, v < lo || v > hi, "slot {} [{}, {}] at key {}", slot, lo, hi, v);
+                    }
+                }
+                Ok(())
+            };
+            check(&a, &|_| true)?;
+            for b in &mut a.boundary {
+                b.retain(|slot| !dead[slot as usize]);
+            }
+            // The rows still fail the removed members (a sweep clears them); the lists
+            // must still be right for the rest.
+            check(&a, &|slot| !dead[slot as usize])?;
         });
     }
 
