@@ -76,6 +76,14 @@ fn key(v: Value) -> i128 {
     }
 }
 
+/// Ask for every cache line of `xs`.
+#[inline]
+fn prefetch_lines<T>(xs: &[T]) {
+    for x in xs.iter().step_by((64 / std::mem::size_of::<T>()).max(1)) {
+        crate::book::prefetch(x);
+    }
+}
+
 /// Rows ORed in one pass over the accumulator (see [`or_rows`]).
 const ROWS_AT_ONCE: usize = 8;
 
@@ -119,7 +127,10 @@ impl Bits {
 }
 
 /// One bitset per bucket, all in one allocation: row `k` is `data[k * stride..][..stride]`.
-/// The stride grows by doubling, so adding members re-lays the rows out rarely.
+/// The stride grows an eighth at a time: adding members re-lays the rows out now and then
+/// (amortised, a few hundred ns an insert), and the rows, most of a dense index's memory,
+/// carry at most an eighth unused (doubling left up to half: `tickplant bench match
+/// --workload a`, bytes a strategy).
 #[derive(Debug, Clone, Default)]
 struct BitRows {
     data: Vec<u64>,
@@ -181,7 +192,7 @@ impl BitRows {
         if words <= self.stride {
             return;
         }
-        let stride = words.max(2 * self.stride);
+        let stride = words.max(self.stride + self.stride / 8);
         let mut data = vec![0; self.rows() * stride];
         for (k, row) in self.data.chunks_exact(self.stride).enumerate() {
             data[k * stride..][..self.stride].copy_from_slice(row);
@@ -194,8 +205,44 @@ impl BitRows {
 struct Member {
     id: u64,
     /// (attribute, lo, hi): closed intervals on value keys, one per attribute.
-    intervals: Box<[(AttrId, i128, i128)]>,
-    residual: Vec<Pred>,
+    intervals: Intervals,
+    residual: Box<[Pred]>,
+}
+
+/// A member's intervals: as `i64` keys when every end fits one (values within about
+/// ±9.2e9, nearly always), in half the bytes; else as they are. The member's intervals
+/// are kept beside its strategy for re-cuts and removals, and were an eighth of a dense
+/// index's memory (`tickplant bench match --workload a`, bytes a strategy).
+#[derive(Debug, Clone)]
+enum Intervals {
+    Narrow(Box<[NarrowIv]>),
+    Wide(Box<[WideIv]>),
+}
+type NarrowIv = (AttrId, i64, i64);
+type WideIv = (AttrId, i128, i128);
+
+impl Intervals {
+    fn new(ivs: &[(AttrId, i128, i128)]) -> Self {
+        let narrow: Option<Vec<(AttrId, i64, i64)>> =
+            ivs.iter().map(|&(a, lo, hi)| Some((a, i64::try_from(lo).ok()?, i64::try_from(hi).ok()?))).collect();
+        match narrow {
+            Some(n) => Intervals::Narrow(n.into_boxed_slice()),
+            None => Intervals::Wide(Box::from(ivs)),
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = (AttrId, i128, i128)> + '_ {
+        let (n, w): (&[NarrowIv], &[WideIv]) = match self {
+            Intervals::Narrow(n) => (n, &[]),
+            Intervals::Wide(w) => (&[], w),
+        };
+        n.iter().map(|&(a, lo, hi)| (a, i128::from(lo), i128::from(hi))).chain(w.iter().copied())
+    }
+    fn memory(&self) -> usize {
+        match self {
+            Intervals::Narrow(n) => n.len() * std::mem::size_of::<(AttrId, i64, i64)>(),
+            Intervals::Wide(w) => w.len() * std::mem::size_of::<(AttrId, i128, i128)>(),
+        }
+    }
 }
 
 /// Sub-ranges of a bucket's keys in its lists' guide ([`Ends::off`]): at most this many.
@@ -204,30 +251,85 @@ const SUBRANGES: usize = 16;
 /// One sorted list of a bucket's interval ends (keys) and their members' slots, with a
 /// guide: the bucket's keys are cut into at most [`SUBRANGES`] equal sub-ranges (a power of
 /// two wide, so that a key's sub-range is a subtraction and a shift), and `off[s]` is where
-/// sub-range `s` starts in the list. A search reads the guide (in the [`Boundary`], one
-/// cache line, asked for early by the match) and a few keys of one sub-range. A binary
-/// search over the whole list waited on a cache miss at each of its steps: 40% of a match
-/// on workload a (`tickplant bench match --workload a`, perf).
+/// sub-range `s` starts in the list. A search reads the guide (asked for early by the
+/// match) and a few keys of one sub-range. A binary search over the whole list waited on a
+/// cache miss at each of its steps: 40% of a match on workload a (`tickplant bench match
+/// --workload a`, perf).
+///
+/// In a long list, ends filed one at a time wait in a short unsorted tail, compared one
+/// by one, and are merged into the list [`TAIL`] at a time: filing each in place moved
+/// half the list, and an insert into a million dense strategies took 64 us instead of 5
+/// (`tickplant bench match --workload p --strategies 1000000`).
 #[derive(Debug, Clone, Default)]
 struct Ends {
     keys: Vec<i64>,
     slots: Vec<u32>,
     off: [u32; SUBRANGES + 1],
+    tail_keys: Vec<i64>,
+    tail_slots: Vec<u32>,
 }
 
+/// Unsorted ends a list holds at most before they are merged in (see [`Ends`]).
+const TAIL: usize = 32;
+/// A list shorter than this files each end in place: the move is short, and an event
+/// compares no tail (small clusters of trading strategies, workload b, and the buckets of
+/// 100,000 dense strategies: `tickplant bench match`).
+const IN_PLACE: usize = 512;
+
 impl Ends {
-    /// How many keys are `<= v` (`strict`: `< v`); `v` is a key of the bucket.
+    /// How many sorted keys are `<= v` (`strict`: `< v`); `v` is a key of the bucket.
     #[inline]
     fn count_below(&self, sub: usize, v: i64, strict: bool) -> usize {
         let (a, b) = (self.off[sub] as usize, self.off[sub + 1] as usize);
         let seg = &self.keys[a..b];
         a + if strict { seg.partition_point(|&k| k < v) } else { seg.partition_point(|&k| k <= v) }
     }
-    fn insert(&mut self, sub: usize, key: i64, slot: u32) {
-        let at = self.count_below(sub, key, false);
-        self.keys.insert(at, key);
-        self.slots.insert(at, slot);
-        self.off[sub + 1..].iter_mut().for_each(|o| *o += 1);
+    /// Mark in `acc` the members of the tail whose end is above `v` (`above`) or below it.
+    #[inline]
+    fn knock_out_tail(&self, v: i64, above: bool, acc: &mut [u64]) {
+        for (&k, &slot) in self.tail_keys.iter().zip(&self.tail_slots) {
+            let failed = if above { k > v } else { k < v };
+            acc[(slot / 64) as usize] |= u64::from(failed) << (slot % 64);
+        }
+    }
+    /// File one end: in place in a short list, else into the tail (a full tail is merged
+    /// in).
+    fn insert(&mut self, key: i64, slot: u32, sub: impl Fn(i64) -> usize) {
+        if self.keys.len() < IN_PLACE {
+            let s = sub(key);
+            let at = self.count_below(s, key, false);
+            self.keys.insert(at, key);
+            self.slots.insert(at, slot);
+            self.off[s + 1..].iter_mut().for_each(|o| *o += 1);
+            return;
+        }
+        self.tail_keys.push(key);
+        self.tail_slots.push(slot);
+        if self.tail_keys.len() >= TAIL {
+            self.merge_tail(sub);
+        }
+    }
+    /// Merge the tail into the sorted list: sorted, then merged from the back into the
+    /// room it makes at the list's end.
+    fn merge_tail(&mut self, sub: impl Fn(i64) -> usize) {
+        let mut tail: Vec<(i64, u32)> = self.tail_keys.drain(..).zip(self.tail_slots.drain(..)).collect();
+        tail.sort_unstable();
+        let n = self.keys.len();
+        self.keys.resize(n + tail.len(), 0);
+        self.slots.resize(n + tail.len(), 0);
+        let (mut i, mut j, mut w) = (n, tail.len(), n + tail.len());
+        while j > 0 {
+            w -= 1;
+            if i > 0 && self.keys[i - 1] > tail[j - 1].0 {
+                i -= 1;
+                self.keys[w] = self.keys[i];
+                self.slots[w] = self.slots[i];
+            } else {
+                j -= 1;
+                (self.keys[w], self.slots[w]) = tail[j];
+            }
+        }
+        self.guide(sub);
     }
     fn push(&mut self, key: i64, slot: u32) {
         self.keys.push(key);
@@ -256,24 +358,28 @@ impl Ends {
         self.off[SUBRANGES] = self.keys.len() as u32;
     }
     fn retain(&mut self, keep: &impl Fn(u32) -> bool, sub: impl Fn(i64) -> usize) {
-        let mut j = 0;
-        for i in 0..self.slots.len() {
-            if keep(self.slots[i]) {
-                self.keys[j] = self.keys[i];
-                self.slots[j] = self.slots[i];
-                j += 1;
+        fn both(keys: &mut Vec<i64>, slots: &mut Vec<u32>, keep: &impl Fn(u32) -> bool) {
+            let mut j = 0;
+            for i in 0..slots.len() {
+                if keep(slots[i]) {
+                    keys[j] = keys[i];
+                    slots[j] = slots[i];
+                    j += 1;
+                }
             }
+            keys.truncate(j);
+            slots.truncate(j);
         }
-        self.keys.truncate(j);
-        self.slots.truncate(j);
+        both(&mut self.keys, &mut self.slots, keep);
+        both(&mut self.tail_keys, &mut self.tail_slots, keep);
         self.guide(sub);
     }
-    fn reserve(&mut self) {
-        self.keys.reserve(self.keys.len());
-        self.slots.reserve(self.slots.len());
+    fn len(&self) -> usize {
+        self.keys.len() + self.tail_keys.len()
     }
     fn memory(&self) -> usize {
-        self.keys.capacity() * 8 + self.slots.capacity() * 4
+        (self.keys.capacity() + self.tail_keys.capacity()) * 8
+            + (self.slots.capacity() + self.tail_slots.capacity()) * 4
     }
 }
 
@@ -307,11 +413,6 @@ impl Boundary {
     fn sub(&self, k: i64) -> usize {
         (k.wrapping_sub(self.base) as u64 >> self.shift) as usize
     }
-    fn reserve(&mut self) {
-        self.lo.reserve();
-        self.hi.reserve();
-        self.wide.reserve(self.wide.len());
-    }
     /// File a member whose interval has an end in this bucket, keys `bl..=bh` (a bucket
     /// marked `unsorted` takes it at the end: call [`Boundary::sort`] before the next match).
     fn push(&mut self, (bl, bh): (i128, i128), slot: u32, lo: i128, hi: i128) {
@@ -322,18 +423,19 @@ impl Boundary {
                 let span = h.wrapping_sub(l) as u64;
                 self.base = l;
                 self.shift = (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros());
-                // Filed in order (a few hundred bytes moved), or appended when the whole
-                // bucket is being filled and is sorted once at the end (a re-cut).
+                // Into the tail, or appended when the whole bucket is being filled and is
+                // sorted once at the end (a re-cut).
                 for (list, key, inside) in [(0, lo, lo > bl), (1, hi, hi < bh)] {
                     if !inside {
                         continue;
                     }
-                    let (key, sub) = (key as i64, self.sub(key as i64));
+                    let (base, shift) = (self.base, self.shift);
+                    let sub = move |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
                     let ends = if list == 0 { &mut self.lo } else { &mut self.hi };
                     if self.unsorted {
-                        ends.push(key, slot);
+                        ends.push(key as i64, slot);
                     } else {
-                        ends.insert(sub, key, slot);
+                        ends.insert(key as i64, slot, sub);
                     }
                 }
             }
@@ -365,7 +467,7 @@ impl Boundary {
     fn knock_out(&self, v: i128, acc: &mut [u64]) {
         debug_assert!(!self.unsorted);
         if let Ok(v) = i64::try_from(v) {
-            if !self.lo.keys.is_empty() || !self.hi.keys.is_empty() {
+            if self.lo.len() + self.hi.len() > 0 {
                 let sub = self.sub(v);
                 let from = self.lo.count_below(sub, v, false);
                 for &slot in &self.lo.slots[from..] {
@@ -375,6 +477,8 @@ impl Boundary {
                 for &slot in &self.hi.slots[..to] {
                     acc[(slot / 64) as usize] |= 1 << (slot % 64);
                 }
+                self.lo.knock_out_tail(v, true, acc);
+                self.hi.knock_out_tail(v, false, acc);
             }
         }
         for &(slot, lo, hi) in &self.wide {
@@ -541,13 +645,13 @@ impl Cluster {
         // member touches no attribute index yet: the flush does that for the whole batch,
         // while their cache lines are warm.
         self.never.set(slot);
-        if m.intervals.iter().any(|&(_, lo, hi)| lo > hi) {
-            for &(attr, _, _) in &m.intervals {
+        if m.intervals.iter().any(|(_, lo, hi)| lo > hi) {
+            for (attr, _, _) in m.intervals.iter() {
                 self.count_in(attr, slot);
             }
         } else {
             let p = self.pending.len() as u32;
-            self.pending_iv.extend(m.intervals.iter().map(|&(attr, lo, hi)| (p, attr, lo, hi)));
+            self.pending_iv.extend(m.intervals.iter().map(|(attr, lo, hi)| (p, attr, lo, hi)));
             self.pending.push(slot);
         }
         self.members[slot as usize] = Some(m);
@@ -611,7 +715,7 @@ impl Cluster {
             self.pending_iv.retain(|x| x.0 != p);
             self.pending_iv.iter_mut().filter(|x| x.0 == last).for_each(|x| x.0 = p);
         } else {
-            for &(attr, _, _) in &m.intervals {
+            for (attr, _, _) in m.intervals.iter() {
                 if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
                     a.constrained.clear(slot);
                     a.members -= 1;
@@ -653,7 +757,7 @@ impl Cluster {
         let mut list: Vec<(u32, i128, i128)> = Vec::new();
         for (slot, m) in self.members.iter().enumerate() {
             if let Some(m) = m {
-                for &(a, lo, hi) in &m.intervals {
+                for (a, lo, hi) in m.intervals.iter() {
                     if a == attr {
                         list.push((slot as u32, lo, hi));
                         // Bucket starts that separate members: just past a `hi`, at a `lo`.
@@ -674,11 +778,9 @@ impl Cluster {
         let words = self.words();
         let a = &mut self.attrs[i];
         a.edges = edges;
-        // Room for the growth until the next cut: the members may double twice more.
-        a.fail = BitRows::new(a.edges.len() + 1, words * 2);
+        a.fail = BitRows::new(a.edges.len() + 1, words);
         a.boundary = vec![Boundary { unsorted: true, ..Default::default() }; a.edges.len() + 1];
         a.place(&list);
-        a.boundary.iter_mut().for_each(Boundary::reserve);
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
@@ -709,8 +811,9 @@ impl Cluster {
             };
             keys.push(k);
         }
-        // The sub-range of each boundary list the event's key falls in: its keys and the
-        // first slots to mark are asked for now, and are in cache when the rows are ORed.
+        // The sub-range of each boundary list the event's key falls in, and the slots it
+        // will mark (past it in the `lo` list, before it in the `hi` list), are asked for
+        // now, and are in cache when the rows have been ORed.
         for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
             if k == usize::MAX {
                 continue;
@@ -718,18 +821,15 @@ impl Cluster {
             let b = &a.boundary[k];
             if let Ok(v) = i64::try_from(v) {
                 let sub = b.sub(v).min(SUBRANGES - 1);
-                for ends in [&b.lo, &b.hi] {
-                    let at = ends.off[sub] as usize;
-                    if let Some(x) = ends.keys.get(at) {
-                        crate::book::prefetch(x);
-                    }
-                    if let Some(x) = ends.slots.get(at) {
-                        crate::book::prefetch(x);
-                    }
-                }
-                if let Some(x) = b.hi.slots.first() {
+                let (lo_at, hi_end) = (b.lo.off[sub] as usize, b.hi.off[sub + 1] as usize);
+                if let Some(x) = b.lo.keys.get(lo_at) {
                     crate::book::prefetch(x);
                 }
+                if let Some(x) = b.hi.keys.get(b.hi.off[sub] as usize) {
+                    crate::book::prefetch(x);
+                }
+                prefetch_lines(b.lo.slots.get(lo_at..).unwrap_or_default());
+                prefetch_lines(&b.hi.slots[..hi_end.min(b.hi.slots.len())]);
             }
         }
         // The rows are ORed eight attributes at a time, a cache line of each per step: one
@@ -749,6 +849,7 @@ impl Cluster {
         if n > 0 {
             or_rows(acc, &group[..n]);
         }
+
         for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
             if k != usize::MAX {
                 a.boundary[k].knock_out(v, acc);
@@ -804,10 +905,7 @@ impl Cluster {
             .members
             .iter()
             .flatten()
-            .map(|m| {
-                m.intervals.len() * std::mem::size_of::<(AttrId, i128, i128)>()
-                    + m.residual.iter().map(pred_bytes).sum::<usize>()
-            })
+            .map(|m| m.intervals.memory() + m.residual.iter().map(pred_bytes).sum::<usize>())
             .sum();
         self.members.capacity() * std::mem::size_of::<Option<Member>>()
             + members
@@ -1041,7 +1139,7 @@ impl Matcher {
             }
         }
         // Exactly as long as needed: a million members' slack would be tens of megabytes.
-        let member = Member { id: s.id, intervals: Box::from(&intervals[..]), residual };
+        let member = Member { id: s.id, intervals: Intervals::new(&intervals), residual: residual.into_boxed_slice() };
         self.scratch = intervals;
         let placed = match access {
             None => Placed::One([(0, self.clusters[0].insert(member))]),
