@@ -1474,6 +1474,61 @@ mod tests {
         });
     }
 
+    /// A long boundary list (past [`IN_PLACE`] ends, so new ends wait in the tail and are
+    /// merged [`TAIL`] at a time), filed one member at a time in random order, with equal
+    /// keys, then thinned: its marks are exact at every key, tail or no tail.
+    #[test]
+    fn long_boundary_lists_with_tails_mark_exactly() {
+        // A small xorshift: values in `lo..hi`.
+        struct Rng(u64);
+        impl Rng {
+            fn gen_range(&mut self, r: std::ops::Range<i128>) -> i128 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                r.start + (self.0 % (r.end - r.start) as u64) as i128
+            }
+        }
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let n = 3_000u32;
+        let words = (n as usize).div_ceil(64);
+        let mut a = AttrIndex::new(0, words);
+        a.edges = vec![0, 1_000];
+        a.fail = BitRows::new(3, words);
+        a.boundary = vec![Boundary::default(); 3];
+        let mut list = Vec::new();
+        let check = |a: &AttrIndex, list: &[(u32, i128, i128)], rng: &mut Rng| {
+            for _ in 0..50 {
+                let v = rng.gen_range(-5i128..1_005);
+                let k = a.bucket(v);
+                let mut acc = a.fail.row(k)[..words].to_vec();
+                a.boundary[k].knock_out(v, &mut acc);
+                for &(slot, lo, hi) in list {
+                    let failed = acc[(slot / 64) as usize] >> (slot % 64) & 1 == 1;
+                    assert_eq!(failed, v < lo || v > hi, "slot {slot} [{lo}, {hi}] at key {v}");
+                }
+            }
+        };
+        for slot in 0..n {
+            let lo = rng.gen_range(-3i128..400);
+            let hi = lo + rng.gen_range(0i128..900);
+            a.place(&[(slot, lo, hi)]);
+            list.push((slot, lo, hi));
+            if slot % 97 == 0 {
+                check(&a, &list, &mut rng);
+            }
+        }
+        let b = &a.boundary[1];
+        assert!(b.lo.keys.len() > IN_PLACE && !b.lo.tail_keys.is_empty(), "the tail is in use");
+        check(&a, &list, &mut rng);
+        let dead = |slot: u32| slot % 3 == 0;
+        for b in &mut a.boundary {
+            b.retain(|slot| !dead(slot));
+        }
+        list.retain(|x| !dead(x.0));
+        check(&a, &list, &mut rng);
+    }
+
     /// A removed strategy's slot is reused by the next insert: every lookup by id still
     /// finds the right strategy, and a removed id is gone everywhere.
     #[test]
