@@ -1514,14 +1514,14 @@ mod tests {
             let hi = lo + rng.gen_range(0i128..900);
             a.place(&[(slot, lo, hi)]);
             list.push((slot, lo, hi));
-            if slot % 97 == 0 {
+            if slot.is_multiple_of(97) {
                 check(&a, &list, &mut rng);
             }
         }
         let b = &a.boundary[1];
         assert!(b.lo.keys.len() > IN_PLACE && !b.lo.tail_keys.is_empty(), "the tail is in use");
         check(&a, &list, &mut rng);
-        let dead = |slot: u32| slot % 3 == 0;
+        let dead = |slot: u32| slot.is_multiple_of(3);
         for b in &mut a.boundary {
             b.retain(|slot| !dead(slot));
         }
