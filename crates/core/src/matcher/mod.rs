@@ -19,14 +19,15 @@
 //!    strategies without an equality.
 //! 2. **Bucketed bitsets inside a cluster.** Every other `attr op value` becomes an interval
 //!    on its attribute (numbers are exact integers, so `< c` is `<= c - 1e-9`). Per
-//!    attribute, the value axis is cut into 64 to 256 buckets (by members) at quantiles of
-//!    the members' interval ends; per bucket a bitset marks the members that fail for any value in it,
-//!    and a short list holds the members whose interval ends inside it, checked exactly.
-//!    An event ORs one bitset per attribute and checks one short list per attribute.
+//!    attribute, the value axis is cut into 16 to 256 buckets (by members) at quantiles of
+//!    the members' interval ends; per bucket a bitset marks the members that fail for any
+//!    value in it, and two sorted lists hold the interval ends inside it (`lo` ends, `hi`
+//!    ends), with a guide to them. An event ORs one bitset per attribute (eight at a time)
+//!    and marks the members of a suffix of one list and a prefix of the other.
 //! 3. **Residuals.** `!=`, `attr op attr` and non-access `in` predicates are checked, as
 //!    written, only on the members that survive step 2.
 //!
-//! One file (about 1,100 lines, 140 of them tests; the rule language is `lang`): the index
+//! One file (about 1,600 lines, 240 of them tests; the rule language is `lang`): the index
 //! is built and matched against in one place because both work on its private layout (the
 //! bitsets, the short lists, the residual table) and change together.
 
@@ -41,14 +42,14 @@ pub use lang::{
 pub use market::{MarketEvents, Quote, SymbolKey};
 
 /// Buckets per attribute at most, and at least once bucketed. Between the two, one bucket
-/// for every 32 members on the attribute: a bucket's boundary list (the members whose
-/// interval ends in it, checked one by one for each event that falls in it) stays about 64
-/// long. A big cluster of dense ranges (workload a: 100,000 members in one cluster) walked
-/// lists of 3,000 with 64 buckets, three quarters of its match; with 256, its match is half
-/// as long for 600 more bytes a strategy, while the small clusters of trading strategies
-/// (workload b) keep 64 and their insert cost (`tickplant bench match`, docs/perf-log).
+/// for every 32 members on the attribute: a bucket holds about 64 interval ends. A big
+/// cluster of dense ranges (workload a: 100,000 members in one cluster) is fastest with
+/// the most buckets its memory allows (256: fewer ends to mark an event); the small
+/// clusters of trading strategies (workload b: about 50 members an attribute) are faster
+/// and smaller with 16 than with 64, as every bucket costs its bitset word and its lists'
+/// headers (`tickplant bench match`, docs/perf-log/matching.md).
 const BUCKETS: usize = 256;
-const MIN_BUCKETS: usize = 64;
+const MIN_BUCKETS: usize = 16;
 const MEMBERS_PER_BUCKET: usize = 32;
 /// An attribute is bucketed once it has this many members, and re-cut when they have grown
 /// fourfold (`RECUT_GROWTH`): a re-cut refiles every member, so it must be rare, and boundary
@@ -245,74 +246,123 @@ impl Intervals {
     }
 }
 
-/// Sub-ranges of a bucket's keys in its lists' guide ([`Ends::off`]): at most this many.
+/// Sub-ranges of a bucket's keys in a long list's guide ([`Guide::off`]): at most this many.
 const SUBRANGES: usize = 16;
+/// Unsorted ends a long list holds at most before they are merged in (see [`Ends`]).
+const TAIL: usize = 32;
+/// A list shorter than this has no guide and files each end in place: the move is short,
+/// a binary search over it reads a line or two, and an event compares no tail (the small
+/// clusters of trading strategies, workload b). Filing in place lists of about 200 ends
+/// (100,000 dense strategies, workload a) cost an insert twice the cache misses
+/// (`tickplant bench match`: insert into the full index 24-28 us in place, 12-14 us with
+/// tails, events as fast).
+const IN_PLACE: usize = 64;
 
-/// One sorted list of a bucket's interval ends (keys) and their members' slots, with a
-/// guide: the bucket's keys are cut into at most [`SUBRANGES`] equal sub-ranges (a power of
-/// two wide, so that a key's sub-range is a subtraction and a shift), and `off[s]` is where
-/// sub-range `s` starts in the list. A search reads the guide (asked for early by the
-/// match) and a few keys of one sub-range. A binary search over the whole list waited on a
-/// cache miss at each of its steps: 40% of a match on workload a (`tickplant bench match
-/// --workload a`, perf).
-///
-/// In a long list, ends filed one at a time wait in a short unsorted tail, compared one
-/// by one, and are merged into the list [`TAIL`] at a time: filing each in place moved
-/// half the list, and an insert into a million dense strategies took 64 us instead of 5
-/// (`tickplant bench match --workload p --strategies 1000000`).
+/// How a bucket's keys map to sub-ranges: the bucket's first key and the shift that takes
+/// a key's distance from it to its sub-range ([`SUBRANGES`] of them, a power of two wide,
+/// cover the bucket). `None` for the open end buckets (keys beyond an `i64`).
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    base: i64,
+    shift: u32,
+}
+
+impl Cut {
+    fn of((bl, bh): (i128, i128)) -> Option<Cut> {
+        let (l, h) = (i64::try_from(bl).ok()?, i64::try_from(bh).ok()?);
+        let span = h.wrapping_sub(l) as u64;
+        Some(Cut { base: l, shift: (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros()) })
+    }
+    /// The sub-range of key `k` of the bucket.
+    #[inline]
+    fn sub(self, k: i64) -> usize {
+        (k.wrapping_sub(self.base) as u64 >> self.shift) as usize
+    }
+}
+
+/// A long list's guide and tail (see [`Ends`]).
 #[derive(Debug, Clone, Default)]
-struct Ends {
-    keys: Vec<i64>,
-    slots: Vec<u32>,
+struct Guide {
+    /// Where each sub-range starts in the sorted list.
     off: [u32; SUBRANGES + 1],
     tail_keys: Vec<i64>,
     tail_slots: Vec<u32>,
 }
 
-/// Unsorted ends a list holds at most before they are merged in (see [`Ends`]).
-const TAIL: usize = 32;
-/// A list shorter than this files each end in place: the move is short, and an event
-/// compares no tail (small clusters of trading strategies, workload b, and the buckets of
-/// 100,000 dense strategies: `tickplant bench match`).
-const IN_PLACE: usize = 512;
+/// One sorted list of a bucket's interval ends (keys) and their members' slots. A long
+/// list ([`IN_PLACE`] ends or more) has a guide: the bucket's keys are cut into
+/// [`SUBRANGES`] equal sub-ranges, and the guide says where each starts in the list, so a
+/// search reads the guide (asked for early by the match) and a few keys of one sub-range.
+/// A binary search over a long list waited on a cache miss at each of its steps: 40% of a
+/// match on workload a (`tickplant bench match --workload a`, perf). A long list's new
+/// ends wait in a short unsorted tail, compared one by one, and are merged in [`TAIL`] at a
+/// time: filing each in place moved half the list, and an insert into a million dense
+/// strategies took 64 us instead of 16 (`tickplant bench match --workload p --strategies
+/// 1000000`). The guide is boxed: most lists are short, and a bucket's own size is paid
+/// by every bucket of every small cluster.
+#[derive(Debug, Clone, Default)]
+struct Ends {
+    keys: Vec<i64>,
+    slots: Vec<u32>,
+    guide: Option<Box<Guide>>,
+}
 
 impl Ends {
     /// How many sorted keys are `<= v` (`strict`: `< v`); `v` is a key of the bucket.
     #[inline]
-    fn count_below(&self, sub: usize, v: i64, strict: bool) -> usize {
-        let (a, b) = (self.off[sub] as usize, self.off[sub + 1] as usize);
-        let seg = &self.keys[a..b];
+    fn count_below(&self, cut: Cut, v: i64, strict: bool) -> usize {
+        let (a, seg) = match &self.guide {
+            Some(g) => {
+                let sub = cut.sub(v);
+                let a = g.off[sub] as usize;
+                (a, &self.keys[a..g.off[sub + 1] as usize])
+            }
+            None => (0, &self.keys[..]),
+        };
         a + if strict { seg.partition_point(|&k| k < v) } else { seg.partition_point(|&k| k <= v) }
     }
     /// Mark in `acc` the members of the tail whose end is above `v` (`above`) or below it.
     #[inline]
     fn knock_out_tail(&self, v: i64, above: bool, acc: &mut [u64]) {
-        for (&k, &slot) in self.tail_keys.iter().zip(&self.tail_slots) {
-            let failed = if above { k > v } else { k < v };
-            acc[(slot / 64) as usize] |= u64::from(failed) << (slot % 64);
+        if let Some(g) = &self.guide {
+            for (&k, &slot) in g.tail_keys.iter().zip(&g.tail_slots) {
+                let failed = if above { k > v } else { k < v };
+                acc[(slot / 64) as usize] |= u64::from(failed) << (slot % 64);
+            }
         }
     }
     /// File one end: in place in a short list, else into the tail (a full tail is merged
-    /// in).
-    fn insert(&mut self, key: i64, slot: u32, sub: impl Fn(i64) -> usize) {
-        if self.keys.len() < IN_PLACE {
-            let s = sub(key);
-            let at = self.count_below(s, key, false);
-            self.keys.insert(at, key);
-            self.slots.insert(at, slot);
-            self.off[s + 1..].iter_mut().for_each(|o| *o += 1);
+    /// in). `bulk`: the bucket is being filled whole; append, and [`Ends::sort`] after.
+    fn insert(&mut self, cut: Cut, key: i64, slot: u32, bulk: bool) {
+        if bulk {
+            self.keys.push(key);
+            self.slots.push(slot);
             return;
         }
-        self.tail_keys.push(key);
-        self.tail_slots.push(slot);
-        if self.tail_keys.len() >= TAIL {
-            self.merge_tail(sub);
+        match &mut self.guide {
+            None => {
+                let at = self.count_below(cut, key, false);
+                self.keys.insert(at, key);
+                self.slots.insert(at, slot);
+                if self.keys.len() >= IN_PLACE {
+                    self.guide = Some(Box::default());
+                    self.rebuild_guide(cut);
+                }
+            }
+            Some(g) => {
+                g.tail_keys.push(key);
+                g.tail_slots.push(slot);
+                if g.tail_keys.len() >= TAIL {
+                    self.merge_tail(cut);
+                }
+            }
         }
     }
     /// Merge the tail into the sorted list: sorted, then merged from the back into the
     /// room it makes at the list's end.
-    fn merge_tail(&mut self, sub: impl Fn(i64) -> usize) {
-        let mut tail: Vec<(i64, u32)> = self.tail_keys.drain(..).zip(self.tail_slots.drain(..)).collect();
+    fn merge_tail(&mut self, cut: Cut) {
+        let Some(g) = &mut self.guide else { return };
+        let mut tail: Vec<(i64, u32)> = g.tail_keys.drain(..).zip(g.tail_slots.drain(..)).collect();
         tail.sort_unstable();
         let n = self.keys.len();
         self.keys.resize(n + tail.len(), 0);
@@ -329,14 +379,10 @@ impl Ends {
                 (self.keys[w], self.slots[w]) = tail[j];
             }
         }
-        self.guide(sub);
+        self.rebuild_guide(cut);
     }
-    fn push(&mut self, key: i64, slot: u32) {
-        self.keys.push(key);
-        self.slots.push(slot);
-    }
-    /// Sort by key and rebuild the guide.
-    fn sort(&mut self, sub: impl Fn(i64) -> usize) {
+    /// Sort by key (after a bulk fill) and give a long list its guide.
+    fn sort(&mut self, cut: Cut) {
         if !self.keys.is_sorted() {
             let mut pairs: Vec<(i64, u32)> = self.keys.iter().copied().zip(self.slots.iter().copied()).collect();
             pairs.sort_unstable();
@@ -345,19 +391,23 @@ impl Ends {
                 self.slots[i] = s;
             }
         }
-        self.guide(sub);
+        if self.guide.is_none() && self.keys.len() >= IN_PLACE {
+            self.guide = Some(Box::default());
+        }
+        self.rebuild_guide(cut);
     }
-    fn guide(&mut self, sub: impl Fn(i64) -> usize) {
+    fn rebuild_guide(&mut self, cut: Cut) {
+        let Some(g) = &mut self.guide else { return };
         let mut i = 0;
         for s in 0..=SUBRANGES {
-            while i < self.keys.len() && sub(self.keys[i]) < s {
+            while i < self.keys.len() && cut.sub(self.keys[i]) < s {
                 i += 1;
             }
-            self.off[s] = i as u32;
+            g.off[s] = i as u32;
         }
-        self.off[SUBRANGES] = self.keys.len() as u32;
+        g.off[SUBRANGES] = self.keys.len() as u32;
     }
-    fn retain(&mut self, keep: &impl Fn(u32) -> bool, sub: impl Fn(i64) -> usize) {
+    fn retain(&mut self, keep: &impl Fn(u32) -> bool, cut: Cut) {
         fn both(keys: &mut Vec<i64>, slots: &mut Vec<u32>, keep: &impl Fn(u32) -> bool) {
             let mut j = 0;
             for i in 0..slots.len() {
@@ -371,15 +421,18 @@ impl Ends {
             slots.truncate(j);
         }
         both(&mut self.keys, &mut self.slots, keep);
-        both(&mut self.tail_keys, &mut self.tail_slots, keep);
-        self.guide(sub);
-    }
-    fn len(&self) -> usize {
-        self.keys.len() + self.tail_keys.len()
+        if let Some(g) = &mut self.guide {
+            both(&mut g.tail_keys, &mut g.tail_slots, keep);
+        }
+        self.rebuild_guide(cut);
     }
     fn memory(&self) -> usize {
-        (self.keys.capacity() + self.tail_keys.capacity()) * 8
-            + (self.slots.capacity() + self.tail_slots.capacity()) * 4
+        self.keys.capacity() * 8
+            + self.slots.capacity() * 4
+            + self
+                .guide
+                .as_ref()
+                .map_or(0, |g| std::mem::size_of::<Guide>() + g.tail_keys.capacity() * 8 + g.tail_slots.capacity() * 4)
     }
 }
 
@@ -396,90 +449,64 @@ impl Ends {
 /// `i128` intervals, compared one by one.
 #[derive(Debug, Clone, Default)]
 struct Boundary {
-    /// The bucket's first key, and the shift that takes a key's distance from it to its
-    /// sub-range (`SUBRANGES` of them cover the bucket).
-    base: i64,
-    shift: u32,
     lo: Ends,
     hi: Ends,
     wide: Vec<(u32, i128, i128)>,
-    /// Being filled whole (a re-cut): ends are appended, and [`Boundary::sort`] sorts them.
-    unsorted: bool,
 }
 
 impl Boundary {
-    /// The sub-range of key `k` of the bucket.
-    #[inline]
-    fn sub(&self, k: i64) -> usize {
-        (k.wrapping_sub(self.base) as u64 >> self.shift) as usize
-    }
-    /// File a member whose interval has an end in this bucket, keys `bl..=bh` (a bucket
-    /// marked `unsorted` takes it at the end: call [`Boundary::sort`] before the next match).
-    fn push(&mut self, (bl, bh): (i128, i128), slot: u32, lo: i128, hi: i128) {
-        match (i64::try_from(bl), i64::try_from(bh)) {
+    /// File a member whose interval has an end in this bucket, keys `range` (`bulk`: the
+    /// bucket is being filled whole, and [`Boundary::sort`] comes after).
+    fn push(&mut self, range: (i128, i128), slot: u32, lo: i128, hi: i128, bulk: bool) {
+        match Cut::of(range) {
             // An end inside the bucket fits an i64 as the bucket's keys do. An end at or
             // beyond the bucket's own decides nothing for its keys.
-            (Ok(l), Ok(h)) => {
-                let span = h.wrapping_sub(l) as u64;
-                self.base = l;
-                self.shift = (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros());
-                // Into the tail, or appended when the whole bucket is being filled and is
-                // sorted once at the end (a re-cut).
-                for (list, key, inside) in [(0, lo, lo > bl), (1, hi, hi < bh)] {
-                    if !inside {
-                        continue;
-                    }
-                    let (base, shift) = (self.base, self.shift);
-                    let sub = move |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
-                    let ends = if list == 0 { &mut self.lo } else { &mut self.hi };
-                    if self.unsorted {
-                        ends.push(key as i64, slot);
-                    } else {
-                        ends.insert(key as i64, slot, sub);
-                    }
+            Some(cut) => {
+                if lo > range.0 {
+                    self.lo.insert(cut, lo as i64, slot, bulk);
+                }
+                if hi < range.1 {
+                    self.hi.insert(cut, hi as i64, slot, bulk);
                 }
             }
-            _ => self.wide.push((slot, lo, hi)),
+            None => self.wide.push((slot, lo, hi)),
         }
     }
-    /// Sort both lists by key and guide them (after a re-cut's pushes).
-    fn sort(&mut self) {
-        if !std::mem::take(&mut self.unsorted) {
-            return;
+    /// Sort both lists by key and guide them (after a bulk fill).
+    fn sort(&mut self, range: (i128, i128)) {
+        if let Some(cut) = Cut::of(range) {
+            self.lo.sort(cut);
+            self.hi.sort(cut);
         }
-        let (base, shift) = (self.base, self.shift);
-        let sub = |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
-        self.lo.sort(sub);
-        self.hi.sort(sub);
     }
-    fn retain(&mut self, keep: impl Fn(u32) -> bool) {
-        let (base, shift) = (self.base, self.shift);
-        let sub = |k: i64| (k.wrapping_sub(base) as u64 >> shift) as usize;
-        self.lo.retain(&keep, sub);
-        self.hi.retain(&keep, sub);
+    fn retain(&mut self, range: (i128, i128), keep: impl Fn(u32) -> bool) {
+        if let Some(cut) = Cut::of(range) {
+            self.lo.retain(&keep, cut);
+            self.hi.retain(&keep, cut);
+        }
         self.wide.retain(|x| keep(x.0));
     }
     fn memory(&self) -> usize {
-        self.lo.memory() + self.hi.memory() + self.wide.capacity() * std::mem::size_of::<(u32, i128, i128)>()
+        std::mem::size_of::<Boundary>()
+            + self.lo.memory()
+            + self.hi.memory()
+            + self.wide.capacity() * std::mem::size_of::<(u32, i128, i128)>()
     }
-    /// Mark in `acc` the members whose interval misses key `v` (a key of this bucket).
+    /// Mark in `acc` the members whose interval misses key `v`, a key of this bucket
+    /// (`range`).
     #[inline]
-    fn knock_out(&self, v: i128, acc: &mut [u64]) {
-        debug_assert!(!self.unsorted);
-        if let Ok(v) = i64::try_from(v) {
-            if self.lo.len() + self.hi.len() > 0 {
-                let sub = self.sub(v);
-                let from = self.lo.count_below(sub, v, false);
-                for &slot in &self.lo.slots[from..] {
-                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
-                }
-                let to = self.hi.count_below(sub, v, true);
-                for &slot in &self.hi.slots[..to] {
-                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
-                }
-                self.lo.knock_out_tail(v, true, acc);
-                self.hi.knock_out_tail(v, false, acc);
+    fn knock_out(&self, range: (i128, i128), v: i128, acc: &mut [u64]) {
+        if let (Some(cut), Ok(v)) = (Cut::of(range), i64::try_from(v)) {
+            let from = self.lo.count_below(cut, v, false);
+            for &slot in &self.lo.slots[from..] {
+                acc[(slot / 64) as usize] |= 1 << (slot % 64);
             }
+            let to = self.hi.count_below(cut, v, true);
+            for &slot in &self.hi.slots[..to] {
+                acc[(slot / 64) as usize] |= 1 << (slot % 64);
+            }
+            self.lo.knock_out_tail(v, true, acc);
+            self.hi.knock_out_tail(v, false, acc);
         }
         for &(slot, lo, hi) in &self.wide {
             let failed = u64::from(v < lo) | u64::from(v > hi);
@@ -494,12 +521,14 @@ struct AttrIndex {
     /// Bucket k holds keys in [edges[k-1], edges[k] - 1] (open ends at the extremes).
     edges: Vec<i128>,
     fail: BitRows,
-    /// Members whose interval ends inside the bucket: (slot, lo, hi).
+    /// The interval ends inside each bucket.
     boundary: Vec<Boundary>,
     /// Members with an interval on this attribute (they fail when the event lacks it).
     constrained: Bits,
     members: u32,
     cut_at: u32,
+    /// The buckets are being filled whole (a re-cut): the next `place` sorts them.
+    filling: bool,
 }
 
 impl AttrIndex {
@@ -512,6 +541,7 @@ impl AttrIndex {
             constrained: Bits(vec![0; words]),
             members: 0,
             cut_at: 0,
+            filling: false,
         }
     }
     #[inline]
@@ -557,14 +587,22 @@ impl AttrIndex {
             for k in [kl, kh].into_iter().take(if kl == kh { 1 } else { 2 }) {
                 let (bl, bh) = self.range(k);
                 if !(lo <= bl && hi >= bh) {
-                    self.boundary[k].push((bl, bh), slot, lo, hi);
+                    self.boundary[k].push((bl, bh), slot, lo, hi, self.filling);
                 }
             }
         }
         if let Some(w) = word {
             self.fail.or_toggled(w, toggles);
         }
-        self.boundary.iter_mut().for_each(Boundary::sort);
+        if self.filling {
+            // A re-cut: every bucket was filled whole; sort each once. (Walking every
+            // bucket after each flush of 32 members read 100 KB an attribute.)
+            for k in 0..self.boundary.len() {
+                let range = self.range(k);
+                self.boundary[k].sort(range);
+            }
+            self.filling = false;
+        }
     }
     fn memory(&self) -> usize {
         self.edges.capacity() * 16
@@ -739,8 +777,9 @@ impl Cluster {
     fn sweep(&mut self) {
         let dead = &self.dead_mask;
         for a in &mut self.attrs {
-            for b in &mut a.boundary {
-                b.retain(|slot| dead.0[(slot / 64) as usize] >> (slot % 64) & 1 == 0);
+            for k in 0..a.boundary.len() {
+                let range = a.range(k);
+                a.boundary[k].retain(range, |slot| dead.0[(slot / 64) as usize] >> (slot % 64) & 1 == 0);
             }
             a.fail.clear_rows(&self.dead);
         }
@@ -779,7 +818,8 @@ impl Cluster {
         let a = &mut self.attrs[i];
         a.edges = edges;
         a.fail = BitRows::new(a.edges.len() + 1, words);
-        a.boundary = vec![Boundary { unsorted: true, ..Default::default() }; a.edges.len() + 1];
+        a.boundary = vec![Boundary::default(); a.edges.len() + 1];
+        a.filling = true;
         a.place(&list);
         a.cut_at = a.members;
     }
@@ -802,14 +842,20 @@ impl Cluster {
                     let v = key(v);
                     let k = a.bucket(v);
                     crate::book::prefetch(&a.fail.row(k)[0]);
-                    // The bucket's guides, then the keys of the event's sub-range.
-                    let b = &a.boundary[k];
-                    crate::book::prefetch(&b.lo.off);
-                    crate::book::prefetch(&b.hi.off);
+                    // The bucket; then (below) its guides, then the keys and slots of
+                    // the event's sub-range: a pass for each, as each needs the last.
+                    crate::book::prefetch(&a.boundary[k]);
                     (k, v)
                 }
             };
             keys.push(k);
+        }
+        for (a, &(k, _)) in self.attrs.iter().zip(keys.iter()) {
+            if let Some(b) = a.boundary.get(k) {
+                for g in [&b.lo.guide, &b.hi.guide].into_iter().flatten() {
+                    crate::book::prefetch(&**g);
+                }
+            }
         }
         // The sub-range of each boundary list the event's key falls in, and the slots it
         // will mark (past it in the `lo` list, before it in the `hi` list), are asked for
@@ -819,14 +865,22 @@ impl Cluster {
                 continue;
             }
             let b = &a.boundary[k];
-            if let Ok(v) = i64::try_from(v) {
-                let sub = b.sub(v).min(SUBRANGES - 1);
-                let (lo_at, hi_end) = (b.lo.off[sub] as usize, b.hi.off[sub + 1] as usize);
-                if let Some(x) = b.lo.keys.get(lo_at) {
-                    crate::book::prefetch(x);
-                }
-                if let Some(x) = b.hi.keys.get(b.hi.off[sub] as usize) {
-                    crate::book::prefetch(x);
+            if let (Some(cut), Ok(v)) = (Cut::of(a.range(k)), i64::try_from(v)) {
+                let sub = cut.sub(v).min(SUBRANGES - 1);
+                // Where the event's sub-range starts in each list (a short list: its
+                // middle, where its search starts).
+                let at = |e: &Ends, s: usize| e.guide.as_ref().map_or(e.keys.len() / 2, |g| g.off[s] as usize);
+                let (lo_at, hi_at, hi_end) = (at(&b.lo, sub), at(&b.hi, sub), at(&b.hi, sub + 1));
+                for (e, i) in [(&b.lo, lo_at), (&b.hi, hi_at)] {
+                    if let Some(x) = e.keys.get(i) {
+                        crate::book::prefetch(x);
+                    }
+                    if let Some(g) = &e.guide {
+                        if let (Some(k), Some(s)) = (g.tail_keys.first(), g.tail_slots.first()) {
+                            crate::book::prefetch(k);
+                            crate::book::prefetch(s);
+                        }
+                    }
                 }
                 prefetch_lines(b.lo.slots.get(lo_at..).unwrap_or_default());
                 prefetch_lines(&b.hi.slots[..hi_end.min(b.hi.slots.len())]);
@@ -852,7 +906,7 @@ impl Cluster {
 
         for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
             if k != usize::MAX {
-                a.boundary[k].knock_out(v, acc);
+                a.boundary[k].knock_out(a.range(k), v, acc);
             }
         }
         let n = self.members.len();
@@ -1437,7 +1491,8 @@ mod tests {
             let mut a = AttrIndex::new(0, 5);
             a.edges = edges.clone();
             a.fail = BitRows::new(edges.len() + 1, 5);
-            a.boundary = vec![Boundary { unsorted: bulk, ..Default::default() }; edges.len() + 1];
+            a.boundary = vec![Boundary::default(); edges.len() + 1];
+            a.filling = bulk;
             let mut seen = std::collections::HashSet::new();
             let mut list: Vec<(u32, i128, i128)> =
                 list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 5)).collect();
@@ -1453,7 +1508,7 @@ mod tests {
                 for v in -45i128..300 {
                     let k = a.bucket(v);
                     let mut acc = a.fail.row(k)[..5].to_vec();
-                    a.boundary[k].knock_out(v, &mut acc);
+                    a.boundary[k].knock_out(a.range(k), v, &mut acc);
                     for &(slot, lo, hi) in &list {
                         if !live(slot) || lo > hi {
                             continue;
@@ -1465,8 +1520,9 @@ mod tests {
                 Ok(())
             };
             check(&a, &|_| true)?;
-            for b in &mut a.boundary {
-                b.retain(|slot| !dead[slot as usize]);
+            for k in 0..a.boundary.len() {
+                let range = a.range(k);
+                a.boundary[k].retain(range, |slot| !dead[slot as usize]);
             }
             // The rows still fail the removed members (a sweep clears them); the lists
             // must still be right for the rest.
@@ -1502,7 +1558,7 @@ mod tests {
                 let v = rng.gen_range(-5i128..1_005);
                 let k = a.bucket(v);
                 let mut acc = a.fail.row(k)[..words].to_vec();
-                a.boundary[k].knock_out(v, &mut acc);
+                a.boundary[k].knock_out(a.range(k), v, &mut acc);
                 for &(slot, lo, hi) in list {
                     let failed = acc[(slot / 64) as usize] >> (slot % 64) & 1 == 1;
                     assert_eq!(failed, v < lo || v > hi, "slot {slot} [{lo}, {hi}] at key {v}");
@@ -1519,11 +1575,12 @@ mod tests {
             }
         }
         let b = &a.boundary[1];
-        assert!(b.lo.keys.len() > IN_PLACE && !b.lo.tail_keys.is_empty(), "the tail is in use");
+        assert!(b.lo.guide.as_ref().is_some_and(|g| !g.tail_keys.is_empty()), "the tail is in use");
         check(&a, &list, &mut rng);
         let dead = |slot: u32| slot.is_multiple_of(3);
-        for b in &mut a.boundary {
-            b.retain(|slot| !dead(slot));
+        for k in 0..a.boundary.len() {
+            let range = a.range(k);
+            a.boundary[k].retain(range, |slot| !dead(slot));
         }
         list.retain(|x| !dead(x.0));
         check(&a, &list, &mut rng);
