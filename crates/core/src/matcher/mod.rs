@@ -280,94 +280,84 @@ impl Cut {
     }
 }
 
-/// A long list's guide and tail (see [`Ends`]).
-#[derive(Debug, Clone, Default)]
-struct Guide {
-    /// Where each sub-range starts in the sorted list.
-    off: [u32; SUBRANGES + 1],
-    tail_keys: Vec<i64>,
-    tail_slots: Vec<u32>,
-}
-
 /// One sorted list of a bucket's interval ends (keys) and their members' slots. A long
 /// list ([`IN_PLACE`] ends or more) has a guide: the bucket's keys are cut into
-/// [`SUBRANGES`] equal sub-ranges, and the guide says where each starts in the list, so a
-/// search reads the guide (asked for early by the match) and a few keys of one sub-range.
-/// A binary search over a long list waited on a cache miss at each of its steps: 40% of a
-/// match on workload a (`tickplant bench match --workload a`, perf). A long list's new
-/// ends wait in a short unsorted tail, compared one by one, and are merged in [`TAIL`] at a
-/// time: filing each in place moved half the list, and an insert into a million dense
-/// strategies took 64 us instead of 16 (`tickplant bench match --workload p --strategies
-/// 1000000`). The guide is boxed: most lists are short, and a bucket's own size is paid
-/// by every bucket of every small cluster.
+/// [`SUBRANGES`] equal sub-ranges, and `guide[s]` says where sub-range `s` starts in the
+/// list, so a search reads the guide (asked for early by the match) and a few keys of one
+/// sub-range. A binary search over a long list waited on a cache miss at each of its
+/// steps: 40% of a match on workload a (`tickplant bench match --workload a`, perf).
+///
+/// A long list's new ends are appended after its `sorted` part, an unsorted tail that
+/// events compare one by one, and are merged in [`TAIL`] at a time: filing each in place
+/// moved half the list, and an insert into a million dense strategies took 64 us instead
+/// of 16 (`tickplant bench match --workload p --strategies 1000000`). The tail shares the
+/// list's arrays, so an insert touches the lines it appends to and nothing else (a tail of
+/// its own, beside the guide, was two more cache misses an end). The guide is boxed: most
+/// lists are short, and a bucket's own size is paid by every bucket of every small cluster.
 #[derive(Debug, Clone, Default)]
 struct Ends {
     keys: Vec<i64>,
     slots: Vec<u32>,
-    guide: Option<Box<Guide>>,
+    /// `keys[..sorted]` is sorted; the rest is the tail.
+    sorted: u32,
+    guide: Option<Box<[u32; SUBRANGES + 1]>>,
 }
 
 impl Ends {
+    /// The sorted part's slots.
+    #[inline]
+    fn sorted_slots(&self) -> &[u32] {
+        &self.slots[..self.sorted as usize]
+    }
     /// How many sorted keys are `<= v` (`strict`: `< v`); `v` is a key of the bucket.
     #[inline]
     fn count_below(&self, cut: Cut, v: i64, strict: bool) -> usize {
         let (a, seg) = match &self.guide {
             Some(g) => {
                 let sub = cut.sub(v);
-                let a = g.off[sub] as usize;
-                (a, &self.keys[a..g.off[sub + 1] as usize])
+                let a = g[sub] as usize;
+                (a, &self.keys[a..g[sub + 1] as usize])
             }
-            None => (0, &self.keys[..]),
+            None => (0, &self.keys[..self.sorted as usize]),
         };
         a + if strict { seg.partition_point(|&k| k < v) } else { seg.partition_point(|&k| k <= v) }
     }
     /// Mark in `acc` the members of the tail whose end is above `v` (`above`) or below it.
     #[inline]
     fn knock_out_tail(&self, v: i64, above: bool, acc: &mut [u64]) {
-        if let Some(g) = &self.guide {
-            for (&k, &slot) in g.tail_keys.iter().zip(&g.tail_slots) {
-                let failed = if above { k > v } else { k < v };
-                acc[(slot / 64) as usize] |= u64::from(failed) << (slot % 64);
-            }
+        let at = self.sorted as usize;
+        for (&k, &slot) in self.keys[at..].iter().zip(&self.slots[at..]) {
+            let failed = if above { k > v } else { k < v };
+            acc[(slot / 64) as usize] |= u64::from(failed) << (slot % 64);
         }
     }
     /// File one end: in place in a short list, else into the tail (a full tail is merged
     /// in). `bulk`: the bucket is being filled whole; append, and [`Ends::sort`] after.
     fn insert(&mut self, cut: Cut, key: i64, slot: u32, bulk: bool) {
-        if bulk {
+        if bulk || self.guide.is_some() {
             self.keys.push(key);
             self.slots.push(slot);
+            if !bulk && self.keys.len() - self.sorted as usize >= TAIL {
+                self.merge_tail(cut);
+            }
             return;
         }
-        match &mut self.guide {
-            None => {
-                let at = self.count_below(cut, key, false);
-                self.keys.insert(at, key);
-                self.slots.insert(at, slot);
-                if self.keys.len() >= IN_PLACE {
-                    self.guide = Some(Box::default());
-                    self.rebuild_guide(cut);
-                }
-            }
-            Some(g) => {
-                g.tail_keys.push(key);
-                g.tail_slots.push(slot);
-                if g.tail_keys.len() >= TAIL {
-                    self.merge_tail(cut);
-                }
-            }
+        let at = self.count_below(cut, key, false);
+        self.keys.insert(at, key);
+        self.slots.insert(at, slot);
+        self.sorted += 1;
+        if self.keys.len() >= IN_PLACE {
+            self.guide = Some(Box::default());
+            self.rebuild_guide(cut);
         }
     }
-    /// Merge the tail into the sorted list: sorted, then merged from the back into the
-    /// room it makes at the list's end.
+    /// Merge the tail into the sorted part: the tail sorted aside, then merged from the
+    /// back.
     fn merge_tail(&mut self, cut: Cut) {
-        let Some(g) = &mut self.guide else { return };
-        let mut tail: Vec<(i64, u32)> = g.tail_keys.drain(..).zip(g.tail_slots.drain(..)).collect();
+        let n = self.sorted as usize;
+        let mut tail: Vec<(i64, u32)> = self.keys[n..].iter().copied().zip(self.slots[n..].iter().copied()).collect();
         tail.sort_unstable();
-        let n = self.keys.len();
-        self.keys.resize(n + tail.len(), 0);
-        self.slots.resize(n + tail.len(), 0);
-        let (mut i, mut j, mut w) = (n, tail.len(), n + tail.len());
+        let (mut i, mut j, mut w) = (n, tail.len(), self.keys.len());
         while j > 0 {
             w -= 1;
             if i > 0 && self.keys[i - 1] > tail[j - 1].0 {
@@ -379,6 +369,7 @@ impl Ends {
                 (self.keys[w], self.slots[w]) = tail[j];
             }
         }
+        self.sorted = self.keys.len() as u32;
         self.rebuild_guide(cut);
     }
     /// Sort by key (after a bulk fill) and give a long list its guide.
@@ -391,6 +382,7 @@ impl Ends {
                 self.slots[i] = s;
             }
         }
+        self.sorted = self.keys.len() as u32;
         if self.guide.is_none() && self.keys.len() >= IN_PLACE {
             self.guide = Some(Box::default());
         }
@@ -398,41 +390,37 @@ impl Ends {
     }
     fn rebuild_guide(&mut self, cut: Cut) {
         let Some(g) = &mut self.guide else { return };
+        let n = self.sorted as usize;
         let mut i = 0;
-        for s in 0..=SUBRANGES {
-            while i < self.keys.len() && cut.sub(self.keys[i]) < s {
+        for (s, o) in g.iter_mut().enumerate() {
+            while i < n && cut.sub(self.keys[i]) < s {
                 i += 1;
             }
-            g.off[s] = i as u32;
+            *o = i as u32;
         }
-        g.off[SUBRANGES] = self.keys.len() as u32;
+        g[SUBRANGES] = n as u32;
     }
     fn retain(&mut self, keep: &impl Fn(u32) -> bool, cut: Cut) {
-        fn both(keys: &mut Vec<i64>, slots: &mut Vec<u32>, keep: &impl Fn(u32) -> bool) {
-            let mut j = 0;
-            for i in 0..slots.len() {
-                if keep(slots[i]) {
-                    keys[j] = keys[i];
-                    slots[j] = slots[i];
-                    j += 1;
+        let (mut j, mut sorted) = (0, 0);
+        for i in 0..self.slots.len() {
+            if keep(self.slots[i]) {
+                self.keys[j] = self.keys[i];
+                self.slots[j] = self.slots[i];
+                j += 1;
+                if i < self.sorted as usize {
+                    sorted = j;
                 }
             }
-            keys.truncate(j);
-            slots.truncate(j);
         }
-        both(&mut self.keys, &mut self.slots, keep);
-        if let Some(g) = &mut self.guide {
-            both(&mut g.tail_keys, &mut g.tail_slots, keep);
-        }
+        self.keys.truncate(j);
+        self.slots.truncate(j);
+        self.sorted = sorted as u32;
         self.rebuild_guide(cut);
     }
     fn memory(&self) -> usize {
         self.keys.capacity() * 8
             + self.slots.capacity() * 4
-            + self
-                .guide
-                .as_ref()
-                .map_or(0, |g| std::mem::size_of::<Guide>() + g.tail_keys.capacity() * 8 + g.tail_slots.capacity() * 4)
+            + self.guide.as_ref().map_or(0, |_| std::mem::size_of::<[u32; SUBRANGES + 1]>())
     }
 }
 
@@ -498,7 +486,7 @@ impl Boundary {
     fn knock_out(&self, range: (i128, i128), v: i128, acc: &mut [u64]) {
         if let (Some(cut), Ok(v)) = (Cut::of(range), i64::try_from(v)) {
             let from = self.lo.count_below(cut, v, false);
-            for &slot in &self.lo.slots[from..] {
+            for &slot in &self.lo.sorted_slots()[from..] {
                 acc[(slot / 64) as usize] |= 1 << (slot % 64);
             }
             let to = self.hi.count_below(cut, v, true);
@@ -869,20 +857,19 @@ impl Cluster {
                 let sub = cut.sub(v).min(SUBRANGES - 1);
                 // Where the event's sub-range starts in each list (a short list: its
                 // middle, where its search starts).
-                let at = |e: &Ends, s: usize| e.guide.as_ref().map_or(e.keys.len() / 2, |g| g.off[s] as usize);
+                let at = |e: &Ends, s: usize| e.guide.as_ref().map_or(e.sorted as usize / 2, |g| g[s] as usize);
                 let (lo_at, hi_at, hi_end) = (at(&b.lo, sub), at(&b.hi, sub), at(&b.hi, sub + 1));
                 for (e, i) in [(&b.lo, lo_at), (&b.hi, hi_at)] {
                     if let Some(x) = e.keys.get(i) {
                         crate::book::prefetch(x);
                     }
-                    if let Some(g) = &e.guide {
-                        if let (Some(k), Some(s)) = (g.tail_keys.first(), g.tail_slots.first()) {
-                            crate::book::prefetch(k);
-                            crate::book::prefetch(s);
-                        }
+                    let t = e.sorted as usize;
+                    if let (Some(k), Some(s)) = (e.keys.get(t), e.slots.get(t)) {
+                        crate::book::prefetch(k);
+                        crate::book::prefetch(s);
                     }
                 }
-                prefetch_lines(b.lo.slots.get(lo_at..).unwrap_or_default());
+                prefetch_lines(b.lo.sorted_slots().get(lo_at..).unwrap_or_default());
                 prefetch_lines(&b.hi.slots[..hi_end.min(b.hi.slots.len())]);
             }
         }
@@ -1575,7 +1562,7 @@ mod tests {
             }
         }
         let b = &a.boundary[1];
-        assert!(b.lo.guide.as_ref().is_some_and(|g| !g.tail_keys.is_empty()), "the tail is in use");
+        assert!(b.lo.guide.is_some() && (b.lo.sorted as usize) < b.lo.keys.len(), "the tail is in use");
         check(&a, &list, &mut rng);
         let dead = |slot: u32| slot.is_multiple_of(3);
         for k in 0..a.boundary.len() {
