@@ -146,7 +146,7 @@ impl Arbitrator {
 
     /// Whether every line has gone past `end` (the answers' input does not count).
     fn rr_lines_past(&self, end: u64, lines: usize) -> bool {
-        self.in_high[..lines].iter().all(|&h| h >= end)
+        self.lines[..lines].iter().all(|l| l.high >= end)
     }
 
     /// Look at the open holes and requests at `now`: drop what was filled or passed, send

@@ -20,24 +20,30 @@ pub(super) struct Held {
 pub(super) struct GapMemory {
     pub(super) ranges: VecDeque<(u64, u64)>, // [first, end)
     pub(super) cap: usize,
+    /// The end of the newest range (0 when none): a copy at or past it touches none, the
+    /// common case, decided without the deque (`tickplant bench arb`).
+    last_end: u64,
 }
 
 impl GapMemory {
     pub(super) fn new(cap: usize) -> Self {
-        GapMemory { ranges: VecDeque::with_capacity(cap), cap }
+        GapMemory { ranges: VecDeque::with_capacity(cap), cap, last_end: 0 }
     }
     pub(super) fn push(&mut self, first: u64, end: u64) {
         if self.ranges.len() == self.cap {
             self.ranges.pop_front();
         }
         self.ranges.push_back((first, end));
+        self.last_end = end;
     }
     /// Does `[s, e)` touch a given-up range?
     #[inline]
     pub(super) fn touches(&self, s: u64, e: u64) -> bool {
+        if s >= self.last_end {
+            return false;
+        }
         match self.ranges.back() {
             None => false,
-            Some(&(_, last_end)) if s >= last_end => false,
             _ => {
                 // First range ending after s; it touches if it starts before e.
                 let i = self.ranges.partition_point(|&(_, end)| end <= s);
@@ -47,6 +53,7 @@ impl GapMemory {
     }
     pub(super) fn clear(&mut self) {
         self.ranges.clear();
+        self.last_end = 0;
     }
 }
 
