@@ -779,7 +779,7 @@ impl Arbitrator {
         let mut hr = self.hr.stats;
         hr.sequence_span = self.hr.span();
         ArbStats {
-            inputs: self.lines.iter().map(|l| l.stats.clone()).collect(),
+            inputs: self.lines.iter().map(|l| l.stats).collect(),
             ll,
             hr,
             other_by_reason: OtherReason::ALL
