@@ -42,15 +42,17 @@ pub use lang::{
 pub use market::{MarketEvents, Quote, SymbolKey};
 
 /// Buckets per attribute at most, and at least once bucketed. Between the two, one bucket
-/// for every 32 members on the attribute: a bucket holds about 64 interval ends. A big
-/// cluster of dense ranges (workload a: 100,000 members in one cluster) is fastest with
-/// the most buckets its memory allows (256: fewer ends to mark an event); the small
-/// clusters of trading strategies (workload b: about 50 members an attribute) are faster
-/// and smaller with 16 than with 64, as every bucket costs its bitset word and its lists'
-/// headers (`tickplant bench match`, docs/perf-log/matching.md).
+/// for every 2 members at the cut: the members grow fourfold before the next cut, so a
+/// bucket ends with about 8, 16 interval ends. A big cluster of dense ranges (workload a:
+/// 100,000 members in one cluster) is fastest with the most buckets its memory allows
+/// (256: fewer ends to mark an event). The small clusters of trading strategies (workload
+/// b at 100,000: about 50 members an attribute) are faster and smaller with 16 than with
+/// 64, as every bucket costs its bitset word and its lists' headers; its clusters at
+/// 1,000,000 (cut at 128 members, 500 later) with 64 rather than 16: 5.6-6.3 us an event
+/// against 7.2-9.7 (`tickplant bench match`, docs/perf-log/matching.md).
 const BUCKETS: usize = 256;
 const MIN_BUCKETS: usize = 16;
-const MEMBERS_PER_BUCKET: usize = 32;
+const MEMBERS_PER_BUCKET: usize = 2;
 /// An attribute is bucketed once it has this many members, and re-cut when they have grown
 /// fourfold (`RECUT_GROWTH`): a re-cut refiles every member, so it must be rare, and boundary
 /// lists four times longer than right after a cut still cost an event little.
