@@ -79,14 +79,6 @@ fn key(v: Value) -> i128 {
     }
 }
 
-/// Ask for every cache line of `xs`.
-#[inline]
-fn prefetch_lines<T>(xs: &[T]) {
-    for x in xs.iter().step_by((64 / std::mem::size_of::<T>()).max(1)) {
-        crate::book::prefetch(x);
-    }
-}
-
 /// Rows ORed in one pass over the accumulator (see [`or_rows`]).
 const ROWS_AT_ONCE: usize = 8;
 
@@ -483,10 +475,10 @@ impl Boundary {
             + self.wide.capacity() * std::mem::size_of::<(u32, i128, i128)>()
     }
     /// Mark in `acc` the members whose interval misses key `v`, a key of this bucket
-    /// (`range`).
+    /// (`cut`: the bucket's, [`Cut::of`] its range).
     #[inline]
-    fn knock_out(&self, range: (i128, i128), v: i128, acc: &mut [u64]) {
-        if let (Some(cut), Ok(v)) = (Cut::of(range), i64::try_from(v)) {
+    fn knock_out(&self, cut: Option<Cut>, v: i128, acc: &mut [u64]) {
+        if let (Some(cut), Ok(v)) = (cut, i64::try_from(v)) {
             let from = self.lo.count_below(cut, v, false);
             for &slot in &self.lo.sorted_slots()[from..] {
                 acc[(slot / 64) as usize] |= 1 << (slot % 64);
@@ -517,8 +509,6 @@ struct AttrIndex {
     constrained: Bits,
     members: u32,
     cut_at: u32,
-    /// The buckets are being filled whole (a re-cut): the next `place` sorts them.
-    filling: bool,
 }
 
 impl AttrIndex {
@@ -531,7 +521,6 @@ impl AttrIndex {
             constrained: Bits(vec![0; words]),
             members: 0,
             cut_at: 0,
-            filling: false,
         }
     }
     #[inline]
@@ -552,7 +541,10 @@ impl AttrIndex {
     /// word. Members come in slot order (a flush files consecutive slots), so this is one
     /// write per row for the whole batch where setting bit by bit took one per member and
     /// row: up to 63 cache lines per member.
-    fn place(&mut self, list: &[(u32, i128, i128)]) {
+    ///
+    /// `bulk`: the buckets are new and filled whole (a re-cut): their ends are appended and
+    /// each bucket sorted once at the end.
+    fn place(&mut self, list: &[(u32, i128, i128)], bulk: bool) {
         let n = self.fail.rows();
         let mut toggles = [0u64; BUCKETS + 1];
         let toggles = &mut toggles[..=n];
@@ -577,21 +569,20 @@ impl AttrIndex {
             for k in [kl, kh].into_iter().take(if kl == kh { 1 } else { 2 }) {
                 let (bl, bh) = self.range(k);
                 if !(lo <= bl && hi >= bh) {
-                    self.boundary[k].push((bl, bh), slot, lo, hi, self.filling);
+                    self.boundary[k].push((bl, bh), slot, lo, hi, bulk);
                 }
             }
         }
         if let Some(w) = word {
             self.fail.or_toggled(w, toggles);
         }
-        if self.filling {
+        if bulk {
             // A re-cut: every bucket was filled whole; sort each once. (Walking every
             // bucket after each flush of 32 members read 100 KB an attribute.)
             for k in 0..self.boundary.len() {
                 let range = self.range(k);
                 self.boundary[k].sort(range);
             }
-            self.filling = false;
         }
     }
     fn memory(&self) -> usize {
@@ -726,7 +717,7 @@ impl Cluster {
             );
             // Slot order: `place` writes each 64-slot word's rows once.
             list.sort_unstable_by_key(|x| x.0);
-            self.attrs[i].place(&list);
+            self.attrs[i].place(&list, false);
         }
         for &slot in &self.pending {
             self.never.clear(slot);
@@ -809,58 +800,59 @@ impl Cluster {
         a.edges = edges;
         a.fail = BitRows::new(a.edges.len() + 1, words);
         a.boundary = vec![Boundary::default(); a.edges.len() + 1];
-        a.filling = true;
-        a.place(&list);
+        a.place(&list, true);
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
-    fn matches(&self, e: &MatchEvent, acc: &mut Vec<u64>, keys: &mut Vec<(usize, i128)>, out: &mut Vec<u64>) {
+    fn matches(
+        &self,
+        e: &MatchEvent,
+        acc: &mut Vec<u64>,
+        keys: &mut Vec<(usize, i128, Option<Cut>)>,
+        out: &mut Vec<u64>,
+    ) {
         if self.live == 0 {
             return;
         }
         acc.clear();
         acc.extend_from_slice(&self.never.0);
-        // Two passes: first every attribute's bucket, asking for its row and boundary list
-        // as it is found, then the ORs and the walks. One pass waited on each attribute's
-        // row in turn; a cluster of trading strategies is small, and its rows are rarely
-        // in cache when an event names its symbol (`tickplant bench match --workload b`).
+        // Every attribute's bucket is found first, asking for its row and boundary lists as
+        // it is found; then, a pass for each as each needs the last, the lists' guides and
+        // the keys of the event's sub-range; then the ORs and the marks. One pass waited on
+        // each attribute's row in turn; a cluster of trading strategies is small, and its
+        // rows are rarely in cache when an event names its symbol (`tickplant bench match
+        // --workload b`).
         keys.clear();
         for a in &self.attrs {
             let k = match e.get(a.attr) {
-                None => (usize::MAX, 0),
+                None => (usize::MAX, 0, None),
                 Some(v) => {
                     let v = key(v);
                     let k = a.bucket(v);
                     crate::book::prefetch(&a.fail.row(k)[0]);
-                    // The bucket; then (below) its guides, then the keys and slots of
-                    // the event's sub-range: a pass for each, as each needs the last.
                     crate::book::prefetch(&a.boundary[k]);
-                    (k, v)
+                    (k, v, Cut::of(a.range(k)))
                 }
             };
             keys.push(k);
         }
-        for (a, &(k, _)) in self.attrs.iter().zip(keys.iter()) {
+        for (a, &(k, _, _)) in self.attrs.iter().zip(keys.iter()) {
             if let Some(b) = a.boundary.get(k) {
                 for g in [&b.lo.guide, &b.hi.guide].into_iter().flatten() {
                     crate::book::prefetch(&**g);
                 }
             }
         }
-        // The sub-range of each boundary list the event's key falls in, and the slots it
-        // will mark (past it in the `lo` list, before it in the `hi` list), are asked for
-        // now, and are in cache when the rows have been ORed.
-        for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
-            if k == usize::MAX {
-                continue;
-            }
-            let b = &a.boundary[k];
-            if let (Some(cut), Ok(v)) = (Cut::of(a.range(k)), i64::try_from(v)) {
+        // The sub-range of each boundary list the event's key falls in, and the first slots
+        // it will mark, are asked for now, and are in cache when the rows have been ORed.
+        for (a, &(k, v, cut)) in self.attrs.iter().zip(keys.iter()) {
+            if let (Some(cut), Ok(v)) = (cut, i64::try_from(v)) {
+                let b = &a.boundary[k];
                 let sub = cut.sub(v).min(SUBRANGES - 1);
                 // Where the event's sub-range starts in each list (a short list: its
                 // middle, where its search starts).
                 let at = |e: &Ends, s: usize| e.guide.as_ref().map_or(e.sorted as usize / 2, |g| g[s] as usize);
-                let (lo_at, hi_at, hi_end) = (at(&b.lo, sub), at(&b.hi, sub), at(&b.hi, sub + 1));
+                let (lo_at, hi_at) = (at(&b.lo, sub), at(&b.hi, sub));
                 for (e, i) in [(&b.lo, lo_at), (&b.hi, hi_at)] {
                     if let Some(x) = e.keys.get(i) {
                         crate::book::prefetch(x);
@@ -871,8 +863,9 @@ impl Cluster {
                         crate::book::prefetch(s);
                     }
                 }
-                prefetch_lines(b.lo.sorted_slots().get(lo_at..).unwrap_or_default());
-                prefetch_lines(&b.hi.slots[..hi_end.min(b.hi.slots.len())]);
+                for x in [b.lo.sorted_slots().get(lo_at), b.hi.slots.first()].into_iter().flatten() {
+                    crate::book::prefetch(x);
+                }
             }
         }
         // The rows are ORed eight attributes at a time, a cache line of each per step: one
@@ -881,7 +874,7 @@ impl Cluster {
         let words = acc.len();
         let mut group: [&[u64]; ROWS_AT_ONCE] = [&[]; ROWS_AT_ONCE];
         let mut n = 0;
-        for (a, &(k, _)) in self.attrs.iter().zip(keys.iter()) {
+        for (a, &(k, _, _)) in self.attrs.iter().zip(keys.iter()) {
             group[n] = if k == usize::MAX { &a.constrained.0[..words] } else { &a.fail.row(k)[..words] };
             n += 1;
             if n == ROWS_AT_ONCE {
@@ -893,9 +886,9 @@ impl Cluster {
             or_rows(acc, &group[..n]);
         }
 
-        for (a, &(k, v)) in self.attrs.iter().zip(keys.iter()) {
+        for (a, &(k, v, cut)) in self.attrs.iter().zip(keys.iter()) {
             if k != usize::MAX {
-                a.boundary[k].knock_out(a.range(k), v, acc);
+                a.boundary[k].knock_out(cut, v, acc);
             }
         }
         let n = self.members.len();
@@ -1021,7 +1014,7 @@ pub struct Matcher {
     access: Vec<(AttrId, usize)>,
     acc: Vec<u64>,
     /// Per attribute of a cluster, the event's bucket and key (scratch of `match_event`).
-    keys: Vec<(usize, i128)>,
+    keys: Vec<(usize, i128, Option<Cut>)>,
     hits: Vec<ClusterId>,
 }
 
@@ -1453,7 +1446,7 @@ mod tests {
             let list: Vec<(u32, i128, i128)> =
                 list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 8)).collect();
             let mut naive = a.clone();
-            a.place(&list);
+            a.place(&list, false);
             let n = naive.fail.rows();
             for &(slot, lo, hi) in &list {
                 if lo > hi {
@@ -1481,23 +1474,22 @@ mod tests {
             a.edges = edges.clone();
             a.fail = BitRows::new(edges.len() + 1, 5);
             a.boundary = vec![Boundary::default(); edges.len() + 1];
-            a.filling = bulk;
             let mut seen = std::collections::HashSet::new();
             let mut list: Vec<(u32, i128, i128)> =
                 list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 5)).collect();
             list.sort_unstable_by_key(|x| x.0);
             if bulk {
-                a.place(&list);
+                a.place(&list, true);
             } else {
                 let (x, y) = list.split_at(list.len() / 2);
-                a.place(x);
-                a.place(y);
+                a.place(x, false);
+                a.place(y, false);
             }
             let check = |a: &AttrIndex, live: &dyn Fn(u32) -> bool| -> Result<(), TestCaseError> {
                 for v in -45i128..300 {
                     let k = a.bucket(v);
                     let mut acc = a.fail.row(k)[..5].to_vec();
-                    a.boundary[k].knock_out(a.range(k), v, &mut acc);
+                    a.boundary[k].knock_out(Cut::of(a.range(k)), v, &mut acc);
                     for &(slot, lo, hi) in &list {
                         if !live(slot) || lo > hi {
                             continue;
@@ -1547,7 +1539,7 @@ mod tests {
                 let v = rng.gen_range(-5i128..1_005);
                 let k = a.bucket(v);
                 let mut acc = a.fail.row(k)[..words].to_vec();
-                a.boundary[k].knock_out(a.range(k), v, &mut acc);
+                a.boundary[k].knock_out(Cut::of(a.range(k)), v, &mut acc);
                 for &(slot, lo, hi) in list {
                     let failed = acc[(slot / 64) as usize] >> (slot % 64) & 1 == 1;
                     assert_eq!(failed, v < lo || v > hi, "slot {slot} [{lo}, {hi}] at key {v}");
@@ -1557,7 +1549,7 @@ mod tests {
         for slot in 0..n {
             let lo = rng.gen_range(-3i128..400);
             let hi = lo + rng.gen_range(0i128..900);
-            a.place(&[(slot, lo, hi)]);
+            a.place(&[(slot, lo, hi)], false);
             list.push((slot, lo, hi));
             if slot.is_multiple_of(97) {
                 check(&a, &list, &mut rng);
