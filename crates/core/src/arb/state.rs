@@ -42,14 +42,10 @@ impl GapMemory {
         if s >= self.last_end {
             return false;
         }
-        match self.ranges.back() {
-            None => false,
-            _ => {
-                // First range ending after s; it touches if it starts before e.
-                let i = self.ranges.partition_point(|&(_, end)| end <= s);
-                self.ranges.get(i).is_some_and(|&(first, _)| first < e)
-            }
-        }
+        // First range ending after s (there is one: the newest ends past s); it touches if
+        // it starts before e.
+        let i = self.ranges.partition_point(|&(_, end)| end <= s);
+        self.ranges.get(i).is_some_and(|&(first, _)| first < e)
     }
     pub(super) fn clear(&mut self) {
         self.ranges.clear();
