@@ -27,7 +27,7 @@
 //! 3. **Residuals.** `!=`, `attr op attr` and non-access `in` predicates are checked, as
 //!    written, only on the members that survive step 2.
 //!
-//! One file (about 1,600 lines, 240 of them tests; the rule language is `lang`): the index
+//! One file (about 1,800 lines, 290 of them tests; the rule language is `lang`): the index
 //! is built and matched against in one place because both work on its private layout (the
 //! bitsets, the short lists, the residual table) and change together.
 
@@ -116,6 +116,10 @@ impl Bits {
     fn clear(&mut self, i: u32) {
         self.0[(i / 64) as usize] &= !(1 << (i % 64));
     }
+    #[inline]
+    fn get(&self, i: u32) -> bool {
+        self.0[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
     fn grow(&mut self, words: usize) {
         self.0.resize(words, 0);
     }
@@ -196,48 +200,19 @@ impl BitRows {
     }
 }
 
+/// A strategy's copy in a cluster. Its intervals are not kept here: a re-cut (the only
+/// reader after the insert) derives them from the strategy's predicates, found through
+/// `entry`. Kept, they were a tenth of a dense index's memory (`tickplant bench match
+/// --workload a`, bytes a strategy).
+/// A closed interval of keys on an attribute: (attribute, lo, hi).
+type Iv = (AttrId, i128, i128);
+
 #[derive(Debug, Clone)]
 struct Member {
     id: u64,
-    /// (attribute, lo, hi): closed intervals on value keys, one per attribute.
-    intervals: Intervals,
+    /// The strategy's place in the matcher's slab.
+    entry: u32,
     residual: Box<[Pred]>,
-}
-
-/// A member's intervals: as `i64` keys when every end fits one (values within about
-/// ±9.2e9, nearly always), in half the bytes; else as they are. The member's intervals
-/// are kept beside its strategy for re-cuts and removals, and were an eighth of a dense
-/// index's memory (`tickplant bench match --workload a`, bytes a strategy).
-#[derive(Debug, Clone)]
-enum Intervals {
-    Narrow(Box<[NarrowIv]>),
-    Wide(Box<[WideIv]>),
-}
-type NarrowIv = (AttrId, i64, i64);
-type WideIv = (AttrId, i128, i128);
-
-impl Intervals {
-    fn new(ivs: &[(AttrId, i128, i128)]) -> Self {
-        let narrow: Option<Vec<(AttrId, i64, i64)>> =
-            ivs.iter().map(|&(a, lo, hi)| Some((a, i64::try_from(lo).ok()?, i64::try_from(hi).ok()?))).collect();
-        match narrow {
-            Some(n) => Intervals::Narrow(n.into_boxed_slice()),
-            None => Intervals::Wide(Box::from(ivs)),
-        }
-    }
-    fn iter(&self) -> impl Iterator<Item = (AttrId, i128, i128)> + '_ {
-        let (n, w): (&[NarrowIv], &[WideIv]) = match self {
-            Intervals::Narrow(n) => (n, &[]),
-            Intervals::Wide(w) => (&[], w),
-        };
-        n.iter().map(|&(a, lo, hi)| (a, i128::from(lo), i128::from(hi))).chain(w.iter().copied())
-    }
-    fn memory(&self) -> usize {
-        match self {
-            Intervals::Narrow(n) => n.len() * std::mem::size_of::<(AttrId, i64, i64)>(),
-            Intervals::Wide(w) => w.len() * std::mem::size_of::<(AttrId, i128, i128)>(),
-        }
-    }
 }
 
 /// Sub-ranges of a bucket's keys in a long list's guide ([`Guide::off`]): at most this many.
@@ -642,7 +617,9 @@ impl Cluster {
     fn words(&self) -> usize {
         self.members.len().div_ceil(64)
     }
-    fn insert(&mut self, m: Member) -> u32 {
+    /// File `m`, whose intervals are `intervals` (one per attribute); `slab` holds every
+    /// member's strategy, `m`'s included (a flush may re-cut).
+    fn insert(&mut self, m: Member, intervals: &[Iv], slab: &[Option<Entry>]) -> u32 {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -664,19 +641,19 @@ impl Cluster {
         // member touches no attribute index yet: the flush does that for the whole batch,
         // while their cache lines are warm.
         self.never.set(slot);
-        if m.intervals.iter().any(|(_, lo, hi)| lo > hi) {
-            for (attr, _, _) in m.intervals.iter() {
+        if intervals.iter().any(|&(_, lo, hi)| lo > hi) {
+            for &(attr, _, _) in intervals {
                 self.count_in(attr, slot);
             }
         } else {
             let p = self.pending.len() as u32;
-            self.pending_iv.extend(m.intervals.iter().map(|(attr, lo, hi)| (p, attr, lo, hi)));
+            self.pending_iv.extend(intervals.iter().map(|&(attr, lo, hi)| (p, attr, lo, hi)));
             self.pending.push(slot);
         }
         self.members[slot as usize] = Some(m);
         self.live += 1;
         if self.pending.len() >= PENDING {
-            self.flush();
+            self.flush(slab);
         }
         slot
     }
@@ -696,7 +673,7 @@ impl Cluster {
     }
     /// File the pending members in the buckets (re-cutting an attribute whose members have
     /// grown fourfold since its last cut, which files them all).
-    fn flush(&mut self) {
+    fn flush(&mut self, slab: &[Option<Entry>]) {
         for k in 0..self.pending_iv.len() {
             let (p, attr, _, _) = self.pending_iv[k];
             self.count_in(attr, self.pending[p as usize]);
@@ -705,7 +682,7 @@ impl Cluster {
         for i in 0..self.attrs.len() {
             let a = &self.attrs[i];
             if a.members >= BUCKET_FROM && a.members >= RECUT_GROWTH * a.cut_at {
-                self.recut(i);
+                self.recut(i, slab);
                 continue;
             }
             list.clear();
@@ -726,7 +703,9 @@ impl Cluster {
         self.pending_iv.clear();
     }
     fn remove(&mut self, slot: u32) {
-        let Some(m) = self.members[slot as usize].take() else { return };
+        if self.members[slot as usize].take().is_none() {
+            return;
+        }
         if let Some(p) = self.pending.iter().position(|&x| x == slot) {
             // Never counted in an attribute index. The last pending member takes its place.
             let (p, last) = (p as u32, (self.pending.len() - 1) as u32);
@@ -734,8 +713,9 @@ impl Cluster {
             self.pending_iv.retain(|x| x.0 != p);
             self.pending_iv.iter_mut().filter(|x| x.0 == last).for_each(|x| x.0 = p);
         } else {
-            for (attr, _, _) in m.intervals.iter() {
-                if let Some(a) = self.attrs.iter_mut().find(|a| a.attr == attr) {
+            // The attributes it has an interval on are those that count it.
+            for a in &mut self.attrs {
+                if a.constrained.get(slot) {
                     a.constrained.clear(slot);
                     a.members -= 1;
                 }
@@ -771,23 +751,21 @@ impl Cluster {
     }
     /// Cut attribute `i`'s value axis at quantiles of its members' interval ends and refile
     /// its members (this attribute of this cluster only).
-    fn recut(&mut self, i: usize) {
+    fn recut(&mut self, i: usize, slab: &[Option<Entry>]) {
         let attr = self.attrs[i].attr;
         let mut ends: Vec<i128> = Vec::new();
         let mut list: Vec<(u32, i128, i128)> = Vec::new();
         for (slot, m) in self.members.iter().enumerate() {
-            if let Some(m) = m {
-                for (a, lo, hi) in m.intervals.iter() {
-                    if a == attr {
-                        list.push((slot as u32, lo, hi));
-                        // Bucket starts that separate members: just past a `hi`, at a `lo`.
-                        if lo != i128::MIN {
-                            ends.push(lo);
-                        }
-                        if hi != i128::MAX {
-                            ends.push(hi + 1);
-                        }
-                    }
+            let Some(m) = m else { continue };
+            let e = slab[m.entry as usize].as_ref().expect("a member's strategy is in the slab");
+            if let Some((lo, hi)) = e.interval_on(attr) {
+                list.push((slot as u32, lo, hi));
+                // Bucket starts that separate members: just past a `hi`, at a `lo`.
+                if lo != i128::MIN {
+                    ends.push(lo);
+                }
+                if hi != i128::MAX {
+                    ends.push(hi + 1);
                 }
             }
         }
@@ -937,12 +915,8 @@ impl Cluster {
         }
     }
     fn memory(&self) -> usize {
-        let members: usize = self
-            .members
-            .iter()
-            .flatten()
-            .map(|m| m.intervals.memory() + m.residual.iter().map(pred_bytes).sum::<usize>())
-            .sum();
+        let members: usize =
+            self.members.iter().flatten().map(|m| m.residual.iter().map(pred_bytes).sum::<usize>()).sum();
         self.members.capacity() * std::mem::size_of::<Option<Member>>()
             + members
             + (self.free.capacity() + self.dead.capacity() + self.pending.capacity() + self.attr_ids.capacity()) * 4
@@ -978,10 +952,146 @@ impl Placed {
     }
 }
 
+/// A predicate `attr op value` whose value fits an `i64`, in 16 bytes (a [`Pred`] takes
+/// 48: an `i128` value, and room for the other forms of [`Rhs`]).
+#[derive(Debug, Clone, Copy)]
+struct Packed {
+    value: i64,
+    attr: AttrId,
+    op: Op,
+    sym: bool,
+}
+
+impl Packed {
+    fn of(p: &Pred) -> Option<Packed> {
+        let (value, sym) = match p.rhs {
+            Rhs::Value(Value::Num(n)) => (i64::try_from(n).ok()?, false),
+            Rhs::Value(Value::Sym(s)) => (i64::from(s), true),
+            _ => return None,
+        };
+        Some(Packed { value, attr: p.attr, op: p.op, sym })
+    }
+    fn value(self) -> Value {
+        if self.sym {
+            Value::Sym(self.value as SymId)
+        } else {
+            Value::Num(i128::from(self.value))
+        }
+    }
+    fn pred(self) -> Pred {
+        Pred { attr: self.attr, op: self.op, rhs: Rhs::Value(self.value()) }
+    }
+}
+
+/// A strategy's predicates as the index keeps them: packed when every one is `attr op
+/// value` with the value in an `i64` (nearly always), else as written. As written they were
+/// the biggest item of a dense index (20 predicates of 48 bytes, 960 of 2,441 bytes a
+/// strategy: `tickplant bench match --workload a`).
+#[derive(Debug, Clone)]
+enum Preds {
+    Packed(Box<[Packed]>),
+    Written(Box<[Pred]>),
+}
+
+impl Preds {
+    fn new(preds: Vec<Pred>) -> Preds {
+        match preds.iter().map(Packed::of).collect::<Option<Vec<_>>>() {
+            Some(p) => Preds::Packed(p.into_boxed_slice()),
+            None => Preds::Written(preds.into_boxed_slice()),
+        }
+    }
+    /// Each predicate's attribute, operator and value (`None`: not `attr op value`), in order.
+    fn values(&self) -> impl Iterator<Item = (AttrId, Op, Option<Value>)> + '_ {
+        let (p, w): (&[Packed], &[Pred]) = match self {
+            Preds::Packed(p) => (p, &[]),
+            Preds::Written(w) => (&[], w),
+        };
+        p.iter().map(|x| (x.attr, x.op, Some(x.value()))).chain(w.iter().map(|x| {
+            let v = match x.rhs {
+                Rhs::Value(v) => Some(v),
+                _ => None,
+            };
+            (x.attr, x.op, v)
+        }))
+    }
+    fn to_vec(&self) -> Vec<Pred> {
+        match self {
+            Preds::Packed(p) => p.iter().map(|x| x.pred()).collect(),
+            Preds::Written(w) => w.to_vec(),
+        }
+    }
+    /// Brute force: every predicate holds.
+    fn hold(&self, e: &MatchEvent) -> bool {
+        match self {
+            Preds::Packed(p) => p.iter().all(|x| x.pred().holds(e)),
+            Preds::Written(w) => w.iter().all(|x| x.holds(e)),
+        }
+    }
+    fn memory(&self) -> usize {
+        match self {
+            Preds::Packed(p) => std::mem::size_of_val::<[Packed]>(p),
+            Preds::Written(w) => w.iter().map(pred_bytes).sum(),
+        }
+    }
+}
+
+/// The interval of keys `attr op v` holds for, or `None` for `!=` (a residual).
+fn interval(op: Op, v: Value) -> Option<(i128, i128)> {
+    let k = key(v);
+    match op {
+        Op::Eq => Some((k, k)),
+        Op::Ne => None,
+        Op::Lt => Some((i128::MIN, k - 1)),
+        Op::Le => Some((i128::MIN, k)),
+        Op::Gt => Some((k + 1, i128::MAX)),
+        Op::Ge => Some((k, i128::MAX)),
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
-    strategy: Strategy,
+    id: u64,
+    preds: Preds,
+    /// The access predicate's place in `preds` (the one the clusters are keyed by), or
+    /// `u32::MAX` for none.
+    access: u32,
     placed: Placed,
+}
+
+impl Entry {
+    fn strategy(&self) -> Strategy {
+        Strategy { id: self.id, preds: self.preds.to_vec() }
+    }
+    /// The intervals of the predicates but the access one, an intersection per attribute
+    /// in order of first appearance, into `out`.
+    fn intervals(&self, out: &mut Vec<Iv>) {
+        for (i, (attr, op, v)) in self.preds.values().enumerate() {
+            let Some((lo, hi)) = v.and_then(|v| interval(op, v)) else { continue };
+            if i as u32 == self.access {
+                continue;
+            }
+            match out.iter_mut().find(|x| x.0 == attr) {
+                Some(x) => {
+                    x.1 = x.1.max(lo);
+                    x.2 = x.2.min(hi);
+                }
+                None => out.push((attr, lo, hi)),
+            }
+        }
+    }
+    /// The interval on `attr` of [`Entry::intervals`], if it has one.
+    fn interval_on(&self, attr: AttrId) -> Option<(i128, i128)> {
+        let mut on: Option<(i128, i128)> = None;
+        for (i, (a, op, v)) in self.preds.values().enumerate() {
+            if a != attr || i as u32 == self.access {
+                continue;
+            }
+            if let Some((lo, hi)) = v.and_then(|v| interval(op, v)) {
+                on = Some(on.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))));
+            }
+        }
+        on
+    }
 }
 
 /// What [`Matcher::explain`] found.
@@ -1092,8 +1202,13 @@ impl Matcher {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
-    pub fn strategy(&self, id: u64) -> Option<&Strategy> {
-        self.entry(id).map(|e| &e.strategy)
+    /// Strategy `id`, as inserted.
+    pub fn strategy(&self, id: u64) -> Option<Strategy> {
+        self.entry(id).map(Entry::strategy)
+    }
+    /// Is strategy `id` in the index?
+    pub fn contains(&self, id: u64) -> bool {
+        self.entries.contains_key(&id)
     }
     fn entry(&self, id: u64) -> Option<&Entry> {
         self.entries.get(&id).and_then(|&i| self.slab[i as usize].as_ref())
@@ -1143,43 +1258,25 @@ impl Matcher {
         if let Some(c) = first {
             self.clusters[c as usize].warm();
         }
-        let mut intervals = std::mem::take(&mut self.scratch);
-        intervals.clear();
-        let mut residual = Vec::new();
-        for (i, p) in s.preds.iter().enumerate() {
-            if access.is_some_and(|a| a.0 == i) {
-                continue;
-            }
-            let iv = match (&p.rhs, p.op) {
-                (Rhs::Value(v), op) if op != Op::Ne => {
-                    let k = key(*v);
-                    Some(match op {
-                        Op::Eq => (k, k),
-                        Op::Lt => (i128::MIN, k - 1),
-                        Op::Le => (i128::MIN, k),
-                        Op::Gt => (k + 1, i128::MAX),
-                        _ => (k, i128::MAX),
-                    })
-                }
-                _ => None,
-            };
-            match iv {
-                Some((lo, hi)) => match intervals.iter_mut().find(|x| x.0 == p.attr) {
-                    Some(x) => {
-                        x.1 = x.1.max(lo);
-                        x.2 = x.2.min(hi);
+        // `!=`, `attr op attr` and non-access `in`: checked as written on the survivors.
+        let at_access = access.map(|a| a.0);
+        let residual: Box<[Pred]> = s
+            .preds
+            .iter()
+            .enumerate()
+            .filter(|&(i, p)| {
+                Some(i) != at_access
+                    && match p.rhs {
+                        Rhs::Value(v) => interval(p.op, v).is_none(),
+                        _ => true,
                     }
-                    None => intervals.push((p.attr, lo, hi)),
-                },
-                None => residual.push(p.clone()),
-            }
-        }
-        // Exactly as long as needed: a million members' slack would be tens of megabytes.
-        let member = Member { id: s.id, intervals: Intervals::new(&intervals), residual: residual.into_boxed_slice() };
-        self.scratch = intervals;
-        let placed = match access {
-            None => Placed::One([(0, self.clusters[0].insert(member))]),
-            Some((i, _, _)) => {
+            })
+            .map(|(_, p)| p.clone())
+            .collect();
+        // The clusters it goes in: one for each value of the access predicate.
+        let (many, one): (Vec<ClusterId>, ClusterId) = match at_access {
+            None => (Vec::new(), 0),
+            Some(i) => {
                 let p = &s.preds[i];
                 let values = match &p.rhs {
                     Rhs::Value(v) => std::slice::from_ref(v),
@@ -1187,23 +1284,18 @@ impl Matcher {
                     Rhs::Attr(_) => unreachable!("attr-vs-attr is never an access predicate"),
                 };
                 let (last, rest) = values.split_last().expect("access values are never empty");
-                let mut many = Vec::with_capacity(rest.len());
-                for v in rest {
-                    let c = self.cluster_for(p.attr, key(*v));
-                    many.push((c, self.clusters[c as usize].insert(member.clone())));
-                }
-                let c = self.cluster_for(p.attr, key(*last));
-                let one = (c, self.clusters[c as usize].insert(member));
-                if many.is_empty() {
-                    Placed::One([one])
-                } else {
-                    many.push(one);
-                    Placed::Many(many)
-                }
+                let many = rest.iter().map(|v| self.cluster_for(p.attr, key(*v))).collect();
+                (many, self.cluster_for(p.attr, key(*last)))
             }
         };
         let id = s.id;
-        let entry = Some(Entry { strategy: s, placed });
+        // In the slab first: a cluster's re-cut reads its members' strategies there.
+        let entry = Some(Entry {
+            id,
+            preds: Preds::new(s.preds),
+            access: at_access.map_or(u32::MAX, |i| i as u32),
+            placed: Placed::One([(one, 0)]),
+        });
         let at = match self.free_entries.pop() {
             Some(at) => {
                 self.slab[at as usize] = entry;
@@ -1214,6 +1306,27 @@ impl Matcher {
                 (self.slab.len() - 1) as u32
             }
         };
+        let mut intervals = std::mem::take(&mut self.scratch);
+        intervals.clear();
+        if let Some(e) = &self.slab[at as usize] {
+            e.intervals(&mut intervals);
+        }
+        let member = Member { id, entry: at, residual };
+        let mut copies = Vec::with_capacity(many.len() + usize::from(!many.is_empty()));
+        for &c in &many {
+            copies.push((c, self.clusters[c as usize].insert(member.clone(), &intervals, &self.slab)));
+        }
+        let slot = self.clusters[one as usize].insert(member, &intervals, &self.slab);
+        self.scratch = intervals;
+        let placed = if copies.is_empty() {
+            Placed::One([(one, slot)])
+        } else {
+            copies.push((one, slot));
+            Placed::Many(copies)
+        };
+        if let Some(e) = &mut self.slab[at as usize] {
+            e.placed = placed;
+        }
         self.entries.insert(id, at);
         Ok(())
     }
@@ -1259,7 +1372,7 @@ impl Matcher {
                 self.free_clusters.push(c);
             }
         }
-        Some(e.strategy)
+        Some(e.strategy())
     }
 
     /// The ids of the strategies `e` satisfies, ascending, into `out` (cleared first).
@@ -1283,14 +1396,14 @@ impl Matcher {
     /// Brute force: every strategy evaluated one by one (the oracle), ascending ids.
     pub fn match_brute_force(&self, e: &MatchEvent, out: &mut Vec<u64>) {
         out.clear();
-        out.extend(self.live_entries().filter(|x| x.strategy.matches(e)).map(|x| x.strategy.id));
+        out.extend(self.live_entries().filter(|x| x.preds.hold(e)).map(|x| x.id));
         out.sort_unstable();
     }
 
     /// Which predicates of strategy `id` held on `e`, and the first that failed.
     pub fn explain(&self, id: u64, e: &MatchEvent) -> Option<Explain> {
-        let s = &self.entry(id)?.strategy;
-        let preds: Vec<(String, bool)> = s.preds.iter().map(|p| (self.schema.show_pred(p), p.holds(e))).collect();
+        let s = self.entry(id)?.preds.to_vec();
+        let preds: Vec<(String, bool)> = s.iter().map(|p| (self.schema.show_pred(p), p.holds(e))).collect();
         let first_failed = preds.iter().position(|p| !p.1);
         Some(Explain { preds, first_failed })
     }
@@ -1305,7 +1418,7 @@ impl Matcher {
             + self
                 .live_entries()
                 .map(|e| {
-                    e.strategy.preds.iter().map(pred_bytes).sum::<usize>()
+                    e.preds.memory()
                         + match &e.placed {
                             Placed::One(_) => 0,
                             Placed::Many(v) => v.capacity() * 8,
@@ -1594,6 +1707,48 @@ mod tests {
         assert!(m.insert_text("40: last > 1").is_err());
         m.insert_text("2: last > 1").unwrap();
         assert_eq!(m.len(), 6);
+    }
+
+    /// A re-cut finds its members' intervals from their strategies: the access predicate
+    /// left out (another bound on the same attribute kept), `in` copies in several
+    /// clusters, values too wide for the packed form, removals between re-cuts. Brute force
+    /// and `strategy` agree throughout.
+    #[test]
+    fn recuts_derive_intervals_from_the_strategies() {
+        let mut m = Matcher::new();
+        let text = |i: u64| match i % 4 {
+            0 => format!("{i}: x = {} and x >= {} and y < {}", i % 3, i % 5, i % 97),
+            1 => format!("{i}: x in (0, 2) and y > {} and y <= {}", i % 89, i % 89 + 40),
+            2 => format!("{i}: y >= {} and z != 3 and y < 100000000000000000000", i % 101),
+            _ => format!("{i}: x = 1 and y = {} and x < 7", i % 50),
+        };
+        let check = |m: &mut Matcher| {
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            for (x, y) in [(0, 0), (0, 30), (1, 20), (2, 45), (2, 110), (1, 3), (0, 96)] {
+                let e = event(m, &[("x", &x.to_string()), ("y", &y.to_string()), ("z", "4")]);
+                m.match_event(&e, &mut got);
+                m.match_brute_force(&e, &mut want);
+                assert_eq!(got, want, "x = {x}, y = {y}");
+            }
+        };
+        // 600 strategies: each cluster passes its first cut (32 members) and a re-cut.
+        for i in 1..=600 {
+            m.insert_text(&text(i)).unwrap();
+            if i % 150 == 0 {
+                check(&mut m);
+            }
+        }
+        for i in (1..=600).filter(|i| i % 7 == 0) {
+            assert_eq!(m.remove(i).map(|s| s.id), Some(i));
+        }
+        for i in 601..=900 {
+            m.insert_text(&text(i)).unwrap();
+        }
+        check(&mut m);
+        assert!(!m.contains(7) && m.contains(8));
+        let back = m.strategy(6).unwrap();
+        let shown: Vec<String> = back.preds.iter().map(|p| m.schema().show_pred(p)).collect();
+        assert_eq!(shown, ["y >= 6", "z != 3", "y < 100000000000000000000"]);
     }
 
     #[test]

@@ -202,7 +202,7 @@ impl MatchState {
             // that a refused strategy leaves everything as it was.
             let mut schema = self.matcher.schema().clone();
             let s = schema.parse_strategy(text, 1).map_err(|e| format!("column {}: {}", e.column, e.reason))?;
-            if self.matcher.strategy(s.id).is_some() {
+            if self.matcher.contains(s.id) {
                 return Err(format!("strategy {} is in force: remove it first", s.id));
             }
             let venues: Vec<&str> = self.market.venues().iter().map(String::as_str).collect();
@@ -213,7 +213,7 @@ impl MatchState {
             self.market.refresh(self.matcher.schema()).map_err(|e| e.to_string())?;
             return Ok(serde_json::json!({ "added": [id], "strategies": self.matcher.len() }));
         }
-        if let Some(id) = remove.iter().find(|id| self.matcher.strategy(**id).is_none()) {
+        if let Some(id) = remove.iter().find(|id| !self.matcher.contains(**id)) {
             return Err(format!("no strategy {id} is in force"));
         }
         for id in remove {
