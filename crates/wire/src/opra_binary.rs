@@ -658,6 +658,16 @@ pub struct Quote {
     pub best_offer: Option<(u8, Level)>,
 }
 
+/// A quote without its series ([`Quote::sides`]): what a decoder that knows the series
+/// by other means reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sides {
+    pub bid: Level,
+    pub offer: Level,
+    pub best_bid: Option<(u8, Level)>,
+    pub best_offer: Option<(u8, Level)>,
+}
+
 #[cold]
 fn bad_den(offset: usize, code: u8) -> Error {
     Error::Malformed { what: "opra price denominator code", offset, value: u64::from(code) }
@@ -705,47 +715,72 @@ fn appendage(a: &[u8; APPENDAGE_LEN], at: usize) -> Result<(u8, Level)> {
     Ok((a[0], Level { price: priced(raw, a[1], at + 1)?, size: u32_at(a, 6) }))
 }
 
-impl Quote {
-    /// The quote of a `q` or `k` message; an error for another category, a message too
-    /// short for its appendages, or a price whose denominator code is not `A`..`I`.
+impl Series {
+    /// The series of a short quote (`q`), or of a long message (`k`, `a`, `d`, `f`); an
+    /// error for another category, a message too short, or a strike whose denominator code
+    /// is not `A`..`I`.
     #[inline]
-    pub fn parse(m: &Message<'_>) -> Result<Quote> {
-        let b = m.bytes;
-        let (series, bid, offer, at) = match m.category() {
+    pub fn parse(m: &Message<'_>) -> Result<Series> {
+        match m.category() {
             b'q' => {
                 use field::q;
-                let a = fixed::<{ q::LEN }>(b, "opra short quote")?;
-                let s = Series {
+                let a = fixed::<{ q::STRIKE.end }>(m.bytes, "opra short quote")?;
+                Ok(Series {
                     root: root_at(a, q::SYMBOL.start, 4),
                     month: a[q::MONTH],
                     day: a[q::DAY],
                     year: a[q::YEAR],
                     strike: i64::from(u16_at(a, q::STRIKE.start)) * 100_000_000,
-                };
+                })
+            }
+            b'k' | b'a' | b'd' | b'f' => series_of(fixed::<{ field::k::STRIKE.end }>(m.bytes, "opra series")?),
+            c => Err(Error::Malformed { what: "opra message category with a series", offset: 1, value: u64::from(c) }),
+        }
+    }
+}
+
+impl Quote {
+    /// The quote of a `q` or `k` message; an error for another category, a message too
+    /// short for its appendages, or a price whose denominator code is not `A`..`I`.
+    #[inline]
+    pub fn parse(m: &Message<'_>) -> Result<Quote> {
+        let series = Series::parse(m)?;
+        let s = Quote::sides(m)?;
+        Ok(Quote {
+            series,
+            bid: s.bid,
+            offer: s.offer,
+            best_bid: s.best_bid,
+            best_offer: s.best_offer,
+        })
+    }
+
+    /// [`Quote::parse`] less the series (whose strike is not checked).
+    #[inline]
+    pub fn sides(m: &Message<'_>) -> Result<Sides> {
+        let b = m.bytes;
+        let (bid, offer, at) = match m.category() {
+            b'q' => {
+                use field::q;
+                let a = fixed::<{ q::LEN }>(b, "opra short quote")?;
                 let lvl = |p: usize, z: usize| Level {
                     price: i64::from(u16_at(a, p)) * 10_000_000,
                     size: u32::from(u16_at(a, z)),
                 };
-                (s, lvl(q::BID_PRICE.start, q::BID_SIZE.start), lvl(q::OFFER_PRICE.start, q::OFFER_SIZE.start), q::LEN)
+                (lvl(q::BID_PRICE.start, q::BID_SIZE.start), lvl(q::OFFER_PRICE.start, q::OFFER_SIZE.start), q::LEN)
             }
             b'k' => {
                 use field::k;
                 let a = fixed::<{ k::LEN }>(b, "opra long quote")?;
-                let s = series_of(a)?;
                 let den = a[k::PREMIUM_DEN];
                 let lvl = |p: usize, z: usize| -> Result<Level> {
                     Ok(Level { price: priced(i64::from(u32_at(a, p) as i32), den, p)?, size: u32_at(a, z) })
                 };
-                (
-                    s,
-                    lvl(k::BID_PRICE.start, k::BID_SIZE.start)?,
-                    lvl(k::OFFER_PRICE.start, k::OFFER_SIZE.start)?,
-                    k::LEN,
-                )
+                (lvl(k::BID_PRICE.start, k::BID_SIZE.start)?, lvl(k::OFFER_PRICE.start, k::OFFER_SIZE.start)?, k::LEN)
             }
             c => return Err(Error::Malformed { what: "opra quote category", offset: 1, value: u64::from(c) }),
         };
-        let mut q = Quote { series, bid, offer, best_bid: None, best_offer: None };
+        let mut q = Sides { bid, offer, best_bid: None, best_offer: None };
         let (has_bid, has_offer) = appendages(m.indicator());
         if has_bid | has_offer {
             let rest = &b[at.min(b.len())..];
@@ -786,8 +821,29 @@ pub struct LastSale {
     pub trade_identifier: u32,
 }
 
+/// A last sale without its series ([`LastSale::sale`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sale {
+    pub volume: u32,
+    pub premium: i64,
+    pub trade_identifier: u32,
+}
+
 impl LastSale {
     pub fn parse(m: &Message<'_>) -> Result<LastSale> {
+        let series = Series::parse(m)?;
+        let s = LastSale::sale(m)?;
+        Ok(LastSale {
+            series,
+            volume: s.volume,
+            premium: s.premium,
+            trade_identifier: s.trade_identifier,
+        })
+    }
+
+    /// [`LastSale::parse`] less the series (whose strike is not checked).
+    #[inline]
+    pub fn sale(m: &Message<'_>) -> Result<Sale> {
         if m.category() != b'a' {
             return Err(Error::Malformed {
                 what: "opra last sale category",
@@ -797,8 +853,7 @@ impl LastSale {
         }
         use field::a;
         let b = fixed::<{ a::LEN }>(m.bytes, "opra last sale")?;
-        Ok(LastSale {
-            series: series_of(b)?,
+        Ok(Sale {
             volume: u32_at(b, a::VOLUME.start),
             premium: priced(i64::from(u32_at(b, a::PREMIUM.start) as i32), b[a::PREMIUM_DEN], a::PREMIUM_DEN)?,
             trade_identifier: u32_at(b, a::TRADE_ID.start),
