@@ -746,13 +746,7 @@ impl Quote {
     pub fn parse(m: &Message<'_>) -> Result<Quote> {
         let series = Series::parse(m)?;
         let s = Quote::sides(m)?;
-        Ok(Quote {
-            series,
-            bid: s.bid,
-            offer: s.offer,
-            best_bid: s.best_bid,
-            best_offer: s.best_offer,
-        })
+        Ok(Quote { series, bid: s.bid, offer: s.offer, best_bid: s.best_bid, best_offer: s.best_offer })
     }
 
     /// [`Quote::parse`] less the series (whose strike is not checked).
@@ -833,12 +827,7 @@ impl LastSale {
     pub fn parse(m: &Message<'_>) -> Result<LastSale> {
         let series = Series::parse(m)?;
         let s = LastSale::sale(m)?;
-        Ok(LastSale {
-            series,
-            volume: s.volume,
-            premium: s.premium,
-            trade_identifier: s.trade_identifier,
-        })
+        Ok(LastSale { series, volume: s.volume, premium: s.premium, trade_identifier: s.trade_identifier })
     }
 
     /// [`LastSale::parse`] less the series (whose strike is not checked).

@@ -143,6 +143,9 @@ pub struct Messages<'a> {
 
 impl<'a> Iterator for Messages<'a> {
     type Item = Result<(usize, Message<'a>)>;
+    /// Inlined into the decoders' loops: as a call it was about 40 instructions a message
+    /// of the NYSE decoder (callgrind, `tickplant bench feeds`).
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             return None;
