@@ -40,16 +40,40 @@ pub struct BenchFeedsArgs {
     pub rounds: u32,
 }
 
+/// Packets held back to back in one buffer, as a capture file read into memory or a
+/// receive ring holds them. Held one allocation each, they were scattered over the heap
+/// and every packet's first byte waited on memory: 37% of the OPRA decoder's time in
+/// `perf`, a cost of the benchmark's layout, not of decoding.
+#[derive(Default)]
+struct Held {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Held {
+    fn push(&mut self, p: &[u8]) {
+        self.bytes.extend_from_slice(p);
+        self.ends.push(self.bytes.len());
+    }
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+    fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.bytes[a..b])
+    }
+}
+
 /// The pipeline's target: ns a message, OPRA binary decode with per-series BBO.
 pub const OPRA_TARGET_NS: f64 = 20.0;
 /// The pipeline's target: ns a message, NYSE decode with books.
 pub const NYSE_TARGET_NS: f64 = 30.0;
 
-fn ours(blocks: &[Vec<u8>], max_series: usize) -> (OpraBinaryFeed, u64) {
+fn ours(blocks: &Held, max_series: usize) -> (OpraBinaryFeed, u64) {
     let mut feed = OpraBinaryFeed::new(max_series);
     let mut out = EventBatch::default();
     let mut n = 0u64;
-    for b in blocks {
+    for b in blocks.iter() {
         out.clear();
         let d = feed.decode(&Packet { payload: b, seq: 0, count: 0, arrival_ns: 0, prefetched: false }, &mut out);
         n += d.messages;
@@ -61,9 +85,9 @@ fn ours(blocks: &[Vec<u8>], max_series: usize) -> (OpraBinaryFeed, u64) {
 type Key = (String, String, u64, u64, String);
 
 /// The plain decoder: fields by table walk, series keyed by their text.
-fn naive(blocks: &[Vec<u8>]) -> BTreeMap<Key, Bbo> {
+fn naive(blocks: &Held) -> BTreeMap<Key, Bbo> {
     let mut best: BTreeMap<Key, Bbo> = BTreeMap::new();
-    for b in blocks {
+    for b in blocks.iter() {
         let Ok(block) = opra::Block::new_checked(&b[..]) else { continue };
         for (_, m) in ob::messages(block.payload(), block.messages_in_block()).flatten() {
             if !matches!(m.category(), b'k' | b'q') {
@@ -129,7 +153,7 @@ fn naive(blocks: &[Vec<u8>]) -> BTreeMap<Key, Bbo> {
 /// The plain NYSE decoder: fields by table walk, orders and levels in `BTreeMap`s. Returns
 /// each symbol index's levels, (price, shares, orders) best first.
 type NaiveBooks = BTreeMap<u64, (Vec<(u64, u64, u32)>, Vec<(u64, u64, u32)>)>;
-fn naive_nyse(packets: &[Vec<u8>]) -> NaiveBooks {
+fn naive_nyse(packets: &Held) -> NaiveBooks {
     use tickplant_wire::xdp_integrated::{self as xi, Value as V};
     // id -> (symbol index, bid?, price, shares); (symbol index, bid?, price) -> (shares, orders)
     let (mut orders, mut levels) = (Orders::new(), Levels::new());
@@ -153,7 +177,7 @@ fn naive_nyse(packets: &[Vec<u8>]) -> NaiveBooks {
             orders.remove(&id);
         }
     }
-    for p in packets {
+    for p in packets.iter() {
         let Ok(pk) = tickplant_wire::xdp::Packet::new_checked(&p[..]) else { continue };
         for (_, m) in pk.messages().flatten() {
             let Ok((_, f)) = xi::fields(&m) else { continue };
@@ -217,9 +241,9 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
         target_live: 0,
     });
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
-    let mut packets = Vec::new();
+    let mut packets = Held::default();
     let x = tickplant_sim::translate_itch_day(Dialect::Xdp21, &day.messages, 7, 8, 0, &Default::default(), |_, f| {
-        packets.push(f[off..].to_vec())
+        packets.push(&f[off..])
     });
     out(format!(
         "nyse-xdp: {} messages in {} packets (the ITCH day of {} messages, 500 symbols); {} rounds of each, the best kept",
@@ -237,7 +261,7 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
         let mut batch = EventBatch::default();
         let t = Instant::now();
         let mut n = 0u64;
-        for p in &packets {
+        for p in packets.iter() {
             batch.clear();
             n += feed
                 .decode(&Packet { payload: p, seq: 0, count: 0, arrival_ns: 0, prefetched: false }, &mut batch)
@@ -286,9 +310,9 @@ pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
     let cfg =
         tickplant_sim::OpraGenConfig { messages: a.messages, series: a.series, max_per_block: 8, ..Default::default() };
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
-    let mut blocks = Vec::new();
-    let truth = tickplant_sim::generate_opra_binary(&cfg, |_, f| blocks.push(f[off..].to_vec()));
-    let bytes: usize = blocks.iter().map(Vec::len).sum();
+    let mut blocks = Held::default();
+    let truth = tickplant_sim::generate_opra_binary(&cfg, |_, f| blocks.push(&f[off..]));
+    let bytes = blocks.bytes.len();
     out(format!(
         "opra-binary: {} messages in {} blocks ({} bytes), {} series seen; {} rounds of each, the best kept",
         truth.messages,

@@ -380,10 +380,59 @@ fn too_short(cat: u8, ty: u8, have: usize, need: usize) -> Error {
     Error::Truncated { what: layout(cat, ty).map_or("opra message", |l| l.name), offset: 0, need, have }
 }
 
+/// [`fixed_len`] by category, for the categories whose length does not depend on the type
+/// and whose messages hold no length field (0 for the others: `Y`, `C`, unknown).
+const FIXED_BY_CATEGORY: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let cats = [b'k', b'q', b'a', b'd', b'f', b'H'];
+    let mut i = 0;
+    while i < cats.len() {
+        t[cats[i] as usize] = match fixed_len(cats[i], b' ') {
+            Some(n) => n as u8,
+            None => 0,
+        };
+        i += 1;
+    }
+    t
+};
+
+/// The appendages' bytes by BBO indicator, masked to the quote categories: (by indicator,
+/// by category).
+const APPENDAGE_BYTES: ([u8; 256], [u8; 256]) = {
+    let (mut by_ind, mut mask) = ([0u8; 256], [0u8; 256]);
+    let mut i = 0;
+    while i < 256 {
+        let (b, o) = appendages(i as u8);
+        by_ind[i] = (APPENDAGE_LEN * (b as usize + o as usize)) as u8;
+        i += 1;
+    }
+    mask[b'k' as usize] = 0xff;
+    mask[b'q' as usize] = 0xff;
+    (by_ind, mask)
+};
+
 /// A message's length from its first bytes: an error when its category is unknown or
 /// `bytes` ends before the length can be told or before the message does.
+///
+/// The common categories' lengths come from two tables, without a branch on the category
+/// or the indicator: in a block the categories follow each other as good as at random, and
+/// the walk with a `match` on them took 35 of 53 ns a message in `tickplant bench feeds`.
 #[inline]
 pub fn message_len(bytes: &[u8]) -> Result<usize> {
+    if let Some(h) = bytes.get(..HEADER_LEN) {
+        let (cat, ind) = (usize::from(h[field::CATEGORY]), usize::from(h[field::INDICATOR]));
+        let fixed = usize::from(FIXED_BY_CATEGORY[cat]);
+        let len = fixed + usize::from(APPENDAGE_BYTES.0[ind] & APPENDAGE_BYTES.1[cat]);
+        if fixed != 0 && bytes.len() >= len {
+            return Ok(len);
+        }
+    }
+    message_len_slow(bytes)
+}
+
+#[cold]
+#[inline(never)]
+fn message_len_slow(bytes: &[u8]) -> Result<usize> {
     crate::error::check("opra message header", bytes, 0, HEADER_LEN)?;
     let (cat, ty) = (bytes[field::CATEGORY], bytes[field::TYPE]);
     let mut len = fixed_len(cat, ty).ok_or_else(|| unknown_category(cat, ty))?;
