@@ -1,18 +1,20 @@
 //! `tickplant bench feeds`: what decoding a feed costs a message, with a naive peer
 //! measured in the same run on the same blocks.
 //!
-//! NYSE XDP: a simulated day (`tickplant sim nyse`) held in memory as packets; one core runs
-//! the pipeline's decoder with its books (`NyseXdpFeed::decode`: events, full-depth books
-//! per symbol index), best of the rounds, in ns a message. The peer reads every field
-//! through the table walk (`xdp_integrated::fields`) and keeps the books in `BTreeMap`s
-//! (orders by id, levels by price). Both must end with the simulator's final books.
+//! NYSE XDP: a simulated day (`tickplant sim nyse`) held in memory as packets, back to back
+//! in one buffer ([`Held`]); one core runs the pipeline's decoder with its books
+//! (`NyseXdpFeed::decode`: events, full-depth books per symbol index), best of the rounds,
+//! in ns a message. The peer reads every field through the table walk
+//! (`xdp_integrated::fields`) and keeps the books in `BTreeMap`s (orders by id, levels by
+//! price). Both must end with the simulator's final books.
 //!
-//! OPRA binary: a simulated feed (`tickplant sim opra`) held in memory as block payloads;
-//! one core runs the pipeline's decoder over them (`OpraBinaryFeed::decode`: messages
-//! walked, quotes and last sales to events, each series' best bid and offer kept), best of
-//! the rounds, in ns a message. The peer is the plain way to the same result: every field
-//! of every message through the generic table walk (`opra_binary::fields`, a vector a
-//! message), series looked up in a `BTreeMap` by their text. Both must end with the same
+//! OPRA binary: a simulated feed (`tickplant sim opra`) held in memory as block payloads,
+//! back to back likewise; one core runs the pipeline's decoder over them
+//! (`OpraBinaryFeed::decode`: messages walked, quotes and last sales to events, each
+//! series' best bid and offer kept), best of the rounds, in ns a message. The peer is the
+//! plain way to the same result: every field of every message through the generic table
+//! walk (`opra_binary::fields`, a vector a message), series looked up in a `BTreeMap` by
+//! their text. Both must end with the same
 //! best bid and offer for every series, or the run fails.
 
 use std::collections::BTreeMap;
