@@ -90,7 +90,7 @@ type Key = (String, String, u64, u64, String);
 fn naive(blocks: &Held) -> BTreeMap<Key, Bbo> {
     let mut best: BTreeMap<Key, Bbo> = BTreeMap::new();
     for b in blocks.iter() {
-        let Ok(block) = opra::Block::new_checked(&b[..]) else { continue };
+        let Ok(block) = opra::Block::new_checked(b) else { continue };
         for (_, m) in ob::messages(block.payload(), block.messages_in_block()).flatten() {
             if !matches!(m.category(), b'k' | b'q') {
                 black_box(ob::fields(&m));
@@ -180,7 +180,7 @@ fn naive_nyse(packets: &Held) -> NaiveBooks {
         }
     }
     for p in packets.iter() {
-        let Ok(pk) = tickplant_wire::xdp::Packet::new_checked(&p[..]) else { continue };
+        let Ok(pk) = tickplant_wire::xdp::Packet::new_checked(p) else { continue };
         for (_, m) in pk.messages().flatten() {
             let Ok((_, f)) = xi::fields(&m) else { continue };
             let get = |n: &str| {
