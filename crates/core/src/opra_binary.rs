@@ -97,8 +97,9 @@ struct SeriesCache {
 
 impl SeriesCache {
     fn new(max_series: usize) -> SeriesCache {
-        // Twice the series, within 1,024 and 65,536 slots (1.5 MB): a feed with more series
-        // than that misses more often, and stays exact.
+        // Eight slots a series (a series has up to two keys, its short and long forms; at
+        // two slots a series they thrashed: `tickplant bench feeds`), within 1,024 and
+        // 65,536 slots (1.5 MB): a feed with more series misses more often, and stays exact.
         let n = (max_series * 8).next_power_of_two().clamp(1 << 10, 1 << 16);
         SeriesCache { slots: vec![([0; 2], 0); n].into_boxed_slice(), shift: 64 - n.trailing_zeros() }
     }
