@@ -229,7 +229,7 @@ const IN_PLACE: usize = 64;
 
 /// How a bucket's keys map to sub-ranges: the bucket's first key and the shift that takes
 /// a key's distance from it to its sub-range ([`SUBRANGES`] of them, a power of two wide,
-/// cover the bucket). `None` for the open end buckets (keys beyond an `i64`).
+/// cover the bucket's keys that fit an `i64`: the open end buckets' are cut there).
 #[derive(Debug, Clone, Copy)]
 struct Cut {
     base: i64,
@@ -237,10 +237,11 @@ struct Cut {
 }
 
 impl Cut {
-    fn of((bl, bh): (i128, i128)) -> Option<Cut> {
-        let (l, h) = (i64::try_from(bl).ok()?, i64::try_from(bh).ok()?);
+    fn of((bl, bh): (i128, i128)) -> Cut {
+        let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let (l, h) = (clamp(bl), clamp(bh));
         let span = h.wrapping_sub(l) as u64;
-        Some(Cut { base: l, shift: (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros()) })
+        Cut { base: l, shift: (u64::BITS - span.leading_zeros()).saturating_sub(SUBRANGES.trailing_zeros()) }
     }
     /// The sub-range of key `k` of the bucket.
     #[inline]
@@ -402,8 +403,12 @@ impl Ends {
 /// passes are not read at all. An unsorted list of whole intervals, each one compared, was
 /// half of a match on workload a (`tickplant bench match --workload a --strategies
 /// 100000`, perf; docs/perf-log/matching.md). Keys and slots are kept in separate arrays:
-/// the search reads only keys, the marking only slots. The open end buckets keep whole
-/// `i128` intervals, compared one by one.
+/// the search reads only keys, the marking only slots. A member with an end inside the
+/// bucket beyond an `i64` (only the open end buckets have such keys) is kept as its whole
+/// `i128` interval, compared. The open end buckets once kept every member that way (48
+/// bytes each, every one compared: the top line of a match on workload b in perf); with
+/// lists, workload b at 100,000 takes 434 bytes a strategy instead of 448, at the same
+/// speed within the noise (`tickplant bench match --workload b`).
 #[derive(Debug, Clone, Default)]
 struct Boundary {
     lo: Ends,
@@ -415,32 +420,31 @@ impl Boundary {
     /// File a member whose interval has an end in this bucket, keys `range` (`bulk`: the
     /// bucket is being filled whole, and [`Boundary::sort`] comes after).
     fn push(&mut self, range: (i128, i128), slot: u32, lo: i128, hi: i128, bulk: bool) {
-        match Cut::of(range) {
-            // An end inside the bucket fits an i64 as the bucket's keys do. An end at or
-            // beyond the bucket's own decides nothing for its keys.
-            Some(cut) => {
-                if lo > range.0 {
-                    self.lo.insert(cut, lo as i64, slot, bulk);
-                }
-                if hi < range.1 {
-                    self.hi.insert(cut, hi as i64, slot, bulk);
-                }
-            }
-            None => self.wide.push((slot, lo, hi)),
+        // An end at or beyond the bucket's own decides nothing for its keys.
+        let (lo_in, hi_in) = (lo > range.0, hi < range.1);
+        let (l, h) = (i64::try_from(lo), i64::try_from(hi));
+        if (lo_in && l.is_err()) || (hi_in && h.is_err()) {
+            self.wide.push((slot, lo, hi));
+            return;
+        }
+        let cut = Cut::of(range);
+        if let (true, Ok(l)) = (lo_in, l) {
+            self.lo.insert(cut, l, slot, bulk);
+        }
+        if let (true, Ok(h)) = (hi_in, h) {
+            self.hi.insert(cut, h, slot, bulk);
         }
     }
     /// Sort both lists by key and guide them (after a bulk fill).
     fn sort(&mut self, range: (i128, i128)) {
-        if let Some(cut) = Cut::of(range) {
-            self.lo.sort(cut);
-            self.hi.sort(cut);
-        }
+        let cut = Cut::of(range);
+        self.lo.sort(cut);
+        self.hi.sort(cut);
     }
     fn retain(&mut self, range: (i128, i128), keep: impl Fn(u32) -> bool) {
-        if let Some(cut) = Cut::of(range) {
-            self.lo.retain(&keep, cut);
-            self.hi.retain(&keep, cut);
-        }
+        let cut = Cut::of(range);
+        self.lo.retain(&keep, cut);
+        self.hi.retain(&keep, cut);
         self.wide.retain(|x| keep(x.0));
     }
     fn memory(&self) -> usize {
@@ -452,18 +456,27 @@ impl Boundary {
     /// Mark in `acc` the members whose interval misses key `v`, a key of this bucket
     /// (`cut`: the bucket's, [`Cut::of`] its range).
     #[inline]
-    fn knock_out(&self, cut: Option<Cut>, v: i128, acc: &mut [u64]) {
-        if let (Some(cut), Ok(v)) = (cut, i64::try_from(v)) {
-            let from = self.lo.count_below(cut, v, false);
-            for &slot in &self.lo.sorted_slots()[from..] {
-                acc[(slot / 64) as usize] |= 1 << (slot % 64);
+    fn knock_out(&self, cut: Cut, v: i128, acc: &mut [u64]) {
+        match i64::try_from(v) {
+            Ok(v) => {
+                let from = self.lo.count_below(cut, v, false);
+                for &slot in &self.lo.sorted_slots()[from..] {
+                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
+                }
+                let to = self.hi.count_below(cut, v, true);
+                for &slot in &self.hi.slots[..to] {
+                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
+                }
+                self.lo.knock_out_tail(v, true, acc);
+                self.hi.knock_out_tail(v, false, acc);
             }
-            let to = self.hi.count_below(cut, v, true);
-            for &slot in &self.hi.slots[..to] {
-                acc[(slot / 64) as usize] |= 1 << (slot % 64);
+            // A key beyond an i64 (an open end bucket's): below every list end, it fails
+            // every `lo` end and no `hi` end; above them all, the other way round.
+            Err(_) => {
+                for &slot in if v < 0 { &self.lo.slots } else { &self.hi.slots } {
+                    acc[(slot / 64) as usize] |= 1 << (slot % 64);
+                }
             }
-            self.lo.knock_out_tail(v, true, acc);
-            self.hi.knock_out_tail(v, false, acc);
         }
         for &(slot, lo, hi) in &self.wide {
             let failed = u64::from(v < lo) | u64::from(v > hi);
@@ -782,13 +795,7 @@ impl Cluster {
         a.cut_at = a.members;
     }
     /// Append the ids of the members that `e` satisfies.
-    fn matches(
-        &self,
-        e: &MatchEvent,
-        acc: &mut Vec<u64>,
-        keys: &mut Vec<(usize, i128, Option<Cut>)>,
-        out: &mut Vec<u64>,
-    ) {
+    fn matches(&self, e: &MatchEvent, acc: &mut Vec<u64>, keys: &mut Vec<(usize, i128, Cut)>, out: &mut Vec<u64>) {
         if self.live == 0 {
             return;
         }
@@ -803,7 +810,7 @@ impl Cluster {
         keys.clear();
         for a in &self.attrs {
             let k = match e.get(a.attr) {
-                None => (usize::MAX, 0, None),
+                None => (usize::MAX, 0, Cut { base: 0, shift: 0 }),
                 Some(v) => {
                     let v = key(v);
                     let k = a.bucket(v);
@@ -824,7 +831,7 @@ impl Cluster {
         // The sub-range of each boundary list the event's key falls in, and the first slots
         // it will mark, are asked for now, and are in cache when the rows have been ORed.
         for (a, &(k, v, cut)) in self.attrs.iter().zip(keys.iter()) {
-            if let (Some(cut), Ok(v)) = (cut, i64::try_from(v)) {
+            if let (true, Ok(v)) = (k != usize::MAX, i64::try_from(v)) {
                 let b = &a.boundary[k];
                 let sub = cut.sub(v).min(SUBRANGES - 1);
                 // Where the event's sub-range starts in each list (a short list: its
@@ -1124,7 +1131,7 @@ pub struct Matcher {
     access: Vec<(AttrId, usize)>,
     acc: Vec<u64>,
     /// Per attribute of a cluster, the event's bucket and key (scratch of `match_event`).
-    keys: Vec<(usize, i128, Option<Cut>)>,
+    keys: Vec<(usize, i128, Cut)>,
     hits: Vec<ClusterId>,
 }
 
@@ -1580,7 +1587,11 @@ mod tests {
     #[test]
     fn rows_and_boundaries_fail_exactly_the_members_that_miss() {
         use proptest::prelude::*;
-        let member = (0u32..300, -40i128..200, 0i128..90);
+        // Ends and keys beyond an i64 too (the open end buckets hold them): unbounded ends
+        // (`x < c` has no `lo`), and ends and keys past it.
+        let member = (0u32..300, -40i128..200, 0i128..90, 0u8..12);
+        let far = [i128::MIN, i128::from(i64::MIN) - 1, i128::from(i64::MIN), -(1 << 70)];
+        let keys: Vec<i128> = (-45i128..300).chain(far).chain(far.map(|x| -x.max(-i128::MAX))).collect();
         proptest::proptest!(|(edges in proptest::collection::btree_set(-30i128..190, 0..40), list in proptest::collection::vec(member, 0..150), bulk: bool, dead in proptest::collection::vec(any::<bool>(), 300))| {
             let edges: Vec<i128> = edges.into_iter().collect();
             let mut a = AttrIndex::new(0, 5);
@@ -1589,7 +1600,15 @@ mod tests {
             a.boundary = vec![Boundary::default(); edges.len() + 1];
             let mut seen = std::collections::HashSet::new();
             let mut list: Vec<(u32, i128, i128)> =
-                list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w)| (s, lo, lo + w - 5)).collect();
+                list.into_iter().filter(|m| seen.insert(m.0)).map(|(s, lo, w, f)| {
+                    let (l, h) = (lo, lo + w - 5);
+                    match f {
+                        0 => (s, far[usize::from(f % 4)], h),
+                        1..=3 => (s, far[usize::from(f)], h),
+                        4..=7 => (s, l, -far[usize::from(f - 4)].max(-i128::MAX)),
+                        _ => (s, l, h),
+                    }
+                }).collect();
             list.sort_unstable_by_key(|x| x.0);
             if bulk {
                 a.place(&list, true);
@@ -1599,7 +1618,7 @@ mod tests {
                 a.place(y, false);
             }
             let check = |a: &AttrIndex, live: &dyn Fn(u32) -> bool| -> Result<(), TestCaseError> {
-                for v in -45i128..300 {
+                for &v in &keys {
                     let k = a.bucket(v);
                     let mut acc = a.fail.row(k)[..5].to_vec();
                     a.boundary[k].knock_out(Cut::of(a.range(k)), v, &mut acc);
