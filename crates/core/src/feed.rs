@@ -109,6 +109,22 @@ impl EventBatch {
         *self.slot() = e;
         self.commit();
     }
+    /// Push two events with one check for room (a quote's two sides).
+    #[inline(always)]
+    pub fn push_pair(&mut self, a: Event, b: Event) {
+        if self.len + 2 > self.slots.len() {
+            self.grow(2);
+        }
+        if let Some([x, y]) = self.slots.get_mut(self.len..self.len + 2) {
+            *x = a;
+            *y = b;
+        }
+        self.len += 2;
+    }
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        self.slots.resize(self.len + n, Event::default());
+    }
     #[inline]
     pub fn events(&self) -> &[Event] {
         &self.slots[..self.len]

@@ -277,8 +277,11 @@ impl OpraBinaryFeed {
                     flags: stale,
                     ..base
                 };
-                out.push(Event { side: Side::Bid, price: q.bid.price, size: q.bid.size, ..e });
-                out.push(Event { side: Side::Ask, price: q.offer.price, size: q.offer.size, ..e });
+                // One check for room for both (`tickplant bench feeds`: 25.2-25.3 -> 24.6 ns).
+                out.push_pair(
+                    Event { side: Side::Bid, price: q.bid.price, size: q.bid.size, ..e },
+                    Event { side: Side::Ask, price: q.offer.price, size: q.offer.size, ..e },
+                );
             }
             b'a' => {
                 let Ok(t) = wire::LastSale::sale(m) else { return self.reject(Reject::BadDenominator) };
