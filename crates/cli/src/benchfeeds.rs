@@ -259,7 +259,9 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
     let mut last = None;
     let mut peer = BTreeMap::new();
     for _ in 0..a.rounds {
-        let mut feed = NyseXdpFeed::new(Books::new(cfg));
+        // Built as the pipeline builds it (huge pages asked for the order table), at the
+        // pipeline's default size.
+        let mut feed = NyseXdpFeed::new(Books::with_table_advice(cfg, tickplant_io::huge_pages));
         let mut batch = EventBatch::default();
         let t = Instant::now();
         let mut n = 0u64;
