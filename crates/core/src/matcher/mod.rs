@@ -200,13 +200,13 @@ impl BitRows {
     }
 }
 
+/// A closed interval of keys on an attribute: (attribute, lo, hi).
+type Iv = (AttrId, i128, i128);
+
 /// A strategy's copy in a cluster. Its intervals are not kept here: a re-cut (the only
 /// reader after the insert) derives them from the strategy's predicates, found through
 /// `entry`. Kept, they were a tenth of a dense index's memory (`tickplant bench match
 /// --workload a`, bytes a strategy).
-/// A closed interval of keys on an attribute: (attribute, lo, hi).
-type Iv = (AttrId, i128, i128);
-
 #[derive(Debug, Clone)]
 struct Member {
     id: u64,
