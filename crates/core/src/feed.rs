@@ -96,7 +96,7 @@ impl EventBatch {
     #[inline(always)]
     pub fn slot(&mut self) -> &mut Event {
         if self.len == self.slots.len() {
-            self.slots.push(Event::default());
+            self.grow(1);
         }
         &mut self.slots[self.len]
     }

@@ -84,7 +84,7 @@ struct Best {
 }
 
 /// A direct-mapped cache in front of the series table, keyed by a message's series bytes
-/// as sent (two words; see [`raw_series`]): a hit costs a multiply and a compare, where
+/// as sent (two words; see [`wire::series_key`]): a hit costs a multiply and a compare, where
 /// building the [`Series`] (the root padded, the strike scaled) and probing the table cost
 /// about 80 instructions a quote (callgrind, `tickplant bench feeds`). A miss goes to the
 /// table and takes the slot.
@@ -106,23 +106,6 @@ impl SeriesCache {
     #[inline(always)]
     fn slot(&self, k: [u64; 2]) -> usize {
         ((k[0] ^ k[1].rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
-    }
-}
-
-/// A message's series bytes as sent, as two words: a short quote's 9 (root, month, day,
-/// year, strike), a long message's 14 (root, a reserved byte, month, day, year, strike
-/// denominator code, strike). The two forms never give equal keys: a long form's second
-/// word carries its strike's denominator code in byte 3, checked here to be `A`..`I`, and
-/// a short form's is 0 there. `None`: too short, or a strike denominator code that is not
-/// one.
-#[inline(always)]
-fn raw_series(b: &[u8], category: u8) -> Option<[u64; 2]> {
-    let word = |at: usize| b.get(at..at + 8).map(|x| u64::from_le_bytes(x.try_into().unwrap_or_default()));
-    if category == b'q' {
-        Some([word(12)?, u64::from(*b.get(20)?)])
-    } else {
-        let w = word(18)?;
-        (b'A'..=b'I').contains(&((w >> 24) as u8)).then_some([word(12)?, w])
     }
 }
 
@@ -180,7 +163,7 @@ impl OpraBinaryFeed {
     /// The instrument id of a message's series (`k`, `q`, `a`), a new one for a new series.
     #[inline(always)]
     fn instrument(&mut self, m: &wire::Message<'_>) -> Result<u32, Reject> {
-        let Some(k) = raw_series(m.bytes, m.category()) else { return Err(Reject::BadDenominator) };
+        let Some(k) = wire::series_key(m) else { return Err(Reject::BadDenominator) };
         let i = self.cache.slot(k);
         let (key, id) = self.cache.slots[i];
         if key == k && id != 0 {

@@ -788,6 +788,31 @@ impl Series {
     }
 }
 
+/// A message's series as its bytes are sent, in two words, for a decoder's cache of
+/// series ids (a lookup that builds no [`Series`]): a short quote's 9 bytes (root, month,
+/// day, year, strike), a long message's 14 (`k`, `a`, `d`, `f`: root, a reserved byte,
+/// month, day, year, strike denominator code, strike). Equal keys are the same series (a
+/// series has a key in each form). The forms never give equal keys: a long form's second
+/// word carries its strike denominator code in byte 3, checked here to be `A`..`I`, and
+/// a short form's is 0 there. `None`: too short, or a strike denominator code that is
+/// not one.
+#[inline(always)]
+pub fn series_key(m: &Message<'_>) -> Option<[u64; 2]> {
+    let b = m.bytes;
+    let word = |at: usize| b.get(at..at + 8).map(|x| u64::from_le_bytes(x.try_into().unwrap_or_default()));
+    if m.category() == b'q' {
+        use field::q;
+        Some([word(q::SYMBOL.start)?, u64::from(*b.get(q::STRIKE.end - 1)?)])
+    } else {
+        use field::k;
+        // The code is byte 3 of the second word.
+        const _: () = assert!(k::STRIKE_DEN - k::MONTH == 3);
+        let w = word(k::MONTH)?;
+        decimals(*b.get(k::STRIKE_DEN)?)?;
+        Some([word(k::SYMBOL.start)?, w])
+    }
+}
+
 impl Quote {
     /// The quote of a `q` or `k` message; an error for another category, a message too
     /// short for its appendages, or a price whose denominator code is not `A`..`I`.

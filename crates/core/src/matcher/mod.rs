@@ -1069,14 +1069,17 @@ impl Entry {
     fn strategy(&self) -> Strategy {
         Strategy { id: self.id, preds: self.preds.to_vec() }
     }
+    /// Each predicate's interval but the access one's (`!=` and the others have none).
+    fn pred_intervals(&self) -> impl Iterator<Item = Iv> + '_ {
+        self.preds.values().enumerate().filter_map(move |(i, (attr, op, v))| {
+            let (lo, hi) = v.and_then(|v| interval(op, v))?;
+            (i as u32 != self.access).then_some((attr, lo, hi))
+        })
+    }
     /// The intervals of the predicates but the access one, an intersection per attribute
     /// in order of first appearance, into `out`.
     fn intervals(&self, out: &mut Vec<Iv>) {
-        for (i, (attr, op, v)) in self.preds.values().enumerate() {
-            let Some((lo, hi)) = v.and_then(|v| interval(op, v)) else { continue };
-            if i as u32 == self.access {
-                continue;
-            }
+        for (attr, lo, hi) in self.pred_intervals() {
             match out.iter_mut().find(|x| x.0 == attr) {
                 Some(x) => {
                     x.1 = x.1.max(lo);
@@ -1088,16 +1091,10 @@ impl Entry {
     }
     /// The interval on `attr` of [`Entry::intervals`], if it has one.
     fn interval_on(&self, attr: AttrId) -> Option<(i128, i128)> {
-        let mut on: Option<(i128, i128)> = None;
-        for (i, (a, op, v)) in self.preds.values().enumerate() {
-            if a != attr || i as u32 == self.access {
-                continue;
-            }
-            if let Some((lo, hi)) = v.and_then(|v| interval(op, v)) {
-                on = Some(on.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))));
-            }
-        }
-        on
+        self.pred_intervals()
+            .filter(|x| x.0 == attr)
+            .map(|(_, lo, hi)| (lo, hi))
+            .reduce(|(l, h), (lo, hi)| (l.max(lo), h.min(hi)))
     }
 }
 
