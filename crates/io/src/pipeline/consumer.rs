@@ -278,6 +278,7 @@ pub(super) fn consumer_thread<T: Slot>(
     live: bool,
     ctl: Option<crate::control::ConsumerControl>,
     mut metrics: Option<RingMetrics>,
+    bell: Arc<Bell>,
 ) -> std::io::Result<ConsumerResult> {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
@@ -426,7 +427,7 @@ pub(super) fn consumer_thread<T: Slot>(
         if let Some(t) = trader.as_mut() {
             t.poll()?;
         }
-        pause(idle, alone);
+        wait(idle, alone, &bell, || !rx.is_empty());
     }
     if let Some(m) = metrics.as_mut() {
         m.publish(&res.ring);

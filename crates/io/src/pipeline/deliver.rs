@@ -29,6 +29,8 @@ pub(super) struct Out {
     pub(super) waits: u64,
     /// Gap records pushed.
     pub(super) gaps: u64,
+    /// The consumer thread's (see [`Downstream::ring_consumers`]).
+    pub(super) bell: Arc<Bell>,
 }
 
 impl RingTx {
@@ -385,6 +387,16 @@ impl<'p> Downstream<'p> {
     }
 
     /// Copy the decode side's counters to the metrics hub.
+    /// Wake the consumers that parked on an empty ring: when the decode thread runs out of
+    /// batches (or, with every stage on the producer thread, when the source is idle), not
+    /// once a packet (a fence each).
+    pub(super) fn ring_consumers(&self) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        for o in &self.outs {
+            o.bell.ring_fenced();
+        }
+    }
+
     pub(super) fn publish_metrics(&self) {
         let Some((hub, feed, clock)) = &self.metrics else { return };
         let mut c = *clock;
@@ -631,9 +643,11 @@ impl Feed for Sink<'_, '_> {
         (self.down.feed.stats().decoded, "decoded")
     }
     fn idle(&mut self) {
+        self.down.ring_consumers();
         self.down.resync_idle();
     }
     fn publish(&mut self) {
+        self.down.ring_consumers();
         self.down.maybe_publish();
         self.down.poll_commands();
     }

@@ -77,6 +77,8 @@ pub(super) struct HandoffSink {
     /// Ticks spent waiting for an empty batch (so that the arbitrate stage can leave them
     /// out: they are the decode thread's time, not the arbitrator's).
     pub(super) waited: u64,
+    /// The decode thread's, rung for each batch sent.
+    pub(super) bell: Arc<Bell>,
 }
 
 impl HandoffSink {
@@ -117,6 +119,7 @@ impl HandoffSink {
         let full = std::mem::replace(&mut self.cur, next);
         // The ring holds every batch there is, so it is never full.
         let _ = self.tx.push(full);
+        self.bell.ring();
     }
 }
 
@@ -165,6 +168,7 @@ pub(super) fn decode_loop(
     rx: &mut rtrb::Consumer<Handoff>,
     back: &mut rtrb::Producer<Handoff>,
     alone: bool,
+    bell: &Bell,
 ) {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut idle = 0u32;
@@ -175,11 +179,17 @@ pub(super) fn decode_loop(
                 down.cpu_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
                 return;
             }
+            // About to wait: the consumers have all there is. Woken on every batch instead,
+            // a consumer that parked would be woken once a batch at full rate, where a
+            // sleep let the ring fill.
+            if idle == 0 {
+                down.ring_consumers();
+            }
             idle += 1;
             down.resync_idle();
             down.maybe_publish();
             down.poll_commands();
-            pause(idle, alone);
+            wait(idle, alone, bell, || !rx.is_empty());
             continue;
         };
         idle = 0;

@@ -628,7 +628,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         };
         // No instrument of a symbol list until the directory names one of the symbols.
         let sub = subscribe::Subscription::new(&c.symbols, &c.actions, &c.types);
+        let bell = Arc::new(Bell::default());
+        let consumer_bell = bell.clone();
         outs.push(Out {
+            bell,
             name: c.name.clone(),
             filter: sub.filter(&Default::default()),
             sub,
@@ -668,8 +671,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                         pin(core);
                     }
                     match rx {
-                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics),
-                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics),
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics, consumer_bell),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics, consumer_bell),
                     }
                 })
                 .map_err(|e| PipelineError::Thread {
@@ -797,6 +800,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         let (mut back_tx, back) = rtrb::RingBuffer::<Handoff>::new(HANDOFF_BATCHES);
         let decode_core = spec.decode_core;
         let decode_alone = alone_on(spec, decode_core);
+        let bell = Arc::new(Bell::default());
+        let decode_bell = bell.clone();
         let (read, d) = std::thread::scope(|scope| {
             let decoder = std::thread::Builder::new()
                 .name("decode".into())
@@ -804,7 +809,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                     if let Some(core) = decode_core {
                         pin(core);
                     }
-                    decode_loop(&mut down, &mut rx, &mut back_tx, decode_alone);
+                    decode_loop(&mut down, &mut rx, &mut back_tx, decode_alone, &decode_bell);
                     down
                 })
                 .map_err(|e| PipelineError::Thread { thread: "decode".into(), reason: format!("cannot start: {e}") })?;
@@ -824,11 +829,13 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 hints,
                 ll: ll_on,
                 waited: 0,
+                bell: bell.clone(),
             };
             pin_producer();
             let read = run_with(&mut source, &mut arb, &mut sink, &mut stream_outs, ll_on, &mut h_arb, opts);
             // Dropping the sink closes the ring: the decode thread drains it and ends.
             drop(sink);
+            bell.ring();
             producer_cpu = crate::clock::thread_cpu_ns().saturating_sub(producer_cpu0);
             let down = decoder
                 .join()
@@ -858,8 +865,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let mut consumers = Vec::new();
     let mut results = Vec::new();
     for (o, h) in outs.into_iter().zip(handles) {
-        let Out { name, matched, delivered, dropped, waits, ring, stream, gaps, .. } = o;
+        let Out { name, matched, delivered, dropped, waits, ring, stream, gaps, bell, .. } = o;
         drop(ring);
+        bell.ring();
         let r = h
             .join()
             .map_err(|_| PipelineError::Thread { thread: format!("consumer {name}"), reason: "panicked".into() })?
