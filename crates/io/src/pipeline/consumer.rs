@@ -274,11 +274,10 @@ pub(super) fn consumer_thread<T: Slot>(
     mut rx: rtrb::Consumer<T>,
     action: ConsumerAction,
     symbols: Arc<std::sync::Mutex<SymbolDirectory>>,
-    alone: bool,
+    waiter: Waiter,
     live: bool,
     ctl: Option<crate::control::ConsumerControl>,
     mut metrics: Option<RingMetrics>,
-    bell: Arc<Bell>,
 ) -> std::io::Result<ConsumerResult> {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut res = ConsumerResult {
@@ -427,7 +426,7 @@ pub(super) fn consumer_thread<T: Slot>(
         if let Some(t) = trader.as_mut() {
             t.poll()?;
         }
-        wait(idle, alone, &bell, || !rx.is_empty());
+        waiter.wait(idle, || !rx.is_empty());
     }
     if let Some(m) = metrics.as_mut() {
         m.publish(&res.ring);

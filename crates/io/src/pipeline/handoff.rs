@@ -167,8 +167,7 @@ pub(super) fn decode_loop(
     down: &mut Downstream<'_>,
     rx: &mut rtrb::Consumer<Handoff>,
     back: &mut rtrb::Producer<Handoff>,
-    alone: bool,
-    bell: &Bell,
+    waiter: &Waiter,
 ) {
     let cpu0 = crate::clock::thread_cpu_ns();
     let mut idle = 0u32;
@@ -189,7 +188,7 @@ pub(super) fn decode_loop(
             down.resync_idle();
             down.maybe_publish();
             down.poll_commands();
-            wait(idle, alone, bell, || !rx.is_empty());
+            waiter.wait(idle, || !rx.is_empty());
             continue;
         };
         idle = 0;

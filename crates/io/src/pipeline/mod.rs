@@ -647,7 +647,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
             gaps: 0,
         });
         let (action, core, dir) = (c.action.clone(), c.core, dir_shared.clone());
-        let alone = alone_on(spec, core);
+        let waiter = Waiter { alone: alone_on(spec, core), bell: consumer_bell };
         let live = source.inner.is_live();
         // `match` and `trade` consumers take the control socket's commands.
         let ctl = match (&spec.control, &c.action) {
@@ -671,8 +671,8 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                         pin(core);
                     }
                     match rx {
-                        RingRx::Full(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics, consumer_bell),
-                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, alone, live, ctl, metrics, consumer_bell),
+                        RingRx::Full(rx) => consumer_thread(rx, action, dir, waiter, live, ctl, metrics),
+                        RingRx::Lean(rx) => consumer_thread(rx, action, dir, waiter, live, ctl, metrics),
                     }
                 })
                 .map_err(|e| PipelineError::Thread {
@@ -801,7 +801,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         let decode_core = spec.decode_core;
         let decode_alone = alone_on(spec, decode_core);
         let bell = Arc::new(Bell::default());
-        let decode_bell = bell.clone();
+        let decode_waiter = Waiter { alone: decode_alone, bell: bell.clone() };
         let (read, d) = std::thread::scope(|scope| {
             let decoder = std::thread::Builder::new()
                 .name("decode".into())
@@ -809,7 +809,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                     if let Some(core) = decode_core {
                         pin(core);
                     }
-                    decode_loop(&mut down, &mut rx, &mut back_tx, decode_alone, &decode_bell);
+                    decode_loop(&mut down, &mut rx, &mut back_tx, &decode_waiter);
                     down
                 })
                 .map_err(|e| PipelineError::Thread { thread: "decode".into(), reason: format!("cannot start: {e}") })?;

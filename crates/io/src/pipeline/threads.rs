@@ -127,13 +127,22 @@ impl Bell {
     }
 }
 
-/// Wait for work on a ring as [`pause`] does, parking on the ring's `bell` where [`pause`]
-/// sleeps; `ready`: the ring has work.
-pub(super) fn wait(idle: u32, alone: bool, bell: &Bell, ready: impl FnOnce() -> bool) {
-    if idle < phases(alone).1 {
-        pause(idle, alone);
-    } else {
-        bell.park(ready, PARK_MAX);
+/// How a thread waits for work on its ring: as [`pause`] does, parking on the ring's bell
+/// where [`pause`] sleeps.
+pub(super) struct Waiter {
+    /// The thread has its core to itself (see [`alone_on`]).
+    pub(super) alone: bool,
+    pub(super) bell: Arc<Bell>,
+}
+
+impl Waiter {
+    /// `idle`: polls that found nothing so far; `ready`: the ring has work.
+    pub(super) fn wait(&self, idle: u32, ready: impl FnOnce() -> bool) {
+        if idle < phases(self.alone).1 {
+            pause(idle, self.alone);
+        } else {
+            self.bell.park(ready, PARK_MAX);
+        }
     }
 }
 
