@@ -77,14 +77,10 @@ pub(super) fn pause(idle: u32, alone: bool) {
     }
 }
 
-/// How long a parked thread sleeps at most before it looks again (for its idle duties:
-/// commands, metrics, a trader's session), as long as its sleeps were before it parked.
-const PARK_MAX: Duration = Duration::from_micros(100);
-
 /// A thread that waits for a ring parks on its bell; the thread that fills the ring rings
 /// it (once a batch). A sleep of a fixed length made each hop of a quiet feed cost the rest
-/// of the sleep and the kernel's timer slack: `tickplant bench live` at 100,000 messages a
-/// second had its receive-to-consumer p50 at 108 us, two such hops.
+/// of the sleep and the kernel's timer slack: `tickplant bench live --rates 5000` had its
+/// receive-to-consumer p50 at 195-237 us, 62-70 us with the bells (docs/perf-log/live.md).
 #[derive(Debug, Default)]
 pub(super) struct Bell {
     parked: AtomicBool,
@@ -128,7 +124,8 @@ impl Bell {
 }
 
 /// How a thread waits for work on its ring: as [`pause`] does, parking on the ring's bell
-/// where [`pause`] sleeps.
+/// where [`pause`] sleeps, and for as long at most (then it looks again, for its idle
+/// duties: commands, metrics, a trader's session).
 pub(super) struct Waiter {
     /// The thread has its core to itself (see [`alone_on`]).
     pub(super) alone: bool,
@@ -141,7 +138,7 @@ impl Waiter {
         if idle < phases(self.alone).1 {
             pause(idle, self.alone);
         } else {
-            self.bell.park(ready, PARK_MAX);
+            self.bell.park(ready, Duration::from_micros(phases(self.alone).2));
         }
     }
 }
