@@ -715,8 +715,8 @@ impl UdpSender {
             let mut retried = false;
             while at < msgs.len() {
                 // SAFETY: each header points at its iovec over `buf` (read only by the
-                // kernel) and at the destination address, all alive for the call; the count
-                // passed is the headers left.
+                // kernel; the socket is connected: no address), both alive for the call;
+                // the count passed is the headers left.
                 let r = unsafe {
                     libc::sendmmsg(
                         self.socket.as_raw_fd(),
@@ -861,6 +861,7 @@ mod tests {
         assert!(src.next_frame().unwrap().is_none());
         assert!(src.idle().is_none(), "ended once the flag is raised");
     }
+
     /// A sender whose unicast destination has no listener yet sends every datagram, counts
     /// no error, and its datagrams arrive once a listener is there: its connected socket's
     /// reports of the earlier datagrams' ICMP port unreachable are passed over.
