@@ -386,7 +386,6 @@ impl<'p> Downstream<'p> {
         }
     }
 
-    /// Copy the decode side's counters to the metrics hub.
     /// Wake the consumers that parked on an empty ring: when the decode thread runs out of
     /// batches (or, with every stage on the producer thread, when the source is idle), not
     /// once a packet (a fence each).
@@ -397,6 +396,7 @@ impl<'p> Downstream<'p> {
         }
     }
 
+    /// Copy the decode side's counters to the metrics hub.
     pub(super) fn publish_metrics(&self) {
         let Some((hub, feed, clock)) = &self.metrics else { return };
         let mut c = *clock;

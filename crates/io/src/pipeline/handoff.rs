@@ -175,6 +175,7 @@ pub(super) fn decode_loop(
     loop {
         let Ok(mut b) = rx.pop() else {
             if rx.is_abandoned() && rx.is_empty() {
+                down.ring_consumers();
                 down.cpu_ns = crate::clock::thread_cpu_ns().saturating_sub(cpu0);
                 return;
             }
