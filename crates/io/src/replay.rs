@@ -157,11 +157,12 @@ pub fn replay(
     let mut n = 0u64;
     // Datagrams whose time has come, by target, sent together (`sendmmsg`) when a batch
     // fills, before a wait for a later deadline, and at the end.
-    // Paced, each goes at once: a batch sent late makes the ones after it late too
-    // (`tickplant replay --pps 100000`: p99 lateness 32-44 us batched, 8 us not).
+    // Paced, each goes at once while the sender keeps up: a batch sent late makes the ones
+    // after it late too (`tickplant replay --pps 100000`: p99 lateness 32-44 us batched, 8
+    // us not). A sender [`BEHIND_NS`] behind batches until it has caught up: one at a time,
+    // it would not (`tickplant bench live` offered a million messages a second).
     let mut pending: Vec<Pending> = targets.iter().map(|_| Pending::default()).collect();
     let mut queued = 0usize;
-    let flush_at = if opts.pace == Pace::Max { FLUSH_AT } else { 1 };
     'passes: for _ in 0..opts.loops.max(1) {
         let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
         let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
@@ -181,25 +182,30 @@ pub fn replay(
                 }
                 Pace::Pps(r) => Some((n as f64 * 1e9 / r) as u64),
             };
-            if let Some(d) = deadline {
-                pass_end = pass_end.max(d);
-                if started.elapsed().as_nanos() as u64 >= d {
-                    // Its time has come already: it joins the batch.
-                } else {
-                    flush(&mut pending, &mut senders, &mut queued);
-                    wait_until(started, d);
+            let batch = match deadline {
+                None => true,
+                Some(d) => {
+                    pass_end = pass_end.max(d);
+                    let mut now = started.elapsed().as_nanos() as u64;
+                    if now < d {
+                        flush(&mut pending, &mut senders, &mut queued);
+                        wait_until(started, d);
+                        now = started.elapsed().as_nanos() as u64;
+                    }
+                    late.saturating_record(now.saturating_sub(d).max(1));
+                    now - d >= BEHIND_NS
                 }
-                let now = started.elapsed().as_nanos() as u64;
-                late.saturating_record(now.saturating_sub(d).max(1));
-            }
-            if flush_at == 1 {
-                senders[input].send(&f.data[range]);
-            } else {
+            };
+            if batch {
                 pending[input].push(&f.data[range]);
                 queued += 1;
-                if queued >= flush_at {
+                if queued >= FLUSH_AT {
                     flush(&mut pending, &mut senders, &mut queued);
                 }
+            } else {
+                // In time: anything queued goes first, in order.
+                flush(&mut pending, &mut senders, &mut queued);
+                senders[input].send(&f.data[range]);
             }
             n += 1;
             if n.is_multiple_of(1024) {
@@ -249,6 +255,9 @@ impl Pending {
         self.ranges.push(at..at + d.len());
     }
 }
+
+/// A paced sender this far behind its deadline sends in batches (see [`replay`]).
+const BEHIND_NS: u64 = 50_000;
 
 /// With `--max`, queued datagrams are sent this many at a time (`sendmmsg`): within a
 /// batch a target's datagrams go before the next target's, so A and B interleave by
