@@ -344,6 +344,50 @@ mod tests {
         assert_ne!(was, 1, "the default slack is not the least");
     }
 
+    /// Paced at a rate no sender reaches, the replay falls behind and sends in batches:
+    /// each destination still gets each of its datagrams once, in order.
+    #[test]
+    fn a_sender_behind_its_deadlines_sends_everything_in_order() {
+        use crate::pcap::{Format, FrameWriter};
+        use std::net::UdpSocket;
+        const N: u64 = 2_000;
+        let dir = tempfile::tempdir().unwrap();
+        let mut targets = Vec::new();
+        let mut rx = Vec::new();
+        for (k, name) in ["a.pcap", "b.pcap"].into_iter().enumerate() {
+            let path = dir.path().join(name);
+            let mut w = FrameWriter::create(&path, tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
+            for i in 0..N {
+                let payload = [i.to_be_bytes(), (k as u64).to_be_bytes()].concat();
+                let frame = tickplant_wire::build::udp_frame(&Default::default(), i as u16, &payload);
+                w.write(1_000 * i + k as u64, &frame).unwrap();
+            }
+            w.finish().unwrap();
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            crate::live::set_rcvbuf(&socket2::SockRef::from(&s), 16 << 20).unwrap();
+            let to = format!("udp://{}", s.local_addr().unwrap()).parse().unwrap();
+            targets.push(ReplayTarget { path, to });
+            rx.push(s);
+        }
+        let opts = ReplayOptions {
+            pace: Pace::Pps(50_000_000.0),
+            loops: 1,
+            duration: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let report = replay(&targets, &opts, |_| {}).unwrap();
+        assert_eq!(report.sent, vec![N, N]);
+        assert!(report.late_p99_ns >= BEHIND_NS, "it fell behind: {report:?}");
+        for (k, s) in rx.iter().enumerate() {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 64];
+            for i in 0..N {
+                let n = s.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], [i.to_be_bytes(), (k as u64).to_be_bytes()].concat(), "target {k}");
+            }
+        }
+    }
+
     #[test]
     fn targets_parse_and_say_what_is_wrong() {
         let t: ReplayTarget = "a.pcap=239.1.1.1:5000@10.0.0.2".parse().unwrap();
