@@ -808,15 +808,19 @@ mod tests {
         assert!(matches!(Input::parse(Path::new("udp://127.0.0.1:9")).unwrap(), Input::Udp(_)));
     }
 
+    /// A loopback port nothing is bound to now, and its URL.
+    fn free_loopback_port() -> (u16, UdpUrl) {
+        let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = probe.local_addr().unwrap().port();
+        (port, format!("udp://127.0.0.1:{port}").parse().unwrap())
+    }
+
     /// Datagrams sent to a unicast loopback port come out as frames the sequencer reads:
     /// Ethernet, IPv4 and UDP headers with the sender's address and the port, the payload
     /// as sent, a receive time, in order; the source ends when its flag is raised.
     #[test]
     fn loopback_datagrams_come_out_as_frames() {
-        let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = probe.local_addr().unwrap().port();
-        drop(probe);
-        let url: UdpUrl = format!("udp://127.0.0.1:{port}").parse().unwrap();
+        let (port, url) = free_loopback_port();
         let stop = Arc::new(AtomicBool::new(false));
         let mut src = LiveSource::open(
             &[url],
@@ -867,10 +871,7 @@ mod tests {
     /// reports of the earlier datagrams' ICMP port unreachable are passed over.
     #[test]
     fn a_destination_without_a_listener_costs_no_datagram() {
-        let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = probe.local_addr().unwrap().port();
-        drop(probe);
-        let url: UdpUrl = format!("udp://127.0.0.1:{port}").parse().unwrap();
+        let (port, url) = free_loopback_port();
         let mut tx = UdpSender::open(&url).unwrap();
         let buf = [7u8; 64 * 10];
         let ranges: Vec<_> = (0..10).map(|i| i * 64..(i + 1) * 64).collect();

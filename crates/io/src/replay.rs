@@ -266,6 +266,10 @@ const BEHIND_NS: u64 = 50_000;
 const FLUSH_AT: usize = 128;
 
 fn flush(pending: &mut [Pending], senders: &mut [UdpSender], queued: &mut usize) {
+    // A paced sender in time calls this before each datagram: nothing queued, nothing to do.
+    if *queued == 0 {
+        return;
+    }
     for (p, s) in pending.iter_mut().zip(senders.iter_mut()) {
         if !p.ranges.is_empty() {
             s.send_many(&p.bytes, &p.ranges);
@@ -350,24 +354,31 @@ mod tests {
     fn a_sender_behind_its_deadlines_sends_everything_in_order() {
         use crate::pcap::{Format, FrameWriter};
         use std::net::UdpSocket;
-        const N: u64 = 2_000;
+        // The receivers hold everything until the replay ends: as many datagrams as their
+        // buffers take (16 MB where the process may go past the system's cap, 2,000 then),
+        // and more than a batch in any case.
+        let rx: Vec<UdpSocket> = (0..2).map(|_| UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
+        let mut room = usize::MAX;
+        for s in &rx {
+            let s = socket2::SockRef::from(s);
+            crate::live::set_rcvbuf(&s, 16 << 20).unwrap();
+            room = room.min(s.recv_buffer_size().unwrap());
+        }
+        let n = (room / 2_048).min(2_000) as u64;
+        assert!(n > FLUSH_AT as u64, "receive buffers of {room} bytes hold too few datagrams");
         let dir = tempfile::tempdir().unwrap();
         let mut targets = Vec::new();
-        let mut rx = Vec::new();
         for (k, name) in ["a.pcap", "b.pcap"].into_iter().enumerate() {
             let path = dir.path().join(name);
             let mut w = FrameWriter::create(&path, tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
-            for i in 0..N {
+            for i in 0..n {
                 let payload = [i.to_be_bytes(), (k as u64).to_be_bytes()].concat();
                 let frame = tickplant_wire::build::udp_frame(&Default::default(), i as u16, &payload);
                 w.write(1_000 * i + k as u64, &frame).unwrap();
             }
             w.finish().unwrap();
-            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-            crate::live::set_rcvbuf(&socket2::SockRef::from(&s), 16 << 20).unwrap();
-            let to = format!("udp://{}", s.local_addr().unwrap()).parse().unwrap();
+            let to = format!("udp://{}", rx[k].local_addr().unwrap()).parse().unwrap();
             targets.push(ReplayTarget { path, to });
-            rx.push(s);
         }
         let opts = ReplayOptions {
             pace: Pace::Pps(50_000_000.0),
@@ -376,14 +387,14 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
         };
         let report = replay(&targets, &opts, |_| {}).unwrap();
-        assert_eq!(report.sent, vec![N, N]);
+        assert_eq!(report.sent, vec![n, n]);
         assert!(report.late_p99_ns >= BEHIND_NS, "it fell behind: {report:?}");
         for (k, s) in rx.iter().enumerate() {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             let mut buf = [0u8; 64];
-            for i in 0..N {
-                let n = s.recv(&mut buf).unwrap();
-                assert_eq!(&buf[..n], [i.to_be_bytes(), (k as u64).to_be_bytes()].concat(), "target {k}");
+            for i in 0..n {
+                let len = s.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..len], [i.to_be_bytes(), (k as u64).to_be_bytes()].concat(), "target {k}");
             }
         }
     }

@@ -814,8 +814,8 @@ impl Cluster {
         // --workload b`). A small cluster's bucket edges (a few lines an attribute) are
         // asked for all at once before the searches: searched cold, one attribute after
         // another, each step waited on a line (a quarter of workload b's `match_event`).
-        // (At most 128 lines: a cluster of many attributes is searched as it comes.)
-        if self.attrs.len() * SMALL_EDGES <= 512 {
+        // (At most 16 attributes, 128 lines: a cluster of more is searched as it comes.)
+        if self.attrs.len() <= 16 {
             for a in &self.attrs {
                 if a.edges.len() <= SMALL_EDGES {
                     for line in a.edges.chunks(4) {
