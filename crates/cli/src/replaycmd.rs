@@ -17,7 +17,8 @@ pub struct ReplayArgs {
     /// A fixed rate, packets a second, whatever the recorded spacing.
     #[arg(long, value_name = "N")]
     pub pps: Option<f64>,
-    /// As fast as the sockets take them.
+    /// As fast as the sockets take them, each capture from a thread of its own (no order
+    /// kept between captures).
     #[arg(long)]
     pub max: bool,
     /// Play the captures N times.

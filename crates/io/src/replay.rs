@@ -6,10 +6,11 @@
 //! or none), never from the previous send: a late send does not push the rest later, so
 //! a long replay does not drift. The thread sleeps while the next deadline is more than
 //! [`SPIN_NS`] away and spins the rest, since a sleep wakes some microseconds late (tens
-//! with the kernel's default timer slack, which the replay sets to its least).
+//! with the kernel's default timer slack, which the replay sets to its least). As fast as
+//! it goes (`--max`), each capture is sent from a thread of its own.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,7 @@ pub enum Pace {
     Speed(f64),
     /// A fixed rate, packets a second, whatever the recorded spacing.
     Pps(f64),
-    /// As fast as the sockets take them.
+    /// As fast as the sockets take them; with several targets, a thread each.
     Max,
 }
 
@@ -145,100 +146,189 @@ pub fn replay(
     }
     let mut senders =
         targets.iter().map(|t| UdpSender::open(&t.to)).collect::<Result<Vec<_>, _>>().map_err(ReplayError::Send)?;
-    let mut late = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-    let mut report = ReplayReport { sent: vec![0; targets.len()], ..Default::default() };
-    let _slack = TimerSlack::least();
     let started = Instant::now();
-    let end_at = opts.duration.map(|d| started + d);
-    let mut next_progress = started + Duration::from_secs(1);
-    // The deadline clock: ns after `started`. A pass's frames are placed at `pass_base` plus
-    // their recorded offset (scaled); the next pass starts after the last one's end.
-    let mut pass_base = 0u64;
-    let mut n = 0u64;
-    // Datagrams whose time has come, by target, sent together (`sendmmsg`) when a batch
-    // fills, before a wait for a later deadline, and at the end.
-    // Paced, each goes at once while the sender keeps up: a batch sent late makes the ones
-    // after it late too (`tickplant replay --pps 100000`: p99 lateness 32-44 us batched, 8
-    // us not). A sender [`BEHIND_NS`] behind batches until it has caught up: one at a time,
-    // it would not (`tickplant bench live` offered a million messages a second).
-    let mut pending: Vec<Pending> = targets.iter().map(|_| Pending::default()).collect();
-    let mut queued = 0usize;
-    'passes: for _ in 0..opts.loops.max(1) {
-        let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
-        let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
-        let mut merged = MergedReader::new(readers);
-        let mut first_ts = None;
-        let mut pass_end = pass_base;
-        while let Some((input, f)) = merged.next_frame()? {
-            let Ok(range) = udp_payload_range(links[input], f.data) else {
-                report.skipped_not_udp += 1;
-                continue;
-            };
-            let deadline = match opts.pace {
-                Pace::Max => None,
-                Pace::Speed(x) => {
-                    let t0 = *first_ts.get_or_insert(f.ts_ns);
-                    Some(pass_base + (f.ts_ns.saturating_sub(t0) as f64 / x) as u64)
-                }
-                Pace::Pps(r) => Some((n as f64 * 1e9 / r) as u64),
-            };
-            let batch = match deadline {
-                None => true,
-                Some(d) => {
-                    pass_end = pass_end.max(d);
-                    let mut now = started.elapsed().as_nanos() as u64;
-                    if now < d {
-                        flush(&mut pending, &mut senders, &mut queued);
-                        wait_until(started, d);
-                        now = started.elapsed().as_nanos() as u64;
-                    }
-                    late.saturating_record(now.saturating_sub(d).max(1));
-                    now - d >= BEHIND_NS
-                }
-            };
-            if batch {
-                pending[input].push(&f.data[range]);
-                queued += 1;
-                if queued >= FLUSH_AT {
-                    flush(&mut pending, &mut senders, &mut queued);
-                }
-            } else {
-                // In time: anything queued goes first, in order.
-                flush(&mut pending, &mut senders, &mut queued);
-                senders[input].send(&f.data[range]);
-            }
-            n += 1;
-            if n.is_multiple_of(1024) {
-                if opts.stop.load(Ordering::Relaxed) || end_at.is_some_and(|e| Instant::now() >= e) {
-                    report.stopped = true;
-                    break 'passes;
-                }
+    let sent_so_far = AtomicU64::new(0);
+    let halt = AtomicBool::new(false);
+    let run = Run { opts, started, sent_so_far: &sent_so_far, halt: &halt };
+    let outcome = if opts.pace == Pace::Max && targets.len() > 1 {
+        // As fast as it goes, each target has a thread of its own: the time is the kernel's
+        // (97% of a one-thread replay's samples), and a target's datagrams need no order
+        // against another's. Two threads send 1.8-2.0 times what one does on two cores
+        // (`tickplant replay --max`, docs/perf-log/live.md).
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = targets
+                .iter()
+                .zip(senders.iter_mut())
+                .map(|(t, sender)| {
+                    let run = &run;
+                    scope.spawn(move || {
+                        let outcome = run.send(std::slice::from_ref(t), std::slice::from_mut(sender), &mut |_| {});
+                        if outcome.is_err() {
+                            run.halt.store(true, Ordering::Relaxed);
+                        }
+                        outcome
+                    })
+                })
+                .collect();
+            let mut next_progress = started + Duration::from_secs(1);
+            while !threads.iter().all(|t| t.is_finished()) {
+                std::thread::sleep(Duration::from_millis(20));
                 if Instant::now() >= next_progress {
                     next_progress = Instant::now() + Duration::from_secs(1);
-                    progress(n);
+                    progress(sent_so_far.load(Ordering::Relaxed));
                 }
             }
-        }
-        // The next pass after this one's span, one recorded gap's worth later.
-        pass_base = pass_end + 1;
-    }
-    flush(&mut pending, &mut senders, &mut queued);
+            let mut all = Outcome::new();
+            for t in threads {
+                let one = t.join().expect("a replay thread panicked")?;
+                all.skipped_not_udp += one.skipped_not_udp;
+                all.stopped |= one.stopped;
+            }
+            Ok::<Outcome, ReplayError>(all)
+        })?
+    } else {
+        run.send(targets, &mut senders, &mut progress)?
+    };
     let seconds = started.elapsed().as_secs_f64();
-    for (k, s) in senders.iter().enumerate() {
-        report.sent[k] = s.sent;
-    }
+    let mut report = ReplayReport {
+        sent: senders.iter().map(|s| s.sent).collect(),
+        skipped_not_udp: outcome.skipped_not_udp,
+        stopped: outcome.stopped,
+        ..Default::default()
+    };
     report.frames_sent = report.sent.iter().sum();
     report.bytes_sent = senders.iter().map(|s| s.bytes).sum();
     report.send_errors = senders.iter().map(|s| s.errors).sum();
     report.last_send_error = senders.iter().rev().find_map(|s| s.last_error.clone());
     report.seconds = seconds;
     report.packets_per_s = report.frames_sent as f64 / seconds.max(1e-9);
+    let late = &outcome.late;
     if !late.is_empty() {
         report.late_p50_ns = late.value_at_quantile(0.5);
         report.late_p99_ns = late.value_at_quantile(0.99);
         report.late_max_ns = late.max();
     }
     Ok(report)
+}
+
+/// What one sending thread shares with the others.
+struct Run<'a> {
+    opts: &'a ReplayOptions,
+    /// The deadlines' zero.
+    started: Instant,
+    /// Frames sent by every thread, counted in steps of 1,024 (for the progress lines).
+    sent_so_far: &'a AtomicU64,
+    /// Raised when a thread fails: the others stop.
+    halt: &'a AtomicBool,
+}
+
+/// What one sending thread saw.
+struct Outcome {
+    skipped_not_udp: u64,
+    stopped: bool,
+    late: Histogram<u64>,
+}
+
+impl Outcome {
+    fn new() -> Outcome {
+        let late = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+        Outcome { skipped_not_udp: 0, stopped: false, late }
+    }
+}
+
+impl Run<'_> {
+    /// Send `targets`' captures, merged in capture-time order, each to its sender.
+    fn send(
+        &self,
+        targets: &[ReplayTarget],
+        senders: &mut [UdpSender],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Outcome, ReplayError> {
+        let opts = self.opts;
+        let started = self.started;
+        let mut out = Outcome::new();
+        let _slack = TimerSlack::least();
+        let end_at = opts.duration.map(|d| started + d);
+        let mut next_progress = started + Duration::from_secs(1);
+        // The deadline clock: ns after `started`. A pass's frames are placed at `pass_base`
+        // plus their recorded offset (scaled); the next pass starts after the last one's end.
+        let mut pass_base = 0u64;
+        let mut n = 0u64;
+        // Datagrams whose time has come, by target, sent together (`sendmmsg`) when a batch
+        // fills, before a wait for a later deadline, and at the end.
+        // Paced, each goes at once while the sender keeps up: a batch sent late makes the
+        // ones after it late too (`tickplant replay --pps 100000`: p99 lateness 32-44 us
+        // batched, 8 us not). A sender [`BEHIND_NS`] behind batches until it has caught up:
+        // one at a time, it would not (`tickplant bench live` offered a million messages a
+        // second).
+        let mut pending: Vec<Pending> = targets.iter().map(|_| Pending::default()).collect();
+        let mut queued = 0usize;
+        'passes: for _ in 0..opts.loops.max(1) {
+            let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
+            let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
+            let mut merged = MergedReader::new(readers);
+            let mut first_ts = None;
+            let mut pass_end = pass_base;
+            while let Some((input, f)) = merged.next_frame()? {
+                let Ok(range) = udp_payload_range(links[input], f.data) else {
+                    out.skipped_not_udp += 1;
+                    continue;
+                };
+                let deadline = match opts.pace {
+                    Pace::Max => None,
+                    Pace::Speed(x) => {
+                        let t0 = *first_ts.get_or_insert(f.ts_ns);
+                        Some(pass_base + (f.ts_ns.saturating_sub(t0) as f64 / x) as u64)
+                    }
+                    Pace::Pps(r) => Some((n as f64 * 1e9 / r) as u64),
+                };
+                let batch = match deadline {
+                    None => true,
+                    Some(d) => {
+                        pass_end = pass_end.max(d);
+                        let mut now = started.elapsed().as_nanos() as u64;
+                        if now < d {
+                            flush(&mut pending, senders, &mut queued);
+                            wait_until(started, d);
+                            now = started.elapsed().as_nanos() as u64;
+                        }
+                        out.late.saturating_record(now.saturating_sub(d).max(1));
+                        now - d >= BEHIND_NS
+                    }
+                };
+                if batch {
+                    pending[input].push(&f.data[range]);
+                    queued += 1;
+                    if queued >= FLUSH_AT {
+                        flush(&mut pending, senders, &mut queued);
+                    }
+                } else {
+                    // In time: anything queued goes first, in order.
+                    flush(&mut pending, senders, &mut queued);
+                    senders[input].send(&f.data[range]);
+                }
+                n += 1;
+                if n.is_multiple_of(1024) {
+                    let so_far = self.sent_so_far.fetch_add(1024, Ordering::Relaxed) + 1024;
+                    if opts.stop.load(Ordering::Relaxed)
+                        || self.halt.load(Ordering::Relaxed)
+                        || end_at.is_some_and(|e| Instant::now() >= e)
+                    {
+                        out.stopped = true;
+                        break 'passes;
+                    }
+                    if Instant::now() >= next_progress {
+                        next_progress = Instant::now() + Duration::from_secs(1);
+                        progress(so_far);
+                    }
+                }
+            }
+            // The next pass after this one's span, one recorded gap's worth later.
+            pass_base = pass_end + 1;
+        }
+        flush(&mut pending, senders, &mut queued);
+        Ok(out)
+    }
 }
 
 /// Datagrams queued for one target: their bytes, one after another, and where each lies.
@@ -259,9 +349,9 @@ impl Pending {
 /// A paced sender this far behind its deadline sends in batches (see [`replay`]).
 const BEHIND_NS: u64 = 50_000;
 
-/// With `--max`, queued datagrams are sent this many at a time (`sendmmsg`): within a
-/// batch a target's datagrams go before the next target's, so A and B interleave by
-/// batches, not one by one. 128 rather than 32: fewer calls (`tickplant replay --max`,
+/// Queued datagrams (`--max`, or a paced sender behind) are sent this many at a time
+/// (`sendmmsg`): within a batch a target's datagrams go before the next target's, so one
+/// thread's targets interleave by batches, not one by one. 128 rather than 32: fewer calls (`tickplant replay --max`,
 /// docs/perf-log/live.md).
 const FLUSH_AT: usize = 128;
 
@@ -352,6 +442,22 @@ mod tests {
     /// each destination still gets each of its datagrams once, in order.
     #[test]
     fn a_sender_behind_its_deadlines_sends_everything_in_order() {
+        let report = each_datagram_once_in_order(Pace::Pps(50_000_000.0));
+        assert!(report.late_p99_ns >= BEHIND_NS, "it fell behind: {report:?}");
+    }
+
+    /// With `--max` each target is sent from a thread of its own: each destination gets
+    /// each of its datagrams once, in order, and the report counts them all.
+    #[test]
+    fn at_most_speed_each_target_has_its_thread_and_loses_nothing() {
+        let report = each_datagram_once_in_order(Pace::Max);
+        assert_eq!(report.late_p99_ns, 0, "--max has no deadlines: {report:?}");
+        assert!(!report.stopped);
+    }
+
+    /// Two captures of numbered datagrams replayed to two receivers at `pace`: both get
+    /// their own capture's datagrams, each once, in order.
+    fn each_datagram_once_in_order(pace: Pace) -> ReplayReport {
         use crate::pcap::{Format, FrameWriter};
         use std::net::UdpSocket;
         // The receivers hold everything until the replay ends: as many datagrams as their
@@ -380,15 +486,10 @@ mod tests {
             let to = format!("udp://{}", rx[k].local_addr().unwrap()).parse().unwrap();
             targets.push(ReplayTarget { path, to });
         }
-        let opts = ReplayOptions {
-            pace: Pace::Pps(50_000_000.0),
-            loops: 1,
-            duration: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        };
+        let opts = ReplayOptions { pace, loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
         let report = replay(&targets, &opts, |_| {}).unwrap();
         assert_eq!(report.sent, vec![n, n]);
-        assert!(report.late_p99_ns >= BEHIND_NS, "it fell behind: {report:?}");
+        assert_eq!(report.frames_sent, 2 * n);
         for (k, s) in rx.iter().enumerate() {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             let mut buf = [0u8; 64];
@@ -396,7 +497,10 @@ mod tests {
                 let len = s.recv(&mut buf).unwrap();
                 assert_eq!(&buf[..len], [i.to_be_bytes(), (k as u64).to_be_bytes()].concat(), "target {k}");
             }
+            s.set_nonblocking(true).unwrap();
+            assert!(s.recv(&mut buf).is_err(), "target {k}: nothing more");
         }
+        report
     }
 
     #[test]
