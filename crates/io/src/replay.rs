@@ -146,6 +146,11 @@ pub fn replay(
     }
     let mut senders =
         targets.iter().map(|t| UdpSender::open(&t.to)).collect::<Result<Vec<_>, _>>().map_err(ReplayError::Send)?;
+    // Every capture opens before anything is sent (a thread's target would otherwise go
+    // out while another's file is missing).
+    for t in targets {
+        FrameReader::open(&t.path)?;
+    }
     let started = Instant::now();
     let sent_so_far = AtomicU64::new(0);
     let halt = AtomicBool::new(false);
@@ -501,6 +506,32 @@ mod tests {
             assert!(s.recv(&mut buf).is_err(), "target {k}: nothing more");
         }
         report
+    }
+
+    /// A capture that does not open stops the replay before anything is sent, whatever
+    /// the pace: with `--max`, the other target's thread has not sent its capture.
+    #[test]
+    fn a_missing_capture_sends_nothing() {
+        use crate::pcap::{Format, FrameWriter};
+        use std::net::UdpSocket;
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.pcap");
+        let mut w = FrameWriter::create(&path, tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
+        for i in 0..10u64 {
+            w.write(i, &tickplant_wire::build::udp_frame(&Default::default(), 1, &i.to_be_bytes())).unwrap();
+        }
+        w.finish().unwrap();
+        let to: UdpUrl = format!("udp://{}", rx.local_addr().unwrap()).parse().unwrap();
+        let targets =
+            [ReplayTarget { path, to: to.clone() }, ReplayTarget { path: dir.path().join("missing.pcap"), to }];
+        for pace in [Pace::Max, Pace::Pps(1e6)] {
+            let opts = ReplayOptions { pace, loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
+            let e = replay(&targets, &opts, |_| {}).unwrap_err();
+            assert!(e.to_string().contains("missing.pcap"), "{e}");
+            rx.set_nonblocking(true).unwrap();
+            assert!(rx.recv(&mut [0u8; 64]).is_err(), "{pace:?}: nothing was sent");
+        }
     }
 
     #[test]
