@@ -158,7 +158,7 @@ pub fn replay(
     let outcome = if opts.pace == Pace::Max && targets.len() > 1 {
         // As fast as it goes, each target has a thread of its own: the time is the kernel's
         // (97% of a one-thread replay's samples), and a target's datagrams need no order
-        // against another's. Two threads send 1.8-2.0 times what one does on two cores
+        // against another's. Two threads send 1.8-2.2 times what one does on two cores
         // (`tickplant replay --max`, docs/perf-log/live.md).
         std::thread::scope(|scope| {
             let threads: Vec<_> = targets
@@ -523,8 +523,7 @@ mod tests {
         }
         w.finish().unwrap();
         let to: UdpUrl = format!("udp://{}", rx.local_addr().unwrap()).parse().unwrap();
-        let targets =
-            [ReplayTarget { path, to: to.clone() }, ReplayTarget { path: dir.path().join("missing.pcap"), to }];
+        let targets = [ReplayTarget { path, to }, ReplayTarget { path: dir.path().join("missing.pcap"), to }];
         for pace in [Pace::Max, Pace::Pps(1e6)] {
             let opts = ReplayOptions { pace, loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
             let e = replay(&targets, &opts, |_| {}).unwrap_err();
