@@ -485,6 +485,39 @@ mod tests {
         assert_eq!((s.series, s.rejected, s.quotes), (2, 3, 8));
     }
 
+    /// More series than the cache has slots to spare: keys that share a slot take it from
+    /// each other, and every message still gets its own series' id, in both forms, and
+    /// its own best bid and offer.
+    #[test]
+    fn series_that_share_a_cache_slot_keep_their_ids() {
+        const N: i64 = 3_000;
+        let mut f = OpraBinaryFeed::new(N as usize);
+        let roots: Vec<[u8; 4]> =
+            (0..N).map(|i| [b'A' + (i % 26) as u8, b'A' + (i / 26 % 26) as u8, b'A' + (i / 676) as u8, b'Q']).collect();
+        let mut ids = Vec::new();
+        for (i, r) in roots.iter().enumerate() {
+            let (_, ev) = run(&mut f, &[&long(r, b'A', 1330, 100 + i as i64)], 1);
+            ids.push(ev[0].instrument_id);
+        }
+        assert_eq!(ids, (1..=N as u32).collect::<Vec<_>>());
+        // Short forms in another order, then the long forms again in reverse.
+        for pass in 0..2 {
+            for k in 0..N as usize {
+                let i = if pass == 0 { (k * 7) % N as usize } else { N as usize - 1 - k };
+                let (_, ev) = if pass == 0 {
+                    run(&mut f, &[&short(&roots[i], b' ', 1, 2, &[])], 2)
+                } else {
+                    run(&mut f, &[&long(&roots[i], b'A', 1330, 100 + i as i64)], 3)
+                };
+                assert_eq!(ev[0].instrument_id, ids[i], "pass {pass}, series {i}");
+            }
+        }
+        assert_eq!(f.stats().series, N as u64);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(f.bbo(id).0.bid_price, (100 + i as i64) * 10_000_000, "series {i}: premium code B");
+        }
+    }
+
     #[test]
     fn every_message_is_counted() {
         let mut f = OpraBinaryFeed::new(1);
