@@ -196,7 +196,16 @@ fn what_the_server_does_not_answer_is_exactly_the_gaps() {
     assert!((1..=last).all(|s| delivered.contains(&s) ^ o.gaps.contains(&s)), "each message delivered or a gap");
     let rr = &o.stats["rerequest"];
     assert!(rr["retries"].as_u64().unwrap() > 0, "asked again for the rest: {rr}");
-    assert_eq!(rr["messages_recovered"].as_u64().unwrap(), (o.both_lost.len() - withheld.len()) as u64, "{rr}");
+    // What the answers brought: every message both lines lost that the server had; more
+    // only where a line fell more than the line wait behind (a loaded machine) and its
+    // hole was asked for too (see `a_silent_server_costs_only_its_counters`).
+    let (recovered, lost) = (rr["messages_recovered"].as_u64().unwrap(), (o.both_lost.len() - withheld.len()) as u64);
+    let runs = o.both_lost.iter().filter(|&&s| !o.both_lost.contains(&(s - 1))).count() as u64;
+    if rr["holes"].as_u64().unwrap() == runs {
+        assert_eq!(recovered, lost, "{rr}");
+    } else {
+        assert!(recovered >= lost, "{rr}");
+    }
 }
 
 /// A server that answers nothing: every message both lines lost is a gap, given up as
@@ -208,11 +217,22 @@ fn a_silent_server_costs_only_its_counters() {
     assert_eq!(o.reasons, BTreeSet::from(["rerequest-timeout".to_string()]));
     assert!(o.got.windows(2).all(|w| w[0] < w[1]));
     let rr = &o.stats["rerequest"];
-    assert!(rr["holes"].as_u64().unwrap() > 0);
-    assert_eq!(rr["messages_recovered"], 0);
-    // Each range: the first request and three retries, then given up.
-    assert_eq!(rr["unanswered"].as_u64().unwrap() * 4, rr["requests"].as_u64().unwrap(), "{rr}");
-    assert_eq!(rr["requests"].as_u64().unwrap(), o.server["stats"]["requests"].as_u64().unwrap(), "{rr}");
+    let n = |k: &str| rr[k].as_u64().unwrap();
+    assert!(n("holes") > 0);
+    assert_eq!(n("messages_recovered"), 0);
+    // Each run of messages both lines lost is one range, given up after the first request
+    // and three retries.
+    let runs = o.both_lost.iter().filter(|&&s| !o.both_lost.contains(&(s - 1))).count() as u64;
+    assert_eq!(n("unanswered"), runs, "{rr}");
+    // A line that falls more than the line wait (1 ms) behind the other, as on a loaded
+    // machine, has its hole asked for too, until its packet comes: more holes than runs,
+    // each a request or more that is neither answered nor given up.
+    if n("holes") == runs {
+        assert_eq!(n("requests"), runs * 4, "{rr}");
+    } else {
+        assert!(n("holes") > runs && n("requests") > runs * 4, "{rr}");
+    }
+    assert_eq!(n("requests"), o.server["stats"]["requests"].as_u64().unwrap(), "{rr}");
 }
 
 /// docs/recovery.md: the run config parses into a live run with re-request on; the
