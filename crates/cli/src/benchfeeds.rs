@@ -25,6 +25,7 @@ use anyhow::{ensure, Result};
 use tickplant_core::event::Bbo;
 use tickplant_core::feed::{EventBatch, FeedDecoder, Packet};
 use tickplant_core::opra_binary::OpraBinaryFeed;
+use tickplant_core::packed::Packed;
 use tickplant_wire::opra_binary::{self as ob, BestSide, Value};
 use tickplant_wire::xdp_integrated::Dialect;
 use tickplant_wire::{ethernet, ipv4, opra, udp};
@@ -42,29 +43,11 @@ pub struct BenchFeedsArgs {
     pub rounds: u32,
 }
 
-/// Packets held back to back in one buffer, as a capture file read into memory or a
-/// receive ring holds them. Held one allocation each, they were scattered over the heap
-/// and every packet's first byte waited on memory: 37% of the OPRA decoder's time in
-/// `perf`, a cost of the benchmark's layout, not of decoding.
-#[derive(Default)]
-struct Held {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Held {
-    fn push(&mut self, p: &[u8]) {
-        self.bytes.extend_from_slice(p);
-        self.ends.push(self.bytes.len());
-    }
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-    fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.bytes[a..b])
-    }
-}
+/// Packets held back to back in one buffer ([`Packed`]), as a capture file read into
+/// memory or a receive ring holds them. Held one allocation each, they were scattered over
+/// the heap and every packet's first byte waited on memory: 37% of the OPRA decoder's time
+/// in `perf`, a cost of the benchmark's layout, not of decoding.
+type Held = Packed;
 
 /// The pipeline's target: ns a message, OPRA binary decode with per-series BBO.
 pub const OPRA_TARGET_NS: f64 = 20.0;
@@ -316,7 +299,7 @@ pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
     let mut blocks = Held::default();
     let truth = tickplant_sim::generate_opra_binary(&cfg, |_, f| blocks.push(&f[off..]));
-    let bytes = blocks.bytes.len();
+    let bytes = blocks.bytes().len();
     out(format!(
         "opra-binary: {} messages in {} blocks ({} bytes), {} series seen; {} rounds of each, the best kept",
         truth.messages,

@@ -19,6 +19,8 @@ use std::collections::VecDeque;
 
 use tickplant_wire::soupbintcp::{self, Repr};
 
+use crate::packed::Packed;
+
 /// Why a session failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SoupError {
@@ -247,25 +249,20 @@ pub fn end_of_snapshot(seq: u64) -> [u8; END_OF_SNAPSHOT_LEN] {
 /// continues from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The messages back to back; message `i` is `bytes[ends[i-1]..ends[i]]`.
-    pub bytes: Vec<u8>,
-    pub ends: Vec<usize>,
+    /// The messages, in order.
+    pub messages: Packed,
     pub next_seq: u64,
 }
 
 impl Snapshot {
     pub fn messages(&self) -> impl Iterator<Item = &[u8]> {
-        self.ends.iter().scan(0, move |start, &end| {
-            let m = &self.bytes[*start..end];
-            *start = end;
-            Some(m)
-        })
+        self.messages.iter()
     }
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.messages.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.messages.is_empty()
     }
 }
 
@@ -336,8 +333,7 @@ impl Glimpse {
                     }
                     return;
                 }
-                self.snap.bytes.extend_from_slice(data);
-                self.snap.ends.push(self.snap.bytes.len());
+                self.snap.messages.push(data);
             }
             SoupEvent::EndOfSession => {
                 self.error = Some(GlimpseError::EndedEarly { messages: self.snap.len() as u64 });

@@ -21,6 +21,7 @@ pub mod naive;
 pub mod nyse;
 pub mod opra_binary;
 pub mod opra_fast;
+pub mod packed;
 pub mod risk;
 pub mod route;
 pub mod seq;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use tickplant_core::packed::Packed;
 use tickplant_core::LinkType;
 use tickplant_wire::build::{write_udp_headers, Flow, UDP_HEADERS_LEN};
 
@@ -695,18 +696,18 @@ impl UdpSender {
         Ok(UdpSender { url: *url, socket, sent: 0, bytes: 0, errors: 0, last_error: None })
     }
 
-    /// Send the datagrams `buf[r]` for each range of `ranges`, in order, as few calls as
-    /// `sendmmsg` takes (one for up to [`BATCH`]): a replay at full speed spends most of a
-    /// datagram's time in the call (`tickplant replay --max`, docs/live.md).
+    /// Send each of `datagrams`, in order, in as few calls as `sendmmsg` takes (one for up
+    /// to [`SEND_BATCH`]): a replay at full speed spends most of a datagram's time in the
+    /// call (`tickplant replay --max`, docs/live.md).
     #[allow(unsafe_code)] // sendmmsg
-    pub fn send_many(&mut self, buf: &[u8], ranges: &[std::ops::Range<usize>]) {
-        for chunk in ranges.chunks(SEND_BATCH) {
-            let mut iovs: Vec<libc::iovec> = chunk
-                .iter()
-                .map(|r| libc::iovec { iov_base: buf[r.clone()].as_ptr() as *mut libc::c_void, iov_len: r.len() })
-                .collect();
+    pub fn send_many(&mut self, datagrams: &Packed) {
+        let mut all: Vec<libc::iovec> = datagrams
+            .iter()
+            .map(|d| libc::iovec { iov_base: d.as_ptr() as *mut libc::c_void, iov_len: d.len() })
+            .collect();
+        for iovs in all.chunks_mut(SEND_BATCH) {
             // SAFETY: mmsghdr is plain data; all-zero is a valid empty header, filled below.
-            let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; chunk.len()];
+            let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; iovs.len()];
             for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
                 m.msg_hdr.msg_iov = iov;
                 m.msg_hdr.msg_iovlen = 1;
@@ -714,7 +715,7 @@ impl UdpSender {
             let mut at = 0;
             let mut retried = false;
             while at < msgs.len() {
-                // SAFETY: each header points at its iovec over `buf` (read only by the
+                // SAFETY: each header points at its iovec over `datagrams` (read only by the
                 // kernel; the socket is connected: no address), both alive for the call;
                 // the count passed is the headers left.
                 let r = unsafe {
@@ -873,18 +874,19 @@ mod tests {
     fn a_destination_without_a_listener_costs_no_datagram() {
         let (port, url) = free_loopback_port();
         let mut tx = UdpSender::open(&url).unwrap();
-        let buf = [7u8; 64 * 10];
-        let ranges: Vec<_> = (0..10).map(|i| i * 64..(i + 1) * 64).collect();
+        let buf = [7u8; 64];
+        let mut ten = Packed::new();
+        (0..10).for_each(|_| ten.push(&buf));
         for _ in 0..20 {
-            tx.send(&buf[..64]);
-            tx.send_many(&buf, &ranges);
+            tx.send(&buf);
+            tx.send_many(&ten);
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!((tx.sent, tx.errors), (220, 0), "{:?}", tx.last_error);
         let rx = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
         rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        tx.send_many(&buf, &ranges);
-        tx.send(&buf[..64]);
+        tx.send_many(&ten);
+        tx.send(&buf);
         let mut got = [0u8; 128];
         for _ in 0..11 {
             assert_eq!(rx.recv(&mut got).unwrap(), 64);

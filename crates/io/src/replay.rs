@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use tickplant_core::packed::Packed;
 use tickplant_core::seq::udp_payload_range;
 
 use crate::live::{UdpSender, UdpUrl, UrlError};
@@ -266,7 +267,7 @@ impl Run<'_> {
         // batched, 8 us not). A sender [`BEHIND_NS`] behind batches until it has caught up:
         // one at a time, it would not (`tickplant bench live` offered a million messages a
         // second).
-        let mut pending: Vec<Pending> = targets.iter().map(|_| Pending::default()).collect();
+        let mut pending: Vec<Packed> = targets.iter().map(|_| Packed::new()).collect();
         let mut queued = 0usize;
         'passes: for _ in 0..opts.loops.max(1) {
             let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
@@ -336,21 +337,6 @@ impl Run<'_> {
     }
 }
 
-/// Datagrams queued for one target: their bytes, one after another, and where each lies.
-#[derive(Debug, Default)]
-struct Pending {
-    bytes: Vec<u8>,
-    ranges: Vec<std::ops::Range<usize>>,
-}
-
-impl Pending {
-    fn push(&mut self, d: &[u8]) {
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(d);
-        self.ranges.push(at..at + d.len());
-    }
-}
-
 /// A paced sender this far behind its deadline sends in batches (see [`replay`]).
 const BEHIND_NS: u64 = 50_000;
 
@@ -360,16 +346,16 @@ const BEHIND_NS: u64 = 50_000;
 /// docs/perf-log/live.md).
 const FLUSH_AT: usize = 128;
 
-fn flush(pending: &mut [Pending], senders: &mut [UdpSender], queued: &mut usize) {
+/// Send what is queued for each target (the datagrams of `pending[k]` to `senders[k]`).
+fn flush(pending: &mut [Packed], senders: &mut [UdpSender], queued: &mut usize) {
     // A paced sender in time calls this before each datagram: nothing queued, nothing to do.
     if *queued == 0 {
         return;
     }
     for (p, s) in pending.iter_mut().zip(senders.iter_mut()) {
-        if !p.ranges.is_empty() {
-            s.send_many(&p.bytes, &p.ranges);
-            p.bytes.clear();
-            p.ranges.clear();
+        if !p.is_empty() {
+            s.send_many(p);
+            p.clear();
         }
     }
     *queued = 0;

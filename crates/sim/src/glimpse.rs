@@ -6,15 +6,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use tickplant_core::packed::Packed;
 use tickplant_wire::itch50::{self, AddOrder, Message};
 
 /// Every message of a feed, by sequence number.
 #[derive(Debug, Default)]
 pub struct FeedMessages {
     first_seq: u64,
-    bytes: Vec<u8>,
-    /// Message `first_seq + i` is `bytes[ends[i - 1]..ends[i]]` (`ends[-1]` = 0).
-    ends: Vec<usize>,
+    /// Message `first_seq + i` is string `i`.
+    messages: Packed,
 }
 
 impl FeedMessages {
@@ -25,15 +25,14 @@ impl FeedMessages {
         if p.is_heartbeat() || p.is_end_of_session() {
             return Ok(0);
         }
-        if self.ends.is_empty() {
+        if self.messages.is_empty() {
             self.first_seq = p.sequence_number();
         }
         let mut taken = 0;
         for (seq, m) in (p.sequence_number()..).zip(p.messages()) {
             let (_, msg) = m?;
             if seq == self.next_seq() {
-                self.bytes.extend_from_slice(msg);
-                self.ends.push(self.bytes.len());
+                self.messages.push(msg);
                 taken += 1;
             }
         }
@@ -44,14 +43,11 @@ impl FeedMessages {
     }
     /// One past the last message held.
     pub fn next_seq(&self) -> u64 {
-        self.first_seq + self.ends.len() as u64
+        self.first_seq + self.messages.len() as u64
     }
     /// Message `seq`, if held.
     pub fn get(&self, seq: u64) -> Option<&[u8]> {
-        let i = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.bytes[start..end])
+        self.messages.get(usize::try_from(seq.checked_sub(self.first_seq)?).ok()?)
     }
 
     /// The snapshot at `seq`: the state after every message before it (clamped to what is
