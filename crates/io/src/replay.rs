@@ -342,8 +342,8 @@ const BEHIND_NS: u64 = 50_000;
 
 /// Queued datagrams (`--max`, or a paced sender behind) are sent this many at a time
 /// (`sendmmsg`): within a batch a target's datagrams go before the next target's, so one
-/// thread's targets interleave by batches, not one by one. 128 rather than 32: fewer calls (`tickplant replay --max`,
-/// docs/perf-log/live.md).
+/// thread's targets interleave by batches, not one by one. 128 rather than 32: fewer
+/// calls (`tickplant replay --max`, docs/perf-log/live.md).
 const FLUSH_AT: usize = 128;
 
 /// Send what is queued for each target (the datagrams of `pending[k]` to `senders[k]`).
