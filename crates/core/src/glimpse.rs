@@ -254,18 +254,6 @@ pub struct Snapshot {
     pub next_seq: u64,
 }
 
-impl Snapshot {
-    pub fn messages(&self) -> impl Iterator<Item = &[u8]> {
-        self.messages.iter()
-    }
-    pub fn len(&self) -> usize {
-        self.messages.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-    }
-}
-
 /// Why a GLIMPSE snapshot could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GlimpseError {
@@ -336,7 +324,7 @@ impl Glimpse {
                 self.snap.messages.push(data);
             }
             SoupEvent::EndOfSession => {
-                self.error = Some(GlimpseError::EndedEarly { messages: self.snap.len() as u64 });
+                self.error = Some(GlimpseError::EndedEarly { messages: self.snap.messages.len() as u64 });
             }
         }
     }
@@ -351,7 +339,7 @@ impl Glimpse {
 
     /// Messages so far.
     pub fn messages(&self) -> usize {
-        self.snap.len()
+        self.snap.messages.len()
     }
 }
 
@@ -408,7 +396,7 @@ mod tests {
         }
         let s = g.result().unwrap().unwrap();
         assert_eq!(s.next_seq, 4242);
-        assert_eq!(s.messages().collect::<Vec<_>>(), [&b"Rdirectory"[..], b"Aorder"]);
+        assert_eq!(s.messages.iter().collect::<Vec<_>>(), [&b"Rdirectory"[..], b"Aorder"]);
         // Heartbeats once logged in; silence fails.
         c.handle_timeout(bytes.len() as u64 + 1_000_000_000).unwrap();
         c.take_output(&mut out);

@@ -248,7 +248,7 @@ pub fn late_join<S: Source>(
                     attempts: report.attempts,
                 },
                 _ => {
-                    report.snapshot_messages = snap.len() as u64;
+                    report.snapshot_messages = snap.messages.len() as u64;
                     report.snapshot_seq = snap.next_seq;
                     report.live_first = b.live_first;
                     report.buffered_frames = b.buffered.len() as u64;
@@ -256,7 +256,7 @@ pub fn late_join<S: Source>(
                     report.wait_s = t0.elapsed().as_secs_f64();
                     tracing::info!(
                         seq = snap.next_seq,
-                        messages = snap.len(),
+                        messages = snap.messages.len(),
                         attempts = report.attempts,
                         buffered_frames = report.buffered_frames,
                         "late join: snapshot loaded"

@@ -148,10 +148,8 @@ pub fn replay(
     let mut senders =
         targets.iter().map(|t| UdpSender::open(&t.to)).collect::<Result<Vec<_>, _>>().map_err(ReplayError::Send)?;
     // Every capture opens before anything is sent (a thread's target would otherwise go
-    // out while another's file is missing).
-    for t in targets {
-        FrameReader::open(&t.path)?;
-    }
+    // out while another's file is missing); the first pass reads these.
+    let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
     let started = Instant::now();
     let sent_so_far = AtomicU64::new(0);
     let halt = AtomicBool::new(false);
@@ -165,10 +163,12 @@ pub fn replay(
             let threads: Vec<_> = targets
                 .iter()
                 .zip(senders.iter_mut())
-                .map(|(t, sender)| {
+                .zip(readers)
+                .map(|((t, sender), reader)| {
                     let run = &run;
                     scope.spawn(move || {
-                        let outcome = run.send(std::slice::from_ref(t), std::slice::from_mut(sender), &mut |_| {});
+                        let outcome =
+                            run.send(std::slice::from_ref(t), std::slice::from_mut(sender), vec![reader], &mut |_| {});
                         if outcome.is_err() {
                             run.halt.store(true, Ordering::Relaxed);
                         }
@@ -189,11 +189,12 @@ pub fn replay(
                 let one = t.join().expect("a replay thread panicked")?;
                 all.skipped_not_udp += one.skipped_not_udp;
                 all.stopped |= one.stopped;
+                all.late.add(&one.late).expect("the same bounds");
             }
             Ok::<Outcome, ReplayError>(all)
         })?
     } else {
-        run.send(targets, &mut senders, &mut progress)?
+        run.send(targets, &mut senders, readers, &mut progress)?
     };
     let seconds = started.elapsed().as_secs_f64();
     let mut report = ReplayReport {
@@ -243,11 +244,13 @@ impl Outcome {
 }
 
 impl Run<'_> {
-    /// Send `targets`' captures, merged in capture-time order, each to its sender.
+    /// Send `targets`' captures, merged in capture-time order, each to its sender; the
+    /// first pass reads `first` (the captures opened), later ones open them again.
     fn send(
         &self,
         targets: &[ReplayTarget],
         senders: &mut [UdpSender],
+        first: Vec<FrameReader>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Outcome, ReplayError> {
         let opts = self.opts;
@@ -269,8 +272,12 @@ impl Run<'_> {
         // second).
         let mut pending: Vec<Packed> = targets.iter().map(|_| Packed::new()).collect();
         let mut queued = 0usize;
+        let mut first = Some(first);
         'passes: for _ in 0..opts.loops.max(1) {
-            let readers = targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?;
+            let readers = match first.take() {
+                Some(r) => r,
+                None => targets.iter().map(|t| FrameReader::open(&t.path)).collect::<Result<Vec<_>, _>>()?,
+            };
             let links: Vec<_> = readers.iter().map(|r| r.link_type()).collect();
             let mut merged = MergedReader::new(readers);
             let mut first_ts = None;

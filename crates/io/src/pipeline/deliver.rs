@@ -283,7 +283,7 @@ impl<'p> Downstream<'p> {
         load.seq = snap.next_seq;
         let now = crate::live::realtime_ns();
         let mut payload = Vec::with_capacity(1 << 16);
-        let mut msgs = snap.messages().peekable();
+        let mut msgs = snap.messages.iter().peekable();
         while msgs.peek().is_some() {
             // MoldUDP64 packets of the snapshot's messages, as the decoder reads packets.
             payload.clear();
