@@ -3,8 +3,6 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -49,6 +47,7 @@ pub struct FixMdArgs {
     /// Messages per second.
     #[arg(long, default_value_t = 10_000)]
     pub rate: u64,
+    /// Send for this long (`10s`, `500ms`, `2m`), or until SIGINT or SIGTERM.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
     #[arg(long, default_value_t = 1)]
@@ -66,7 +65,8 @@ pub fn fix_md(a: &FixMdArgs) -> Result<()> {
         bail!("--rate must be at least 1 message per second");
     }
     let mut g = FixMd::new(FixMdConfig { max_entries: a.max_entries, ..FixMdConfig::new(a.seed, a.symbols) });
-    let stop = AtomicBool::new(false);
+    // SIGINT or SIGTERM ends the run as the duration does: the truth is still written.
+    let stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
     let r = fixnet::send_market_data(a.group, a.iface, a.rate, a.duration, &stop, |now| g.next_message(now).to_vec())
         .with_context(|| format!("sending to {} on {}", a.group, a.iface))?;
     let truth = serde_json::json!({
@@ -103,13 +103,14 @@ pub struct ExchangeArgs {
     /// Price for fills of market orders that carry no Price (44).
     #[arg(long, default_value = "100")]
     pub fill_price: String,
-    /// Stop after this long (default: run until killed).
+    /// Stop after this long (otherwise at SIGINT or SIGTERM).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
 }
 
 pub fn exchange(a: &ExchangeArgs) -> Result<()> {
-    let stop = Arc::new(AtomicBool::new(false));
+    // Ends at SIGINT or SIGTERM, or after the duration, with its summary either way.
+    let stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
     if let Some(d) = a.duration {
         let s = stop.clone();
         std::thread::spawn(move || {
@@ -158,6 +159,8 @@ pub struct TradeArgs {
     /// Shares per order.
     #[arg(long, default_value_t = 100)]
     pub qty: u64,
+    /// Trade for this long (`10s`, `500ms`, `2m`), or until SIGINT or SIGTERM; then log out
+    /// and write the report.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
     #[arg(long, default_value_t = 30)]
@@ -228,7 +231,8 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
             collar_bps: a.collar_bps,
         },
     };
-    let stop = AtomicBool::new(false);
+    // SIGINT or SIGTERM ends the run as the duration does: the report is still written.
+    let stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
     let r = fixnet::run_trade(&cfg, &stop).with_context(|| format!("trading against {}", a.exchange))?;
     eprintln!(
         "trade: {} market data messages ({} entries, {} undecodable, {} gaps); {} whole-dollar prices; {} BUYs sent, {} acks, {} BUY fills, {} SELLs sent, {} SELL fills; risk rejects {:?}",

@@ -90,7 +90,15 @@ fn harness_with(
     finish(md, "sim fix-md");
     side.join().unwrap();
     finish(tr, "trade");
-    finish(ex, "sim exchange");
+    // The exchange's work is done once the engine has logged out: SIGTERM ends it there
+    // (its duration is the bound), and it still reports.
+    let term = Command::new("kill").args(["-TERM", &ex.id().to_string()]).status().unwrap();
+    assert!(term.success(), "kill -TERM the exchange");
+    let summary = finish(ex, "sim exchange");
+    assert!(
+        summary.contains(" sessions, ") && summary.contains(" fills"),
+        "the exchange's summary after SIGTERM: {summary}"
+    );
     (json(&dir.join("report.json")), json(&dir.join("truth.json")))
 }
 
