@@ -442,3 +442,76 @@ policy = "backpressure"
         ]
     );
 }
+
+/// SIGINT or SIGTERM ends each of the three as its duration would: `sim fix-md` writes its
+/// truth, `trade` logs out and writes its report, `sim exchange` prints its summary, and
+/// all exit 0 (each started with a minute to run).
+#[test]
+fn signals_end_the_harness_with_its_reports() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let group = "239.255.7.9:31709";
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex = spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "60s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let tr = spawn(
+        dir,
+        &[
+            "trade",
+            "--md",
+            group,
+            "--iface",
+            "127.0.0.1",
+            "--exchange",
+            &listen,
+            "--sender",
+            "TP",
+            "--target",
+            "EXCH",
+            "--duration",
+            "60s",
+            "--report",
+            "report.json",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let md = spawn(
+        dir,
+        &[
+            "sim",
+            "fix-md",
+            "--group",
+            group,
+            "--symbols",
+            "10",
+            "--rate",
+            "5000",
+            "--duration",
+            "60s",
+            "--truth",
+            "truth.json",
+        ],
+    );
+    let signal = |c: &Child, sig: &str| {
+        let s = Command::new("kill").args([sig, &c.id().to_string()]).status().unwrap();
+        assert!(s.success(), "kill {sig}");
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&md, "-INT");
+    finish(md, "sim fix-md");
+    // The engine's last fills come back within the fill delay.
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&tr, "-TERM");
+    finish(tr, "trade");
+    signal(&ex, "-TERM");
+    let summary = finish(ex, "sim exchange");
+    assert!(summary.contains("1 sessions, "), "{summary}");
+    let (r, truth) = (json(&dir.join("report.json")), json(&dir.join("truth.json")));
+    let sent = truth["messages"].as_u64().unwrap();
+    assert!(sent > 1000 && sent < 30 * 5000, "stopped early by SIGINT: {sent} messages");
+    assert_eq!(r["md_messages"].as_u64().unwrap(), sent, "{r}");
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert_eq!(r["buys_sent"].as_u64().unwrap(), whole, "{r}");
+    assert!(r["seconds"].as_f64().unwrap() < 30.0, "{r}");
+}
