@@ -36,17 +36,18 @@ fn harness(dir: &Path, group: &str, trade_extra: &[&str]) -> (serde_json::Value,
     harness_with(dir, group, trade_extra, |_| {})
 }
 
-/// The same, with `during` run on its own thread from the moment the market data starts.
-fn harness_with(
-    dir: &Path,
-    group: &str,
-    trade_extra: &[&str],
-    during: impl FnOnce(std::time::Instant) + Send + 'static,
-) -> (serde_json::Value, serde_json::Value) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let port = free_port().to_string();
-    let listen = format!("127.0.0.1:{port}");
-    let ex = spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "6s"]);
+/// Send `sig` (`-INT`, `-TERM`) to `c`.
+fn signal(c: &Child, sig: &str) {
+    let s = Command::new("kill").args([sig, &c.id().to_string()]).status().unwrap();
+    assert!(s.success(), "kill {sig}");
+}
+
+/// Start the three in order (the exchange, then the engine logged on, then the market data)
+/// with the durations given (exchange, trade, market data); returns them in that order.
+fn start(dir: &Path, group: &str, trade_extra: &[&str], durations: [&str; 3]) -> (Child, Child, Child) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex =
+        spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", durations[0]]);
     std::thread::sleep(Duration::from_millis(400));
     let mut args = vec![
         "trade",
@@ -61,7 +62,7 @@ fn harness_with(
         "--target",
         "EXCH",
         "--duration",
-        "4s",
+        durations[1],
         "--report",
         "report.json",
     ];
@@ -80,11 +81,23 @@ fn harness_with(
             "--rate",
             "5000",
             "--duration",
-            "2s",
+            durations[2],
             "--truth",
             "truth.json",
         ],
     );
+    (ex, tr, md)
+}
+
+/// The same, with `during` run on its own thread from the moment the market data starts.
+fn harness_with(
+    dir: &Path,
+    group: &str,
+    trade_extra: &[&str],
+    during: impl FnOnce(std::time::Instant) + Send + 'static,
+) -> (serde_json::Value, serde_json::Value) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (ex, tr, md) = start(dir, group, trade_extra, ["6s", "4s", "2s"]);
     let started = std::time::Instant::now();
     let side = std::thread::spawn(move || during(started));
     finish(md, "sim fix-md");
@@ -92,8 +105,7 @@ fn harness_with(
     finish(tr, "trade");
     // The exchange's work is done once the engine has logged out: SIGTERM ends it there
     // (its duration is the bound), and it still reports.
-    let term = Command::new("kill").args(["-TERM", &ex.id().to_string()]).status().unwrap();
-    assert!(term.success(), "kill -TERM the exchange");
+    signal(&ex, "-TERM");
     let summary = finish(ex, "sim exchange");
     assert!(
         summary.contains(" sessions, ") && summary.contains(" fills"),
@@ -451,52 +463,7 @@ fn signals_end_the_harness_with_its_reports() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let group = "239.255.7.9:31709";
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ex = spawn(dir, &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "60s"]);
-    std::thread::sleep(Duration::from_millis(400));
-    let tr = spawn(
-        dir,
-        &[
-            "trade",
-            "--md",
-            group,
-            "--iface",
-            "127.0.0.1",
-            "--exchange",
-            &listen,
-            "--sender",
-            "TP",
-            "--target",
-            "EXCH",
-            "--duration",
-            "60s",
-            "--report",
-            "report.json",
-        ],
-    );
-    std::thread::sleep(Duration::from_millis(800));
-    let md = spawn(
-        dir,
-        &[
-            "sim",
-            "fix-md",
-            "--group",
-            group,
-            "--symbols",
-            "10",
-            "--rate",
-            "5000",
-            "--duration",
-            "60s",
-            "--truth",
-            "truth.json",
-        ],
-    );
-    let signal = |c: &Child, sig: &str| {
-        let s = Command::new("kill").args([sig, &c.id().to_string()]).status().unwrap();
-        assert!(s.success(), "kill {sig}");
-    };
+    let (ex, tr, md) = start(dir, "239.255.7.9:31709", &[], ["60s", "60s", "60s"]);
     std::thread::sleep(Duration::from_millis(1000));
     signal(&md, "-INT");
     finish(md, "sim fix-md");
