@@ -20,8 +20,17 @@ pub trait ArbSink {
 }
 
 impl Arbitrator {
-    /// Run every deadline up to `now`, sending what is released to `sink`.
+    /// Run every deadline up to `now`, sending what is released to `sink`. Cheap when no
+    /// deadline is due (one compare in line), so a caller can call it before every packet.
+    #[inline(always)]
     pub fn advance_to<S: ArbSink>(&mut self, now: u64, sink: &mut S) {
+        if self.deadline <= now {
+            self.advance_due(now, sink);
+        }
+    }
+
+    #[inline(never)]
+    fn advance_due<S: ArbSink>(&mut self, now: u64, sink: &mut S) {
         while let Some(d) = self.poll_timeout() {
             if d > now {
                 break;
@@ -35,9 +44,7 @@ impl Arbitrator {
     /// everything it releases, in order.
     #[inline]
     pub fn process<S: ArbSink>(&mut self, now: u64, input: usize, frame: &[u8], sink: &mut S) {
-        if self.deadline <= now {
-            self.advance_to(now, sink);
-        }
+        self.advance_to(now, sink);
         let info = match self.seq.classify(self.links[input], frame) {
             Ok(info) if self.destination_ok(input, frame, &info) => info,
             Ok(_) => {
