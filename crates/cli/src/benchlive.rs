@@ -24,9 +24,11 @@ pub struct BenchLiveArgs {
     /// Offered rates to run, messages a second (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [100_000u64, 250_000, 500_000, 1_000_000])]
     pub rates: Vec<u64>,
-    /// After the rates, bisect for the highest rate with no loss (this many steps).
+    /// After the rates, bisect for the highest rate with no loss (--steps steps).
     #[arg(long)]
     pub find_max: bool,
+    /// Bisection steps of --find-max, each one more run at a rate between the highest
+    /// loss-free rate and the lowest lossy one.
     #[arg(long, default_value_t = 6)]
     pub steps: u32,
     /// Write the table as CSV here.

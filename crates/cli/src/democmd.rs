@@ -47,6 +47,7 @@ pub struct DemoArgs {
     /// Symbols in the generated day.
     #[arg(long, default_value_t = 200)]
     pub symbols: u32,
+    /// Random seed of the day and of its impairment: the same seed, the same run.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// No progress lines.

@@ -66,6 +66,7 @@ pub struct DecodeArgs {
     /// Only these message types (ITCH letters, comma-separated, e.g. A,E,X).
     #[arg(long, value_delimiter = ',', value_name = "A,E,...")]
     pub types: Vec<String>,
+    /// One JSON object a line, or CSV rows under a header.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
     /// Stop after writing N messages.

@@ -313,3 +313,37 @@ pub fn seconds(s: f64, flag: &str) -> Result<std::time::Duration> {
         anyhow::bail!("{flag} {s}: a number of seconds above 0")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand says what it does and every option and argument what it is: `--help`
+    /// is the first documentation a user reads. Lists every gap, with its command path.
+    #[test]
+    fn every_command_and_option_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if matches!(id, "help" | "version") || a.is_hide_set() {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path}: argument {id}"));
+                }
+            }
+            for s in cmd.get_subcommands() {
+                let p = format!("{path} {}", s.get_name());
+                if s.get_about().is_none() && s.get_long_about().is_none() {
+                    missing.push(format!("{p}: no description"));
+                }
+                walk(s, &p, missing);
+            }
+        }
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        walk(&cmd, "tickplant", &mut missing);
+        assert!(missing.is_empty(), "without help text:\n{}", missing.join("\n"));
+    }
+}

@@ -95,10 +95,13 @@ pub struct BenchMatchArgs {
     /// of uniform width over 1..=1,000,000).
     #[arg(long)]
     pub workload: Workload,
+    /// Strategies in the index.
     #[arg(long, default_value_t = 100_000)]
     pub strategies: usize,
+    /// Events matched (timed) against the index.
     #[arg(long, default_value_t = 1_000)]
     pub events: usize,
+    /// Random seed of the strategies and events: the same seed, the same workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Events the brute-force baseline runs on (it is slow on big indexes); its results are

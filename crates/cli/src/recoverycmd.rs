@@ -146,6 +146,7 @@ pub struct GlimpseServerArgs {
     /// The login clients must give (none: any login is taken).
     #[arg(long)]
     pub username: Option<String>,
+    /// The password clients must give (none: any password is taken).
     #[arg(long)]
     pub password: Option<String>,
     /// Fault: reject every login (reason A, not authorized).

@@ -48,6 +48,7 @@ pub enum SimCmd {
 
 #[derive(Debug, Args, Clone)]
 pub struct ItchArgs {
+    /// Random seed: the same seed and flags write the same day, byte for byte.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Number of symbols (stock locates 1..=N, names AAAA, AAAB, ...).
@@ -128,6 +129,7 @@ fn write_truth_books(p: &Path, day: &tickplant_sim::ItchDay) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub struct NyseArgs {
+    /// Random seed of the ITCH day translated: the same seed and flags write the same capture.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Number of symbols (symbol indexes 1..=N, names AAAA, AAAB, ...).
@@ -235,6 +237,7 @@ pub fn itch_cmd(a: &ItchArgs) -> Result<(u64, usize)> {
 
 #[derive(Debug, Args)]
 pub struct MoldArgs {
+    /// Random seed: the same seed and flags write the same capture.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Number of packets.
@@ -254,6 +257,8 @@ pub struct MoldArgs {
 /// How each copy is impaired (`sim impair`, `sim relay`).
 #[derive(Debug, Args, Clone)]
 pub struct ImpairFlags {
+    /// Random seed of the impairment: the same seed loses, duplicates, reorders and delays the
+    /// same packets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Probability that A loses a packet.
@@ -295,8 +300,10 @@ pub struct ImpairArgs {
     pub input: PathBuf,
     #[command(flatten)]
     pub impair: ImpairFlags,
+    /// Output capture of copy A.
     #[arg(long, value_name = "A.pcap")]
     pub out_a: PathBuf,
+    /// Output capture of copy B.
     #[arg(long, value_name = "B.pcap")]
     pub out_b: PathBuf,
     /// Write the ground truth as CSV: index,seq,count,a_copies,b_copies,a_reordered,b_reordered.
@@ -334,6 +341,7 @@ pub struct RelayArgs {
 /// What both OPRA simulators take.
 #[derive(Debug, Args, Clone)]
 pub struct OpraGenFlags {
+    /// Random seed: the same seed and flags write the same feed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Option series (eight a root).

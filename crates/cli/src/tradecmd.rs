@@ -42,6 +42,7 @@ pub struct FixMdArgs {
     /// Interface address to send from.
     #[arg(long, default_value = "127.0.0.1")]
     pub iface: Ipv4Addr,
+    /// Number of symbols, each starting at a random price between $20 and $200.
     #[arg(long, default_value_t = 100)]
     pub symbols: u32,
     /// Messages per second.
@@ -50,6 +51,7 @@ pub struct FixMdArgs {
     /// Send for this long (`10s`, `500ms`, `2m`), or until SIGINT or SIGTERM.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
+    /// Random seed: the same seed sends the same messages.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Entries per message, at most.
@@ -141,8 +143,10 @@ pub struct TradeArgs {
     /// The exchange's FIX order entry address.
     #[arg(long, default_value = "127.0.0.1:9878")]
     pub exchange: SocketAddr,
+    /// Our FIX SenderCompID (tag 49) on the order session.
     #[arg(long, default_value = "TICKPLANT")]
     pub sender: String,
+    /// The exchange's CompID, our TargetCompID (tag 56); `sim exchange --comp-id`.
     #[arg(long, default_value = "EXCH")]
     pub target: String,
     /// FIX.4.4 or FIX.4.2.
@@ -163,6 +167,7 @@ pub struct TradeArgs {
     /// and write the report.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
+    /// FIX heartbeat interval in seconds (HeartBtInt, tag 108) asked for at logon.
     #[arg(long, default_value_t = 30)]
     pub heartbeat_s: u32,
     /// Write the report as JSON here.
