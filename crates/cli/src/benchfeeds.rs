@@ -32,10 +32,11 @@ use tickplant_wire::{ethernet, ipv4, opra, udp};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchFeedsArgs {
-    /// Messages in the simulated feed.
+    /// Messages in each simulated feed (the ITCH day the NYSE capture is translated from,
+    /// 500 symbols; the OPRA feed).
     #[arg(long, default_value_t = 2_000_000)]
     pub messages: u64,
-    /// Option series in it.
+    /// Option series in the OPRA feed.
     #[arg(long, default_value_t = 4_000)]
     pub series: u32,
     /// Timed passes of each (the best is reported).

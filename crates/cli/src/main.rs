@@ -155,8 +155,9 @@ enum BenchCmd {
     /// lost in the kernel and on the wire, receive-to-consumer latency; --find-max bisects
     /// for the highest loss-free rate (docs/live.md).
     Live(benchlive::BenchLiveArgs),
-    /// What decoding a feed costs a message (OPRA binary: decode, events and per-series
-    /// best bid and offer), beside a naive peer on the same blocks (docs/feeds.md).
+    /// What decoding a feed costs a message (NYSE XDP: decode, events and full-depth books;
+    /// OPRA binary: decode, events and per-series best bid and offer), each beside a naive
+    /// peer on the same packets (docs/feeds.md).
     Feeds(benchfeeds::BenchFeedsArgs),
     /// What receiving a datagram costs on one core: the live source's recvmmsg batches
     /// beside plain recv, in the same run (docs/live.md).

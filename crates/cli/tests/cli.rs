@@ -114,6 +114,33 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("t.pcap: frame 10 (byte") && e.contains("truncated frame data"), "{e}");
 }
 
+/// An error says each thing once: a wrapper that displays as the error it wraps must not
+/// also give it as its source, or `error: a: b` prints the same words twice.
+#[test]
+fn errors_say_each_thing_once() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("missing-capture.toml"), "[source]\na = \"gone-a.pcap\"\nb = \"gone-b.pcap\"\n").unwrap();
+    std::fs::write(p.join("junk.pcap"), b"this is not a capture at all").unwrap();
+    std::fs::write(p.join("junk-capture.toml"), "[source]\na = \"junk.pcap\"\nb = \"junk.pcap\"\n").unwrap();
+    for (args, says) in [
+        (&["run", "missing-capture.toml"][..], "gone-a.pcap: cannot open"),
+        (&["run", "junk-capture.toml"][..], "not a pcap or pcapng file"),
+        (&["run", "no-such-config.toml"][..], "no-such-config.toml: cannot read config"),
+        (&["arb", "--a", "gone-a.pcap", "--b", "gone-b.pcap"][..], "gone-a.pcap: cannot open"),
+    ] {
+        let o = tp(p, args);
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "tickplant {args:?}: {e}");
+        assert!(e.contains(says), "tickplant {args:?}: {e}");
+        let line = e.lines().find(|l| l.starts_with("error: ")).unwrap_or_default();
+        let parts: Vec<&str> = line.split(": ").collect();
+        for (i, a) in parts.iter().enumerate() {
+            assert!(!parts[i + 1..].contains(a), "tickplant {args:?} repeats {a:?}: {line}");
+        }
+    }
+}
+
 #[test]
 fn malformed_frames_go_to_other_and_are_named() {
     let d = tempfile::tempdir().unwrap();

@@ -58,14 +58,9 @@ impl std::fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConfigError::Read { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+// No source: a read error's message already ends with the system's error (as a source
+// too, an `error: a: b` chain would print it twice).
+impl std::error::Error for ConfigError {}
 
 /// Words of a key, read from their strings with a message that names the key and every
 /// word it takes (the TOML parser adds the line and column).

@@ -184,11 +184,9 @@ impl std::fmt::Display for LiveError {
     }
 }
 
-impl std::error::Error for LiveError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
+// No source: the message already ends with the system's error (as a source too, an
+// `error: a: b` chain would print it twice).
+impl std::error::Error for LiveError {}
 
 /// A flag raised by SIGINT or SIGTERM (the second of either ends the process as the
 /// signal's default would: a run that does not stop can still be stopped).

@@ -111,8 +111,9 @@ impl<E: std::fmt::Display> std::fmt::Display for RunError<E> {
 
 impl<E: std::error::Error + 'static> std::error::Error for RunError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Displayed as the source's error: its source is that error's source.
         match self {
-            RunError::Source(e) => Some(e),
+            RunError::Source(e) => e.source(),
             RunError::Destinations { .. } => None,
         }
     }

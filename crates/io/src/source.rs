@@ -88,11 +88,13 @@ impl std::fmt::Display for SourceError {
     }
 }
 
+// Transparent: it displays as the error it wraps, so its source is that error's source (the
+// wrapped error as a source would print its message twice in `error: a: b` chains).
 impl std::error::Error for SourceError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SourceError::Capture(e) => Some(e),
-            SourceError::Live(e) => Some(e),
+            SourceError::Capture(e) => e.source(),
+            SourceError::Live(e) => e.source(),
             SourceError::Input(_) => None,
         }
     }

@@ -473,12 +473,14 @@ impl std::fmt::Display for PipelineError {
     }
 }
 
+// Transparent where it wraps: displayed as the wrapped error, so that error's source is
+// its source (the wrapped error itself would print its message twice in a chain).
 impl std::error::Error for PipelineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PipelineError::Capture(e) => Some(e),
-            PipelineError::Live(e) => Some(e),
-            PipelineError::Recovery(e) => Some(e),
+            PipelineError::Capture(e) => e.source(),
+            PipelineError::Live(e) => e.source(),
+            PipelineError::Recovery(e) => e.source(),
             _ => None,
         }
     }
