@@ -128,6 +128,7 @@ fn errors_say_each_thing_once() {
         (&["run", "junk-capture.toml"][..], "not a pcap or pcapng file"),
         (&["run", "no-such-config.toml"][..], "no-such-config.toml: cannot read config"),
         (&["arb", "--a", "gone-a.pcap", "--b", "gone-b.pcap"][..], "gone-a.pcap: cannot open"),
+        (&["ctl", "no-handler.sock", "status"][..], "no-handler.sock: cannot connect"),
     ] {
         let o = tp(p, args);
         let e = String::from_utf8_lossy(&o.stderr).to_string();

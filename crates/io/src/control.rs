@@ -442,12 +442,14 @@ pub fn serve(path: &Path, control: Arc<Control>) -> std::io::Result<PathBuf> {
 
 /// `tickplant ctl`: send one command, return the answer line.
 pub fn send(path: &Path, command: &str) -> std::io::Result<String> {
-    let mut s = UnixStream::connect(path)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    writeln!(s, "{command}")?;
-    s.shutdown(std::net::Shutdown::Write)?;
+    let say = |what: &str, e: std::io::Error| std::io::Error::new(e.kind(), format!("{what}: {e}"));
+    let mut s = UnixStream::connect(path)
+        .map_err(|e| say("cannot connect (is a handler running with this socket as its [run] control?)", e))?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| say("cannot set a read timeout", e))?;
+    writeln!(s, "{command}").map_err(|e| say("cannot send the command", e))?;
+    s.shutdown(std::net::Shutdown::Write).map_err(|e| say("cannot send the command", e))?;
     let mut line = String::new();
-    BufReader::new(s).read_line(&mut line)?;
+    BufReader::new(s).read_line(&mut line).map_err(|e| say("cannot read the answer (waited 10 s at most)", e))?;
     Ok(line.trim_end().to_string())
 }
 
