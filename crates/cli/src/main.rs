@@ -347,4 +347,93 @@ mod tests {
         walk(&cmd, "tickplant", &mut missing);
         assert!(missing.is_empty(), "without help text:\n{}", missing.join("\n"));
     }
+
+    /// Words of a shell command line: quotes kept together, a comment, pipe, redirection or
+    /// `&&` ends it.
+    fn shell_words(line: &str) -> Vec<String> {
+        let (mut words, mut w, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), c) => w.push(c),
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    any = true;
+                }
+                (None, '#' | '|' | '>' | '<' | ';' | '&') if w.is_empty() => break,
+                (None, c) if c.is_whitespace() => {
+                    if any || !w.is_empty() {
+                        words.push(std::mem::take(&mut w));
+                    }
+                    any = false;
+                }
+                (None, c) => w.push(c),
+            }
+        }
+        if any || !w.is_empty() {
+            words.push(w);
+        }
+        words
+    }
+
+    /// Every `tickplant` command the user documentation shows (the command lines of its
+    /// code blocks) is one this binary accepts: a renamed or removed flag fails here, not in
+    /// a user's terminal.
+    #[test]
+    fn every_documented_command_parses() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files: Vec<_> = std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.push(root.join("README.md"));
+        let (mut checked, mut bad) = (0, Vec::new());
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let mut in_code = false;
+            let mut pending = String::new();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("```") {
+                    in_code = !in_code;
+                    continue;
+                }
+                if !in_code {
+                    continue;
+                }
+                let l = line.trim().trim_start_matches("$ ");
+                let l = if pending.is_empty() { l.to_string() } else { format!("{pending} {l}") };
+                if let Some(head) = l.strip_suffix('\\') {
+                    pending = head.to_string();
+                    continue;
+                }
+                pending.clear();
+                let words = shell_words(&l);
+                // Program output ("tickplant arb: ...") is not a command, and a synopsis
+                // (`[--seed S]`, `a|b|c`, `CAPTURE`, `udp://GROUP:PORT`, `N,N,...`) is not one to run.
+                const PLACEHOLDERS: [&str; 9] =
+                    ["CAPTURE", "SOCKET", "FILE", "EVENTS", "INPUT", "PATH", "GROUP", "PORT", "SECONDS"];
+                let placeholder = |w: &String| {
+                    w.contains(['[', ']', '|'])
+                        || w.contains("...")
+                        || w.len() == 1 && w.chars().all(|c| c.is_ascii_uppercase())
+                        || w.split(|c: char| !c.is_ascii_alphanumeric()).any(|p| PLACEHOLDERS.contains(&p))
+                };
+                if words.first().map(String::as_str) != Some("tickplant")
+                    || words.iter().take(3).any(|w| w.ends_with(':'))
+                    || words.iter().any(placeholder)
+                {
+                    continue;
+                }
+                checked += 1;
+                if let Err(e) = <super::Cli as clap::Parser>::try_parse_from(&words) {
+                    let first = e.to_string().lines().next().unwrap_or_default().to_string();
+                    bad.push(format!("{}:{}: {l}\n    {first}", f.display(), n + 1));
+                }
+            }
+        }
+        eprintln!("{checked} documented commands parsed");
+        assert!(checked > 40, "found only {checked} documented commands");
+        assert!(bad.is_empty(), "documented commands the binary refuses:\n{}", bad.join("\n"));
+    }
 }
