@@ -855,6 +855,7 @@ impl RunConfig {
         for c in &mut self.consumers {
             fix(&mut c.path);
             fix(&mut c.strategies);
+            fix(&mut c.triggers);
         }
     }
 
