@@ -123,12 +123,18 @@ fn errors_say_each_thing_once() {
     std::fs::write(p.join("missing-capture.toml"), "[source]\na = \"gone-a.pcap\"\nb = \"gone-b.pcap\"\n").unwrap();
     std::fs::write(p.join("junk.pcap"), b"this is not a capture at all").unwrap();
     std::fs::write(p.join("junk-capture.toml"), "[source]\na = \"junk.pcap\"\nb = \"junk.pcap\"\n").unwrap();
+    ok(p, &["sim", "itch", "--symbols", "3", "--messages", "1000", "--out", "day.itch"]);
     for (args, says) in [
         (&["run", "missing-capture.toml"][..], "gone-a.pcap: cannot open"),
         (&["run", "junk-capture.toml"][..], "not a pcap or pcapng file"),
         (&["run", "no-such-config.toml"][..], "no-such-config.toml: cannot read config"),
         (&["arb", "--a", "gone-a.pcap", "--b", "gone-b.pcap"][..], "gone-a.pcap: cannot open"),
         (&["ctl", "no-handler.sock", "status"][..], "no-handler.sock: cannot connect"),
+        (
+            &["export", "dbn", "--feed", "itch50", "day.itch", "--out", "gone/day.dbn"][..],
+            "gone/day.dbn: cannot create",
+        ),
+        (&["sim", "itch", "--messages", "1000", "--out", "gone/day.itch"][..], "gone/day.itch: cannot create"),
     ] {
         let o = tp(p, args);
         let e = String::from_utf8_lossy(&o.stderr).to_string();

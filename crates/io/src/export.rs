@@ -138,7 +138,9 @@ pub fn export(
     let mut events = Vec::new();
     let mut since = 0u64;
     let mut jsonl = match format {
-        ExportFormat::Jsonl => Some(BufWriter::new(File::create(out).map_err(|e| werr(out, e))?)),
+        ExportFormat::Jsonl => {
+            Some(BufWriter::new(File::create(out).map_err(|e| werr(out, format!("cannot create: {e}")))?))
+        }
         _ => None,
     };
     // DBN's metadata (symbols, start and end) comes before the records, and the symbols
@@ -197,7 +199,7 @@ pub fn export(
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
             let meta = metadata(dataset, schema, first_ts, last_ts, &report.symbols);
-            let f = BufWriter::new(File::create(out).map_err(|e| werr(out, e))?);
+            let f = BufWriter::new(File::create(out).map_err(|e| werr(out, format!("cannot create: {e}")))?);
             // `.zst`: zstd-compressed, as Databento ships DBN and as NautilusTrader's loader
             // wants it; otherwise plain.
             if out.extension().is_some_and(|x| x == "zst") {
@@ -219,7 +221,7 @@ pub fn export(
                     _ => format!("{id}.{venue}"),
                 };
                 let dir = base.join(name);
-                std::fs::create_dir_all(&dir).map_err(|e| werr(&dir, e))?;
+                std::fs::create_dir_all(&dir).map_err(|e| werr(&dir, format!("cannot create: {e}")))?;
                 let (lo, hi) = (evs.first().map_or(0, |e| e.ts_event), evs.last().map_or(0, |e| e.ts_event));
                 let path = dir.join(format!("{}_{}.parquet", file_timestamp(lo), file_timestamp(hi)));
                 write_parquet(&path, evs)?;
@@ -627,7 +629,7 @@ fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
             .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
             .build(),
     );
-    let f = File::create(path).map_err(|e| werr(path, e))?;
+    let f = File::create(path).map_err(|e| werr(path, format!("cannot create: {e}")))?;
     let mut w = parquet::file::writer::SerializedFileWriter::new(f, schema, props).map_err(|e| werr(path, e))?;
     let mut rg = w.next_row_group().map_err(|e| werr(path, e))?;
     let mut k = 0;
