@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use tickplant_core::book::{BookConfig, Books as CoreBooks};
@@ -33,6 +33,12 @@ create_exception!(
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     TickplantError::new_err(e.to_string())
+}
+
+/// A bad argument (a word or value a parameter does not take): `ValueError`, as
+/// docs/python.md says; what goes wrong with a file or its contents is a `TickplantError`.
+fn bad_arg(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
 }
 
 const EVENT_BYTES: usize = std::mem::size_of::<Event>();
@@ -136,7 +142,7 @@ fn options(
     header_bytes: usize,
     max_orders: Option<usize>,
 ) -> PyResult<(ReadOptions, Option<&'static tickplant_fast::Program>)> {
-    let mut o = ReadOptions::named(feed, date, &actions.unwrap_or_default()).map_err(err)?;
+    let mut o = ReadOptions::named(feed, date, &actions.unwrap_or_default()).map_err(bad_arg)?;
     o.infer_length = infer_length;
     o.symbols = symbols.unwrap_or_default();
     o.types = types.unwrap_or_default();
@@ -311,10 +317,10 @@ fn export(
     let format = match (format, schema) {
         ("dbn", "mbo") => ExportFormat::DbnMbo,
         ("dbn", "mbp-1") => ExportFormat::DbnMbp1,
-        ("dbn", s) => return Err(err(format!("schema {s:?}: DBN schemas are \"mbo\" and \"mbp-1\""))),
+        ("dbn", s) => return Err(bad_arg(format!("schema {s:?}: DBN schemas are \"mbo\" and \"mbp-1\""))),
         ("parquet", _) => ExportFormat::Parquet,
         ("jsonl", _) => ExportFormat::Jsonl,
-        (f, _) => return Err(err(format!("format {f:?}: one of \"dbn\", \"parquet\", \"jsonl\""))),
+        (f, _) => return Err(bad_arg(format!("format {f:?}: one of \"dbn\", \"parquet\", \"jsonl\""))),
     };
     let (o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
     let mut reader = EventReader::open(&path, &o, program).map_err(err)?;

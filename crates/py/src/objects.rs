@@ -14,7 +14,7 @@ use tickplant_io::pipeline;
 use tickplant_io::runner::{self, Feed, RunOptions};
 use tickplant_io::source::{AnySource, Source as _};
 
-use crate::{err, program_for};
+use crate::{bad_arg, err, program_for};
 
 /// What the arbitrator released, as packed little-endian records (the Python side's
 /// `PACKET_DTYPE`): seq u64, arrival u64, release u64, count u32, input u32.
@@ -75,20 +75,20 @@ impl Arbitrator {
                 } else if let Ok(l) = v.extract::<Vec<String>>() {
                     toml::Value::Array(l.into_iter().map(toml::Value::String).collect())
                 } else {
-                    return Err(err(format!("option {key}: a bool, an integer, a string or a list of strings")));
+                    return Err(bad_arg(format!("option {key}: a bool, an integer, a string or a list of strings")));
                 };
                 table.insert(key, value);
             }
         }
         let mut args: ArbArgs = toml::Value::Table(table)
             .try_into()
-            .map_err(|e: toml::de::Error| err(format!("options: {}", e.message())))?;
+            .map_err(|e: toml::de::Error| bad_arg(format!("options: {}", e.message())))?;
         args.a = Some(a);
         args.b = b;
         // Checked now, so that a bad option is an error where it is given.
-        args.sequencer_config().map_err(err)?;
-        args.arb_config().map_err(err)?;
-        args.changes().map_err(err)?;
+        args.sequencer_config().map_err(bad_arg)?;
+        args.arb_config().map_err(bad_arg)?;
+        args.changes().map_err(bad_arg)?;
         Ok(Arbitrator { args })
     }
 

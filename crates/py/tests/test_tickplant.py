@@ -334,8 +334,13 @@ def test_errors_carry_the_library_message(tmp_path):
         tickplant.read(tmp_path / "x.itch", feed="cme")
     with pytest.raises(tickplant.TickplantError, match="read from captures"):
         tickplant.read(tmp_path / "x.itch", feed="nyse-xdp")
-    with pytest.raises(tickplant.TickplantError, match="schema"):
+    # Bad arguments are ValueError, files and their contents TickplantError (docs/python.md).
+    with pytest.raises(ValueError, match="schema"):
         tickplant.export(tmp_path / "x.itch", "dbn", tmp_path / "o.dbn", schema="ohlcv")
+    with pytest.raises(ValueError, match="format"):
+        tickplant.export(tmp_path / "x.itch", "xls", tmp_path / "o.xls")
+    with pytest.raises(ValueError, match="date"):
+        tickplant.read(tmp_path / "x.itch", date="2026-13-45")
 
 
 def test_gaps_are_records(day, tmp_path):
