@@ -117,6 +117,12 @@ def test_filters(day):
     want = whole[np.isin(whole["instrument_id"], ids) & ((whole["action"] == 1) | (whole["msg_type"] == ord("E")))]
     assert len(got) > 100
     assert np.array_equal(got, want)
+    # One name given alone is that name, not its letters.
+    one = tickplant.read(day / "day.pcap", date=DATE, symbols="AAAB", types="add")
+    aaab = [k for k, v in whole.symbols.items() if v == "AAAB"]
+    want = whole[np.isin(whole["instrument_id"], aaab) & (whole["action"] == 1)]
+    assert len(one) > 10
+    assert np.array_equal(one, want)
 
 
 def test_books_and_bbo_equal_the_simulators_truth(day):

@@ -143,9 +143,18 @@ def _columns(ev: np.ndarray, prices: str) -> dict:
     }
 
 
+def _names(x):
+    """A list of names from a sequence of them, or from one name alone: a bare string is one
+    name, not the letters of one (``symbols="AAPL"`` is AAPL, not A, A, P and L)."""
+    if x is None:
+        return None
+    return [x] if isinstance(x, (str, int)) else list(x)
+
+
 def _split_types(types: Optional[Sequence[Union[str, int]]]):
     """Action names, and the feed's message types (ITCH letters, NYSE numbers, OPRA
     categories) as the byte ``msg_type`` holds them."""
+    types = _names(types)
     if not types:
         return None, None
     actions, codes = [], []
@@ -175,7 +184,7 @@ def _open(path, feed, symbols, types, date, infer_length, templates, header_byte
     actions, codes = _split_types(types)
     return _native.open_reader(
         str(path), feed=feed, date=date, infer_length=infer_length,
-        symbols=list(symbols) if symbols else None, actions=actions, types=codes,
+        symbols=_names(symbols) or None, actions=actions, types=codes,
         templates=None if templates is None else str(templates), header_bytes=header_bytes,
         max_orders=max_orders,
     )
@@ -267,8 +276,8 @@ def export(
     return json.loads(
         _native.export(
             str(path), format, str(out), feed=feed, schema=schema, date=date,
-            infer_length=infer_length, symbols=list(symbols) if symbols else None,
-            actions=list(actions) if actions else None,
+            infer_length=infer_length, symbols=_names(symbols) or None,
+            actions=_names(actions) or None,
             templates=None if templates is None else str(templates), header_bytes=header_bytes,
         )
     )
