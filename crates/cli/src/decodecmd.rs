@@ -149,8 +149,43 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Every `--types` entry is a message type of the feed: a typo is an error that lists them,
+/// not a decode that writes nothing.
+fn check_types(feed: Feed, types: &[String]) -> Result<()> {
+    let letters = |set: &[u8]| set.iter().map(|&c| (c as char).to_string()).collect::<Vec<_>>();
+    let valid: Vec<String> = match feed {
+        Feed::Itch50 => letters(itch50::MESSAGE_TYPES),
+        Feed::NyseXdp | Feed::NysePillar => {
+            let d = if feed == Feed::NyseXdp { Dialect::Xdp21 } else { Dialect::Pillar25 };
+            (0..=u16::MAX).filter(|&t| xdp_integrated::layout_of(d, t).is_some()).map(|t| t.to_string()).collect()
+        }
+        // Categories are what the templates say (a file of the user's may have others):
+        // one letter each.
+        Feed::OpraFast => {
+            return match types.iter().find(|t| !(t.len() == 1 && t.as_bytes()[0].is_ascii_alphabetic())) {
+                Some(t) => Err(anyhow!("--types: {t:?} is not an OPRA message category (one letter: k, q, a, ...)")),
+                None => Ok(()),
+            };
+        }
+        Feed::OpraBinary => {
+            let mut c: Vec<u8> = opra_binary::LAYOUTS.iter().map(|l| l.category).collect();
+            c.sort_unstable();
+            c.dedup();
+            letters(&c)
+        }
+    };
+    for t in types {
+        if !valid.contains(t) {
+            let name = feed.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+            return Err(anyhow!("--types: {t:?} is not a message type of {name} (one of {})", valid.join(" ")));
+        }
+    }
+    Ok(())
+}
+
 /// Decode, writing to `out`; returns the messages written.
 pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
+    check_types(a.feed, &a.types)?;
     let mut r = FrameReader::open(&a.capture)?;
     let link = r.link_type();
     let name = a.capture.display().to_string();

@@ -283,6 +283,15 @@ pub fn decode(a: &DecodeArgs) -> Result<u64> {
         return Err(e);
     }
     w.flush()?;
+    // A symbol the whole file never named is most likely a typo: say so, rather than leave
+    // an empty output to explain itself.
+    if written < limit {
+        for s in &a.symbols {
+            if dir.id(s.trim()).is_none() {
+                eprintln!("warning: --symbols {}: not in the file's stock directory (no messages of it)", s.trim());
+            }
+        }
+    }
     Ok(written)
 }
 

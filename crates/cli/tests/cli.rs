@@ -148,6 +148,39 @@ fn errors_say_each_thing_once() {
     }
 }
 
+/// A filter that can match nothing because of a typo says so: a message type the feed does
+/// not have is an error that lists the types; a symbol the file never names is a warning.
+#[test]
+fn typos_in_filters_are_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["sim", "nyse", "--symbols", "3", "--messages", "2000", "--out", "n.pcap"]);
+    ok(p, &["sim", "opra", "--series", "8", "--messages", "300", "--out", "o.pcap"]);
+    ok(p, &["sim", "itch", "--symbols", "3", "--messages", "1000", "--out", "day.itch"]);
+    for (args, says) in [
+        (
+            &["decode", "--feed", "nyse-xdp", "n.pcap", "--types", "100,999"][..],
+            "\"999\" is not a message type of nyse-xdp (one of 1 2 3",
+        ),
+        (
+            &["decode", "--feed", "opra-binary", "o.pcap", "--types", "x"][..],
+            "\"x\" is not a message type of opra-binary",
+        ),
+        (&["decode", "--feed", "itch50", "o.pcap", "--types", "AE"][..], "\"AE\" is not a message type of itch50"),
+    ] {
+        let o = tp(p, args);
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "tickplant {args:?}: {e}");
+        assert!(e.contains(says), "tickplant {args:?}: {e}");
+    }
+    let lines = |args: &[&str]| String::from_utf8(tp(p, args).stdout).unwrap().lines().count();
+    assert!(lines(&["decode", "--feed", "nyse-xdp", "n.pcap", "--types", "100"]) > 100);
+    assert!(lines(&["decode", "--feed", "opra-binary", "o.pcap", "--types", "k,q"]) > 50);
+    let e = ok(p, &["itch", "decode", "day.itch", "--symbols", "AAAB,ZZZZ"]);
+    assert!(e.contains("--symbols ZZZZ: not in the file's stock directory") && !e.contains("AAAB"), "{e}");
+    assert!(lines(&["itch", "decode", "day.itch", "--symbols", "AAAB"]) > 10);
+}
+
 #[test]
 fn malformed_frames_go_to_other_and_are_named() {
     let d = tempfile::tempdir().unwrap();
