@@ -108,6 +108,9 @@ impl<W: Write> Out<'_, W> {
     }
     /// Write one message; false when the limit is reached.
     fn put(&mut self, l: Line<'_>) -> Result<bool> {
+        if self.written >= self.limit {
+            return Ok(false);
+        }
         if !self.wants(&l.ty) {
             return Ok(true);
         }

@@ -109,6 +109,13 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         left,
         if left > 0 { format!(" ({:?})", report.left_out) } else { String::new() }
     );
+    // A symbol the feed never named is most likely a typo: say so, rather than leave an
+    // empty export to explain itself.
+    for s in &a.symbols {
+        if !report.symbols.values().any(|n| n.trim() == s.trim()) {
+            eprintln!("warning: --symbols {}: the feed never named it (no events of it)", s.trim());
+        }
+    }
     if report.sequence_wrapped > 0 {
         eprintln!(
             "export: {} sequence numbers did not fit DBN's 32 bits (written modulo 2^32)",

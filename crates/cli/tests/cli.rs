@@ -135,6 +135,7 @@ fn errors_say_each_thing_once() {
             "gone/day.dbn: cannot create",
         ),
         (&["sim", "itch", "--messages", "1000", "--out", "gone/day.itch"][..], "gone/day.itch: cannot create"),
+        (&["replay", "--pps", "0", "day.itch=127.0.0.1:9"][..], "--pps 0: a rate above 0 packets a second"),
     ] {
         let o = tp(p, args);
         let e = String::from_utf8_lossy(&o.stderr).to_string();
@@ -179,6 +180,12 @@ fn typos_in_filters_are_reported() {
     let e = ok(p, &["itch", "decode", "day.itch", "--symbols", "AAAB,ZZZZ"]);
     assert!(e.contains("--symbols ZZZZ: not in the file's stock directory") && !e.contains("AAAB"), "{e}");
     assert!(lines(&["itch", "decode", "day.itch", "--symbols", "AAAB"]) > 10);
+    let e = ok(p, &["export", "jsonl", "--feed", "itch50", "day.itch", "--out", "x.jsonl", "--symbols", "AAAB,ZZZZ"]);
+    assert!(e.contains("--symbols ZZZZ: the feed never named it") && !e.contains("--symbols AAAB"), "{e}");
+    assert!(std::fs::read_to_string(p.join("x.jsonl")).unwrap().lines().count() > 10);
+    // --limit 0 writes nothing.
+    assert_eq!(lines(&["decode", "--feed", "opra-binary", "o.pcap", "--limit", "0"]), 0);
+    assert_eq!(lines(&["decode", "--feed", "opra-binary", "o.pcap", "--limit", "3"]), 3);
 }
 
 #[test]

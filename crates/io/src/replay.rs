@@ -140,8 +140,11 @@ pub fn replay(
         return Err(ReplayError::Options("nothing to replay: give FILE=GROUP:PORT".into()));
     }
     match opts.pace {
-        Pace::Speed(x) | Pace::Pps(x) if !(x > 0.0 && x.is_finite()) => {
-            return Err(ReplayError::Options(format!("{:?}: the speed or rate must be above 0", opts.pace)))
+        Pace::Speed(x) if !(x > 0.0 && x.is_finite()) => {
+            return Err(ReplayError::Options(format!("--speed {x}: a factor above 0 (1 replays as recorded)")))
+        }
+        Pace::Pps(x) if !(x > 0.0 && x.is_finite()) => {
+            return Err(ReplayError::Options(format!("--pps {x}: a rate above 0 packets a second")))
         }
         _ => {}
     }
