@@ -155,6 +155,9 @@ fn hex(b: &[u8]) -> String {
 /// Every `--types` entry is a message type of the feed: a typo is an error that lists them,
 /// not a decode that writes nothing.
 fn check_types(feed: Feed, types: &[String]) -> Result<()> {
+    if types.is_empty() {
+        return Ok(());
+    }
     let letters = |set: &[u8]| set.iter().map(|&c| (c as char).to_string()).collect::<Vec<_>>();
     let valid: Vec<String> = match feed {
         Feed::Itch50 => letters(itch50::MESSAGE_TYPES),
