@@ -293,8 +293,9 @@ fn nyse(a: &BenchFeedsArgs, out: &mut impl FnMut(String)) -> Result<()> {
 }
 
 pub fn bench(a: &BenchFeedsArgs, mut out: impl FnMut(String)) -> Result<()> {
-    nyse(a, &mut out)?;
+    // Checked before either feed runs (the NYSE half with no round panicked).
     ensure!(a.rounds > 0 && a.messages > 0 && a.series > 0, "--rounds, --messages and --series must be at least 1");
+    nyse(a, &mut out)?;
     let cfg =
         tickplant_sim::OpraGenConfig { messages: a.messages, series: a.series, max_per_block: 8, ..Default::default() };
     let off = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;

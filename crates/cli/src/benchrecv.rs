@@ -72,8 +72,11 @@ fn plain_round(n: u64, size: usize) -> Result<f64> {
 
 /// Run `rounds` of each, alternated; print and return the best of each (live, plain).
 pub fn recv_cost(n: u64, size: usize, rounds: usize, mut out: impl FnMut(&str)) -> Result<(f64, f64)> {
+    if n == 0 || rounds == 0 {
+        bail!("--datagrams and --rounds must be at least 1");
+    }
     let (mut live, mut plain) = (f64::MAX, f64::MAX);
-    for r in 0..rounds.max(1) {
+    for r in 0..rounds {
         let l = live_round(n, size)?;
         let p = plain_round(n, size)?;
         out(&format!("  round {}: recvmmsg (live source) {l:.0} ns, recv {p:.0} ns", r + 1));

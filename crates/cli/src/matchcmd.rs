@@ -201,6 +201,9 @@ fn measure(a: &BenchMatchArgs, strategies: usize, bf_events: usize) -> Result<Ma
 }
 
 pub fn bench(a: &BenchMatchArgs, mut say: impl FnMut(String)) -> Result<()> {
+    if a.events == 0 || a.brute_force_events == 0 || a.strategies == 0 {
+        bail!("--strategies, --events and --brute-force-events must be at least 1");
+    }
     if let Some(counts) = &a.sweep {
         let counts = if counts.is_empty() { vec![250, 1_000, 10_000, 100_000, 1_000_000] } else { counts.clone() };
         if counts.contains(&0) {

@@ -136,6 +136,10 @@ fn errors_say_each_thing_once() {
         ),
         (&["sim", "itch", "--messages", "1000", "--out", "gone/day.itch"][..], "gone/day.itch: cannot create"),
         (&["replay", "--pps", "0", "day.itch=127.0.0.1:9"][..], "--pps 0: a rate above 0 packets a second"),
+        // A count of 0 is an error, not a panic or a figure of nothing.
+        (&["bench", "feeds", "--rounds", "0"][..], "--rounds, --messages and --series must be at least 1"),
+        (&["bench", "recv", "--datagrams", "0"][..], "--datagrams and --rounds must be at least 1"),
+        (&["bench", "match", "--workload", "a", "--events", "0"][..], "--events and --brute-force-events must be"),
     ] {
         let o = tp(p, args);
         let e = String::from_utf8_lossy(&o.stderr).to_string();
