@@ -162,8 +162,13 @@ fn check_types(feed: Feed, types: &[String]) -> Result<()> {
     let valid: Vec<String> = match feed {
         Feed::Itch50 => letters(itch50::MESSAGE_TYPES),
         Feed::NyseXdp | Feed::NysePillar => {
-            let d = if feed == Feed::NyseXdp { Dialect::Xdp21 } else { Dialect::Pillar25 };
-            (0..=u16::MAX).filter(|&t| xdp_integrated::layout_of(d, t).is_some()).map(|t| t.to_string()).collect()
+            // Pillar's layouts are XDP's with some changed or added.
+            let pillar: &[xdp_integrated::Layout] =
+                if feed == Feed::NysePillar { xdp_integrated::PILLAR_CHANGES } else { &[] };
+            let mut n: Vec<u16> = xdp_integrated::LAYOUTS.iter().chain(pillar).map(|l| l.msg_type).collect();
+            n.sort_unstable();
+            n.dedup();
+            n.iter().map(u16::to_string).collect()
         }
         // Categories are what the templates say (a file of the user's may have others):
         // one letter each.

@@ -111,10 +111,8 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     );
     // A symbol the feed never named is most likely a typo: say so, rather than leave an
     // empty export to explain itself.
-    for s in &a.symbols {
-        if !report.symbols.values().any(|n| n.trim() == s.trim()) {
-            eprintln!("warning: --symbols {}: the feed never named it (no events of it)", s.trim());
-        }
+    for s in &report.unnamed {
+        eprintln!("warning: --symbols {s}: the feed never named it (no events of it)");
     }
     if report.sequence_wrapped > 0 {
         eprintln!(

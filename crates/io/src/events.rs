@@ -267,6 +267,9 @@ struct Kept {
     kinds: Option<(Filter, Option<Filter>)>,
     filtering: bool,
     wanted: HashSet<[u8; 8]>,
+    /// The symbols asked for, as given, and those of them the feed has named.
+    asked: Vec<String>,
+    named_wanted: HashSet<[u8; 8]>,
     names: BTreeMap<u32, String>,
     events: u64,
     filtered: u64,
@@ -331,6 +334,8 @@ impl<'p> EventReader<'p> {
             filter,
             kinds,
             wanted,
+            asked: opts.symbols.clone(),
+            named_wanted: HashSet::new(),
             names: BTreeMap::new(),
             events: 0,
             filtered: 0,
@@ -409,6 +414,12 @@ impl<'p> EventReader<'p> {
     /// The symbols the feed has named so far, by instrument id (OPRA: each series' root).
     pub fn symbols(&self) -> &BTreeMap<u32, String> {
         &self.down.kept.names
+    }
+    /// The symbols asked for (`ReadOptions::symbols`) that the feed has not named so far:
+    /// after a whole read, most likely typos, which no event can match.
+    pub fn unnamed(&self) -> Vec<String> {
+        let k = &self.down.kept;
+        k.asked.iter().filter(|s| !k.named_wanted.contains(&itch50::stock(s))).cloned().collect()
     }
     pub fn stats(&self) -> ReadStats {
         let k = &self.down.kept;
@@ -544,6 +555,7 @@ impl Down<'_> {
             let k = &mut self.kept;
             k.names.insert(id, String::from_utf8_lossy(itch50::trim_stock(&key)).into_owned());
             if k.wanted.contains(&key) {
+                k.named_wanted.insert(key);
                 k.filter = std::mem::take(&mut k.filter).instruments([id]);
             }
         }

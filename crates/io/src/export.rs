@@ -97,6 +97,11 @@ fn werr(path: &Path, e: impl std::fmt::Display) -> ExportError {
     ExportError::Write { path: path.to_path_buf(), reason: e.to_string() }
 }
 
+/// A file or folder that cannot be made, said as every command says it.
+fn create_err(path: &Path, e: std::io::Error) -> ExportError {
+    werr(path, format!("cannot create: {e}"))
+}
+
 /// What an export did. `events == written_events + left_out`, per action in the maps.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ExportReport {
@@ -114,6 +119,8 @@ pub struct ExportReport {
     pub files: Vec<PathBuf>,
     /// Instruments and their symbols, as the feed named them.
     pub symbols: BTreeMap<u32, String>,
+    /// Symbols asked for that the feed never named (no event can be of them).
+    pub unnamed: Vec<String>,
 }
 
 /// Dataset name in DBN metadata (at most 16 characters), and the venue of the catalog's
@@ -138,9 +145,7 @@ pub fn export(
     let mut events = Vec::new();
     let mut since = 0u64;
     let mut jsonl = match format {
-        ExportFormat::Jsonl => {
-            Some(BufWriter::new(File::create(out).map_err(|e| werr(out, format!("cannot create: {e}")))?))
-        }
+        ExportFormat::Jsonl => Some(BufWriter::new(File::create(out).map_err(|e| create_err(out, e))?)),
         _ => None,
     };
     // DBN's metadata (symbols, start and end) comes before the records, and the symbols
@@ -191,6 +196,7 @@ pub fn export(
     report.sequence_wrapped = to_dbn.wrapped;
     report.read = reader.stats();
     report.symbols = reader.symbols().clone();
+    report.unnamed = reader.unnamed();
     if first_ts == u64::MAX {
         first_ts = 0;
     }
@@ -199,7 +205,7 @@ pub fn export(
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
             let meta = metadata(dataset, schema, first_ts, last_ts, &report.symbols);
-            let f = BufWriter::new(File::create(out).map_err(|e| werr(out, format!("cannot create: {e}")))?);
+            let f = BufWriter::new(File::create(out).map_err(|e| create_err(out, e))?);
             // `.zst`: zstd-compressed, as Databento ships DBN and as NautilusTrader's loader
             // wants it; otherwise plain.
             if out.extension().is_some_and(|x| x == "zst") {
@@ -221,7 +227,7 @@ pub fn export(
                     _ => format!("{id}.{venue}"),
                 };
                 let dir = base.join(name);
-                std::fs::create_dir_all(&dir).map_err(|e| werr(&dir, format!("cannot create: {e}")))?;
+                std::fs::create_dir_all(&dir).map_err(|e| create_err(&dir, e))?;
                 let (lo, hi) = (evs.first().map_or(0, |e| e.ts_event), evs.last().map_or(0, |e| e.ts_event));
                 let path = dir.join(format!("{}_{}.parquet", file_timestamp(lo), file_timestamp(hi)));
                 write_parquet(&path, evs)?;
@@ -629,7 +635,7 @@ fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
             .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
             .build(),
     );
-    let f = File::create(path).map_err(|e| werr(path, format!("cannot create: {e}")))?;
+    let f = File::create(path).map_err(|e| create_err(path, e))?;
     let mut w = parquet::file::writer::SerializedFileWriter::new(f, schema, props).map_err(|e| werr(path, e))?;
     let mut rg = w.next_row_group().map_err(|e| werr(path, e))?;
     let mut k = 0;

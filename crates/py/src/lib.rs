@@ -251,6 +251,10 @@ impl Reader {
     fn symbols(&self) -> std::collections::BTreeMap<u32, String> {
         self.inner.symbols().clone()
     }
+    /// The symbols asked for that the feed has not named so far.
+    fn unnamed(&self) -> Vec<String> {
+        self.inner.unnamed()
+    }
     /// The read's counters (every message counted once).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();

@@ -123,6 +123,10 @@ def test_filters(day):
     want = whole[np.isin(whole["instrument_id"], aaab) & (whole["action"] == 1)]
     assert len(one) > 10
     assert np.array_equal(one, want)
+    # A symbol the file never names is most likely a typo: a warning names it, and only it.
+    with pytest.warns(UserWarning, match=r"symbols ZZZZ: the feed never named them") as w:
+        both = tickplant.read(day / "day.pcap", date=DATE, symbols=["AAAB", "ZZZZ"], types="add")
+    assert np.array_equal(both, want) and not any("AAAB" in str(x.message) for x in w)
 
 
 def test_books_and_bbo_equal_the_simulators_truth(day):

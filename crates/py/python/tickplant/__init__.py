@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from typing import Dict, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -198,6 +199,14 @@ def _wrap(buf, symbols: Dict[int, str]) -> EventArray:
     return a
 
 
+def _warn_unnamed(unnamed) -> None:
+    """Symbols asked for that the whole file never named: most likely typos."""
+    if unnamed:
+        warnings.warn(
+            f"symbols {', '.join(unnamed)}: the feed never named them (no events of them)", stacklevel=3
+        )
+
+
 def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
     last = -1
     while True:
@@ -205,6 +214,7 @@ def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
         if buf is None:
             if progress and last != 100:
                 print("tickplant.read: 100%", file=sys.stderr)
+            _warn_unnamed(reader.unnamed())
             break
         if progress:
             done, total = reader.progress()
@@ -245,7 +255,9 @@ def read(
             raise ValueError("chunk must be at least 1")
         return _chunks(reader, chunk, progress)
     if not progress:
-        return _wrap(reader.read_all(), reader.symbols())
+        out = _wrap(reader.read_all(), reader.symbols())
+        _warn_unnamed(reader.unnamed())
+        return out
     parts = list(_chunks(reader, 1 << 20, progress))
     if not parts:
         return _wrap(np.empty(0, dtype=EVENT_DTYPE), reader.symbols())
@@ -273,7 +285,7 @@ def export(
     """Write a file's events as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
     (a catalog directory) or ``"jsonl"``; returns the export's report (events, records,
     what the format has no record for, files, symbols)."""
-    return json.loads(
+    report = json.loads(
         _native.export(
             str(path), format, str(out), feed=feed, schema=schema, date=date,
             infer_length=infer_length, symbols=_names(symbols) or None,
@@ -281,6 +293,8 @@ def export(
             templates=None if templates is None else str(templates), header_bytes=header_bytes,
         )
     )
+    _warn_unnamed(report["unnamed"])
+    return report
 
 
 def read_parquet(path) -> EventArray:
