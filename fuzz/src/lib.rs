@@ -536,6 +536,143 @@ pub fn book(data: &[u8]) {
     assert_eq!(books.stats().total(), n);
 }
 
+/// The strategy language and the index. No text makes the parser panic; and an index built,
+/// changed and matched as the input says (single inserts, bulk inserts that pile hundreds of
+/// interval ends onto a few values, removals, events at, beside and between those values)
+/// gives for every event exactly the strategies that hold as written, as does its own brute
+/// force.
+pub fn matcher(data: &[u8]) {
+    use std::collections::BTreeMap;
+    use tickplant_core::matcher::{lang::Type, MatchEvent, Matcher, Strategy, Value};
+
+    // The input as strategy text: any line, parsed or refused with a reason.
+    let text = String::from_utf8_lossy(data);
+    let mut m = Matcher::new();
+    for line in text.lines().take(64) {
+        let _ = m.insert_text(line);
+    }
+    let _ = m.schema_mut().parse_strategies(&text);
+
+    // The input as a program over a small alphabet, so that strategies share values.
+    const NUMS: [&str; 16] = [
+        "-2",
+        "-1",
+        "0",
+        "0.5",
+        "1",
+        "2",
+        "3",
+        "7",
+        "7.000000001",
+        "10",
+        "100",
+        "1000000",
+        "9223372036",
+        "9223372037",
+        "-9223372037",
+        "40000000000",
+    ];
+    const OPS: [&str; 6] = ["=", "!=", "<", "<=", ">", ">="];
+    let mut bytes = data.iter().copied();
+    let mut next = move || bytes.next();
+    let mut m = Matcher::new();
+    let mut oracle: BTreeMap<u64, Strategy> = BTreeMap::new();
+    let mut bulk_id = 1_000u64;
+    let mut events = 0;
+    let pred = |a: u8, b: u8, c: u8| -> String {
+        let num = NUMS[usize::from(c % 16)];
+        match a % 8 {
+            0..=3 => format!("n{} {} {num}", a % 4, OPS[usize::from(b % 6)]),
+            4 => format!("s{} {} \"v{}\"", b % 2, if c & 16 == 0 { "=" } else { "!=" }, c % 3),
+            5 => format!("s{} in (\"v{}\", \"v{}\")", b % 2, c % 3, (c >> 2) % 3),
+            6 => format!("n{} {} n{}", b % 4, OPS[usize::from(c % 6)], (c >> 3) % 4),
+            _ => format!("n{} in ({num}, {})", b % 4, NUMS[usize::from((c >> 4) % 16)]),
+        }
+    };
+    let insert = |m: &mut Matcher, oracle: &mut BTreeMap<u64, Strategy>, line: &str| {
+        if let Ok(s) = m.schema_mut().parse_strategy(line, 1) {
+            if m.insert(s.clone()).is_ok() {
+                oracle.insert(s.id, s);
+            }
+        }
+    };
+    while let Some(op) = next() {
+        match op % 8 {
+            0..=2 => {
+                let id = u64::from(next().unwrap_or(0) % 64) + 1;
+                let n = usize::from(op >> 3) % 4 + 1;
+                let preds: Vec<String> =
+                    (0..n).map(|_| pred(next().unwrap_or(0), next().unwrap_or(0), next().unwrap_or(0))).collect();
+                insert(&mut m, &mut oracle, &format!("{id}: {}", preds.join(" and ")));
+            }
+            3 if oracle.len() < 2_000 => {
+                // Many ranges on few values: long boundary lists, pending batches, re-cuts.
+                let k = 16 + usize::from(next().unwrap_or(0)) * 2;
+                let mut x = u64::from(next().unwrap_or(1)) << 8 | u64::from(next().unwrap_or(1)) | 1;
+                let mut rnd = move || {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                };
+                for _ in 0..k {
+                    let r = rnd();
+                    let lo = NUMS[(r % 11) as usize];
+                    let hi = NUMS[((r >> 8) % 16) as usize];
+                    let mut line = format!("{bulk_id}: n{} >= {lo} and n{} <= {hi}", (r >> 16) % 4, (r >> 20) % 4);
+                    if r >> 24 & 3 == 0 {
+                        line.push_str(&format!(" and s{} = \"v{}\"", (r >> 26) % 2, (r >> 28) % 3));
+                    }
+                    insert(&mut m, &mut oracle, &line);
+                    bulk_id += 1;
+                }
+            }
+            4 => {
+                let b = next().unwrap_or(0);
+                let id = if b & 1 == 0 {
+                    u64::from(b >> 1) % 64 + 1
+                } else {
+                    oracle.range(1_000..).nth(usize::from(b >> 1)).map_or(0, |(&id, _)| id)
+                };
+                let got = m.remove(id).map(|s| s.id);
+                assert_eq!(got, oracle.remove(&id).map(|s| s.id), "removed");
+            }
+            _ if events < 48 => {
+                events += 1;
+                let mut e = MatchEvent::new(m.schema().attrs());
+                for a in 0..6u8 {
+                    let b = next().unwrap_or(0);
+                    if b % 8 == 0 {
+                        continue; // missing
+                    }
+                    let name = if a < 4 { format!("n{a}") } else { format!("s{}", a - 4) };
+                    let Some(id) = m.schema().attr_id(&name) else { continue };
+                    let v = match m.schema().attr_type(id) {
+                        Some(Type::Num) => {
+                            let base = tickplant_core::matcher::lang::parse_num(NUMS[usize::from(b >> 4)])
+                                .expect("the table's numbers parse");
+                            Value::Num(base + i128::from(b % 8) - 4)
+                        }
+                        Some(Type::Str) => match m.schema().sym_id(&format!("v{}", b % 3)) {
+                            Some(s) => Value::Sym(s),
+                            None => continue,
+                        },
+                        None => continue,
+                    };
+                    e.set(id, v);
+                }
+                let (mut got, mut brute) = (Vec::new(), Vec::new());
+                m.match_event(&e, &mut got);
+                m.match_brute_force(&e, &mut brute);
+                let want: Vec<u64> = oracle.values().filter(|s| s.matches(&e)).map(|s| s.id).collect();
+                assert_eq!(got, want, "the index against the strategies as written");
+                assert_eq!(brute, want, "brute force against the strategies as written");
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A template set with every type, operator, presence, sequences, groups and both kinds of
 /// template reference: the program the FAST decoder target runs.
 pub const FAST_TEMPLATES: &str = r#"<templates>
@@ -796,7 +933,13 @@ mod smoke {
         // FAST: template 1 with most fields present, then two short messages leaning on
         // the dictionary.
         let fast = smoke_fast_seed();
+        // Strategy text: every predicate form, a comment, an attribute compared with another.
+        let strategies = b"7: symbol = \"ABX\" and tsx_ask < nyse_bid and tsx_ask <= 40.04 # cross\n\
+            8: symbol in (\"AAPL\", \"MSFT\") and spread < 0.01 and last > 190 and size != 100\n\
+            9: n0 >= -1.5 and n0 <= 9223372037 and n1 in (1, 2, 3)\n"
+            .to_vec();
         vec![
+            strategies,
             FAST_TEMPLATES.as_bytes().to_vec(),
             fast,
             tickplant_wire::build::udp_frame(&flow, 1, &mold),
@@ -881,7 +1024,8 @@ mod smoke {
     #[test]
     fn every_target_survives_generated_inputs() {
         type Target = (&'static str, fn(&[u8]));
-        let targets: [Target; 16] = [
+        let targets: [Target; 17] = [
+            ("matcher", matcher),
             ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
@@ -903,6 +1047,7 @@ mod smoke {
             let n = match *name {
                 "arbitrator" => 3_000,
                 "fix_session" => 5_000,
+                "matcher" => 500,
                 _ => 20_000,
             };
             drive(*t, n, 0x9e37_79b9 + i as u64);

@@ -49,6 +49,10 @@ impl ConfigError {
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // An empty path (`tickplant.run("")`) would read ": cannot read config".
+            ConfigError::Read { path, .. } if path.as_os_str().is_empty() => {
+                f.write_str("cannot read config: the path is empty")
+            }
             ConfigError::Read { path, source } => write!(f, "{}: cannot read config: {source}", path.display()),
             ConfigError::Toml { file, message } | ConfigError::Invalid { file, message } => match file {
                 Some(p) => write!(f, "{}: {message}", p.display()),
@@ -1189,5 +1193,18 @@ pub fn parse_msg_type(t: &str, opra: bool) -> Result<u8, String> {
         [b] if !opra && tickplant_wire::itch50::message_len(*b).is_some() => Ok(*b),
         _ if opra => Err(format!("{t:?} is not an OPRA message category (one letter)")),
         _ => Err(format!("{t:?} is not an ITCH 5.0 message type")),
+    }
+}
+
+#[cfg(test)]
+mod read_errors {
+    use super::*;
+
+    #[test]
+    fn a_config_that_cannot_be_read_says_which_and_why() {
+        let e = RunConfig::load(Path::new("")).unwrap_err().to_string();
+        assert_eq!(e, "cannot read config: the path is empty");
+        let e = RunConfig::load(Path::new("no-such-dir/run.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("no-such-dir/run.toml: cannot read config: "), "{e}");
     }
 }
