@@ -673,6 +673,36 @@ pub fn matcher(data: &[u8]) {
     }
 }
 
+/// A SoupBinTCP server's byte stream as the GLIMPSE client reads it (the recovery's snapshot
+/// connection; the first byte says where TCP cuts it). No input panics, and the stream cut
+/// into pieces gives the same events, the same error at the same byte of the stream, and
+/// the same snapshot as the stream delivered whole.
+pub fn soupbintcp(data: &[u8]) {
+    use tickplant_core::glimpse::{Glimpse, SoupClient, SoupLogin};
+    let Some((&cut, stream)) = data.split_first() else { return };
+    let read = |pieces: Vec<&[u8]>| {
+        let mut c = SoupClient::new(SoupLogin::default(), 0);
+        let mut g = Glimpse::new();
+        let mut events = Vec::new();
+        let mut error = None;
+        for (i, p) in pieces.into_iter().enumerate() {
+            let r = c.handle_input(i as u64, p, &mut |e| {
+                events.push(format!("{e:?}"));
+                g.on_event(e);
+            });
+            if let Err(e) = r {
+                error = Some(e);
+                break;
+            }
+        }
+        let closed = c.handle_close().err();
+        (events, error, closed, c.ended(), format!("{:?}", g.result()))
+    };
+    let whole = read(vec![stream]);
+    let pieces = read(stream.chunks(1 + usize::from(cut % 13)).collect());
+    assert_eq!(whole, pieces, "the stream whole and in pieces");
+}
+
 /// A template set with every type, operator, presence, sequences, groups and both kinds of
 /// template reference: the program the FAST decoder target runs.
 pub const FAST_TEMPLATES: &str = r#"<templates>
@@ -938,7 +968,25 @@ mod smoke {
             8: symbol in (\"AAPL\", \"MSFT\") and spread < 0.01 and last > 190 and size != 100\n\
             9: n0 >= -1.5 and n0 <= 9223372037 and n1 in (1, 2, 3)\n"
             .to_vec();
+        // A GLIMPSE snapshot as a SoupBinTCP server sends it, cut every 3 bytes.
+        let glimpse = {
+            use tickplant_wire::soupbintcp::Repr;
+            let mut v = vec![2u8];
+            let eos = tickplant_core::glimpse::end_of_snapshot(77);
+            for p in [
+                Repr::LoginAccepted { session: *b"0000000007", sequence: 1 },
+                Repr::SequencedData(b"Rdirectory"),
+                Repr::ServerHeartbeat,
+                Repr::SequencedData(b"Aorder"),
+                Repr::SequencedData(&eos),
+                Repr::EndOfSession,
+            ] {
+                p.write_to(&mut v);
+            }
+            v
+        };
         vec![
+            glimpse,
             strategies,
             FAST_TEMPLATES.as_bytes().to_vec(),
             fast,
@@ -1024,8 +1072,9 @@ mod smoke {
     #[test]
     fn every_target_survives_generated_inputs() {
         type Target = (&'static str, fn(&[u8]));
-        let targets: [Target; 17] = [
+        let targets: [Target; 18] = [
             ("matcher", matcher),
+            ("soupbintcp", soupbintcp),
             ("fix_session", fix_session),
             ("fast_templates", fast_templates),
             ("fast_decode", fast_decode),
