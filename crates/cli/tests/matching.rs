@@ -52,6 +52,32 @@ fn match_writes_one_line_per_event_and_errors_say_where() {
     assert!(err.contains("bad.jsonl line 2: symbol is a string attribute"), "{err}");
 }
 
+/// Numbers as JSON writers give them: exponents (`json.dumps(0.00001)` is `1e-05`) are
+/// exact like any other number; one needing a tenth decimal place is refused, not rounded.
+#[test]
+fn match_takes_json_numbers_in_every_notation() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("s.txt"), "1: x = 150\n2: x = 0.00001\n3: x > 100000000000000\n").unwrap();
+    std::fs::write(p.join("e.jsonl"), "{\"x\": 1.5e2}\n{\"x\": 1e-05}\n{\"x\": 1E+16}\n{\"x\": 150.0}\n").unwrap();
+    let run = |events: &str| {
+        Command::new(BIN).args(["match", "--strategies", "s.txt", "--events", events]).current_dir(p).output().unwrap()
+    };
+    let o = run("e.jsonl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "{\"event\": 0, \"matches\": [1]}\n{\"event\": 1, \"matches\": [2]}\n\
+         {\"event\": 2, \"matches\": [3]}\n{\"event\": 3, \"matches\": [1]}\n"
+    );
+    std::fs::write(p.join("bad.jsonl"), "{\"x\": 1e-10}\n").unwrap();
+    let err = String::from_utf8_lossy(&run("bad.jsonl").stderr).to_string();
+    assert!(err.contains("bad.jsonl line 1: x: \"1e-10\" has more than 9 decimal places"), "{err}");
+    std::fs::write(p.join("big.jsonl"), "{\"x\": \"1000000000000000000000000000000\"}\n").unwrap();
+    let err = String::from_utf8_lossy(&run("big.jsonl").stderr).to_string();
+    assert!(err.contains("big.jsonl line 1: x: \"1000000000000000000000000000000\" is too large"), "{err}");
+}
+
 /// The worked example of docs/matching.md, as written there: its files, its command, and
 /// the output it shows.
 #[test]

@@ -108,6 +108,20 @@ def test_matcher_equals_brute_force_with_inserts_and_removals():
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent (an outside checkout)")
+def test_matcher_takes_floats_as_python_prints_them():
+    # str(0.00001) is '1e-05' and str(1e16) '1e+16': exact all the same.
+    m = tickplant.Matcher()
+    m.add("1: x = 0.00001")
+    m.add("2: x > 1000000000000000")
+    m.add("3: x = 150")
+    assert m.match({"x": 0.00001}) == [1]
+    assert m.match({"x": 1e16}) == [2]
+    assert m.match({"x": 1.5e2}) == [3] and m.match({"x": 150}) == [3]
+    # A float that needs more than 9 decimal places is refused, not rounded.
+    with pytest.raises(tickplant.TickplantError, match="more than 9 decimal places"):
+        m.match({"x": 1e-10})
+
+
 def test_fast_decoder_equals_the_cli():
     mf = SHARED / "fast" / "mfast"
     d = tickplant.FastDecoder(mf / "example.xml")

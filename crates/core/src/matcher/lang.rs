@@ -341,6 +341,61 @@ pub fn parse_num(s: &str) -> Result<i128, BadNumber> {
     Ok(if neg { -v } else { v })
 }
 
+/// A JSON number (`1e3`, `1.5E2`, `1e-05`, as JSON writers and Python's `str(float)` give
+/// them, or a plain decimal) into 1e-9 units, exactly: the exponent moves the decimal point,
+/// then the plain decimal's rules apply (so `1e-10` has more than 9 decimal places, as
+/// `0.0000000001` has). Errors name the text as given.
+pub fn parse_json_num(s: &str) -> Result<i128, BadNumber> {
+    let Some(e) = s.find(['e', 'E']) else { return parse_num(s) };
+    let bad = |why: &'static str| BadNumber { text: s.to_string(), why };
+    let (mantissa, exp) = (&s[..e], &s[e + 1..]);
+    let exp_digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+    if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("is not a number"));
+    }
+    let (neg, body) = match mantissa.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, mantissa),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    // The mantissa's digits; its places are counted after the shift (`1.0000000000e2`).
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("is not a number"));
+    }
+    if body.contains('.') && frac.is_empty() {
+        return Err(bad("has no digits after the decimal point"));
+    }
+    let digits = format!("{int}{frac}");
+    if digits.bytes().all(|b| b == b'0') {
+        return Ok(0);
+    }
+    // Beyond 60 places either way the value cannot fit (27 integer digits at most) or
+    // keeps a digit past the 9th decimal place.
+    let shift: i64 = match exp_digits.parse::<i64>() {
+        Ok(n) if n <= 60 => {
+            if exp.starts_with('-') {
+                -n
+            } else {
+                n
+            }
+        }
+        _ if exp.starts_with('-') => return Err(bad("has more than 9 decimal places")),
+        _ => return Err(bad("is too large")),
+    };
+    let point = int.len() as i64 + shift;
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+    };
+    // Zeros after the last digit that counts are not decimal places the value needs.
+    let plain = if plain.contains('.') { plain.trim_end_matches('0').trim_end_matches('.') } else { &plain };
+    let v = parse_num(plain).map_err(|p| bad(p.why))?;
+    Ok(if neg { -v } else { v })
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
@@ -630,6 +685,49 @@ mod tests {
         assert!(parse_num("1.0000000001").unwrap_err().to_string().contains("9 decimal places"));
         assert!(parse_num("1.").unwrap_err().to_string().contains("no digits"));
         assert!(parse_num("1e5").unwrap_err().to_string().contains("not a number"));
+    }
+
+    #[test]
+    fn json_numbers_in_every_notation_are_exact() {
+        let ok: &[(&str, i128)] = &[
+            ("150", 150 * SCALE),
+            ("1e3", 1_000 * SCALE),
+            ("1.5E2", 150 * SCALE),
+            ("1.5e+2", 150 * SCALE),
+            ("1e-05", 10_000),
+            ("-2.5e-1", -250_000_000),
+            ("1e+16", 10i128.pow(16) * SCALE),
+            ("123.456e-3", 123_456_000),
+            ("0.000000001e9", SCALE),
+            ("1.0000000000e2", 100 * SCALE),
+            ("0e-400", 0),
+            ("-0.0E+99", 0),
+            ("9.99999999999999999999999999e26", 999_999_999_999_999_999_999_999_999 * SCALE),
+        ];
+        for &(text, want) in ok {
+            assert_eq!(parse_json_num(text), Ok(want), "{text}");
+            // The plain decimal it stands for gives the same.
+            if !text.contains(['e', 'E']) {
+                assert_eq!(parse_num(text), Ok(want));
+            }
+        }
+        let bad: &[(&str, &str)] = &[
+            ("1e-10", "more than 9 decimal places"),
+            ("1.5e-9", "more than 9 decimal places"),
+            ("1e400", "too large"),
+            ("1e-400", "more than 9 decimal places"),
+            ("1e27", "too large"),
+            ("e5", "not a number"),
+            ("1e", "not a number"),
+            ("1e+", "not a number"),
+            ("1e2.5", "not a number"),
+            ("1.e5", "no digits after the decimal point"),
+            ("1e99999999999999999999", "too large"),
+        ];
+        for &(text, why) in bad {
+            let e = parse_json_num(text).unwrap_err();
+            assert_eq!((e.text.as_str(), e.why.contains(why)), (text, true), "{text}: {}", e.why);
+        }
     }
 
     #[test]

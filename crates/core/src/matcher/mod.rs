@@ -37,7 +37,8 @@ pub mod market;
 use crate::fxhash::FxMap;
 
 pub use lang::{
-    format_num, parse_num, AttrId, MatchEvent, Op, ParseError, Pred, Rhs, Schema, Strategy, SymId, Type, Value, SCALE,
+    format_num, parse_json_num, parse_num, AttrId, MatchEvent, Op, ParseError, Pred, Rhs, Schema, Strategy, SymId,
+    Type, Value, SCALE,
 };
 pub use market::{MarketEvents, Quote, SymbolKey};
 
@@ -1450,7 +1451,8 @@ impl Matcher {
         clusters + entries + keyed + self.acc.capacity() * 8
     }
 
-    /// An event from (attribute name, value as text) pairs: numbers as plain decimals,
+    /// An event from (attribute name, value as text) pairs: numbers as JSON numbers
+    /// ([`parse_json_num`]; a string's number as a plain decimal),
     /// strings as they are. Attributes no strategy names are ignored; a value of the wrong
     /// type for its attribute is an error.
     pub fn event_from_pairs<'a>(
@@ -1469,14 +1471,19 @@ impl Matcher {
                         let reason = format!("{name} is a string attribute, the event gives the number {text}");
                         return Err(EventError { attr: name.to_string(), reason });
                     }
-                    let num = parse_num(text)
+                    let num = parse_json_num(text)
                         .map_err(|err| EventError { attr: name.to_string(), reason: format!("{name}: {err}") })?;
                     Value::Num(num)
                 }
                 EventValue::Str(s) => match want {
-                    Some(Type::Num) => Value::Num(parse_num(s).map_err(|_| EventError {
+                    Some(Type::Num) => Value::Num(parse_num(s).map_err(|err| EventError {
                         attr: name.to_string(),
-                        reason: format!("{name} is a number attribute, the event gives {s:?}"),
+                        // A decimal that is out of range says so; other text is not a number.
+                        reason: if err.why == "is not a number" {
+                            format!("{name} is a number attribute, the event gives {s:?}")
+                        } else {
+                            format!("{name}: {err}")
+                        },
                     })?),
                     // A string no strategy names equals none of them.
                     _ => Value::Sym(self.schema.sym_id(s).unwrap_or(UNKNOWN_SYM)),
