@@ -3,7 +3,7 @@
 //! integer on the wire with a `<name>_decimal` rendering beside it where the decimal places
 //! are known. Feeds: `nyse-xdp` and `nyse-pillar` (NYSE Integrated Feed, XDP v2.1 and
 //! Pillar v2.5 layouts; `tickplant_wire::xdp_integrated`), `opra-binary` (OPRA Participant Interface v6;
-//! `tickplant_wire::opra_binary`), `itch50` (MoldUDP64 captures of ITCH 5.0), `opra-fast`
+//! `tickplant_wire::opra_binary`), `itch50` (MoldUDP64 captures of ITCH 5.0, or a BinaryFILE, plain or gzip), `opra-fast`
 //! (OPRA FAST v2 blocks, through the FAST decoder and the OPRA templates).
 
 use std::io::Write;
@@ -46,7 +46,8 @@ pub struct DecodeArgs {
     /// The feed's layout.
     #[arg(long, value_enum)]
     pub feed: Feed,
-    /// The capture (pcap or pcapng; one protocol packet a UDP datagram).
+    /// The capture (pcap or pcapng; one protocol packet a UDP datagram); for itch50 also an
+    /// ITCH 5.0 BinaryFILE, plain or gzip, as NASDAQ publishes its days.
     pub capture: PathBuf,
     /// Stop after this many messages.
     #[arg(long)]
@@ -120,8 +121,10 @@ impl<W: Write> Out<'_, W> {
                 for (k, v) in l.fields {
                     fields.insert(k, v);
                 }
+                // Frames count from 1: 0 is a message read from a file, not a capture.
+                let frame = if l.frame == 0 { Json::Null } else { Json::from(l.frame) };
                 let mut o = json!({
-                    "frame": l.frame, "packet": l.packet, "sequence": l.sequence,
+                    "frame": frame, "packet": l.packet, "sequence": l.sequence,
                     "message": l.message, "type": l.ty, "fields": fields,
                 });
                 if let Some(e) = l.error {
@@ -134,7 +137,8 @@ impl<W: Write> Out<'_, W> {
                     writeln!(self.w, "frame,sequence,type,message,field,value")?;
                 }
                 let seq = l.sequence.map(|s| s.to_string()).unwrap_or_default();
-                let head = format!("{},{seq},{},{}", l.frame, csv_cell(&l.ty), l.message.unwrap_or_default());
+                let frame = if l.frame == 0 { String::new() } else { l.frame.to_string() };
+                let head = format!("{frame},{seq},{},{}", csv_cell(&l.ty), l.message.unwrap_or_default());
                 for (k, v) in &l.fields {
                     writeln!(self.w, "{head},{k},{}", csv_cell(&text(v)))?;
                 }
@@ -197,6 +201,9 @@ fn check_types(feed: Feed, types: &[String]) -> Result<()> {
 /// Decode, writing to `out`; returns the messages written.
 pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     check_types(a.feed, &a.types)?;
+    if a.feed == Feed::Itch50 && !is_capture(&a.capture)? {
+        return itch_file(a, out);
+    }
     let mut r = FrameReader::open(&a.capture)?;
     let link = r.link_type();
     let name = a.capture.display().to_string();
@@ -405,35 +412,81 @@ fn itch<W: Write>(payload: &[u8], frame: u64, o: &mut Out<'_, W>) -> Result<bool
         "message_count": p.message_count(),
     });
     for (i, m) in p.messages().enumerate() {
-        let seq = Some(p.sequence_number() + i as u64);
+        let seq = p.sequence_number() + i as u64;
         let (at, body) = m?;
-        let ty = body.first().map(|&c| (c as char).to_string()).unwrap_or_default();
-        let line = match itch50::parse_exact(body) {
-            Ok(msg) => {
-                let (locate, tracking, ts) = msg.header();
-                let mut v = ItchFields(vec![
-                    ("stock_locate".into(), Json::from(locate)),
-                    ("tracking_number".into(), Json::from(tracking)),
-                    ("timestamp".into(), Json::from(ts)),
-                ]);
-                msg.visit(&mut v);
-                Line { frame, packet: &packet, sequence: seq, ty, message: Some(msg.name()), fields: v.0, error: None }
-            }
-            Err(e) => Line {
-                frame,
-                packet: &packet,
-                sequence: seq,
-                ty,
-                message: None,
-                fields: vec![("bytes".into(), Json::from(hex(body)))],
-                error: Some(format!("message at byte {at} of the packet: {e}")),
-            },
-        };
-        if !o.put(line)? {
+        if !o.put(itch_line(frame, &packet, seq, body, || format!("message at byte {at} of the packet")))? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// One ITCH message's line (`where_` says where it is, for a message that does not parse).
+fn itch_line<'a>(
+    frame: u64,
+    packet: &'a Json,
+    sequence: u64,
+    body: &[u8],
+    where_: impl FnOnce() -> String,
+) -> Line<'a> {
+    let ty = body.first().map(|&c| (c as char).to_string()).unwrap_or_default();
+    match itch50::parse_exact(body) {
+        Ok(msg) => {
+            let (locate, tracking, ts) = msg.header();
+            let mut v = ItchFields(vec![
+                ("stock_locate".into(), Json::from(locate)),
+                ("tracking_number".into(), Json::from(tracking)),
+                ("timestamp".into(), Json::from(ts)),
+            ]);
+            msg.visit(&mut v);
+            Line { frame, packet, sequence: Some(sequence), ty, message: Some(msg.name()), fields: v.0, error: None }
+        }
+        Err(e) => Line {
+            frame,
+            packet,
+            sequence: Some(sequence),
+            ty,
+            message: None,
+            fields: vec![("bytes".into(), Json::from(hex(body)))],
+            error: Some(format!("{}: {e}", where_())),
+        },
+    }
+}
+
+/// Whether `path` is a pcap or pcapng capture, by its first bytes (the ITCH tools go by the
+/// name; `decode` is given captures of every feed, so it looks).
+fn is_capture(path: &std::path::Path) -> Result<bool> {
+    let mut magic = [0u8; 4];
+    let mut f = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let n = std::io::Read::read(&mut f, &mut magic).with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok(n == 4
+        && matches!(u32::from_le_bytes(magic), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a))
+}
+
+/// An ITCH 5.0 BinaryFILE (plain or gzip, as NASDAQ publishes its days): each message's
+/// line has no frame or packet (`null`), and `sequence` is its place in the file from 1.
+fn itch_file(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
+    use std::io::BufRead;
+    let mut o =
+        Out { w: out, format: a.format, types: a.types.clone(), limit: a.limit.unwrap_or(u64::MAX), written: 0 };
+    let name = a.capture.display();
+    let f = std::fs::File::open(&a.capture).with_context(|| format!("{name}: cannot open"))?;
+    let mut r = std::io::BufReader::new(f);
+    let gz = r.fill_buf().with_context(|| format!("{name}: cannot read"))?.starts_with(&[0x1f, 0x8b]);
+    let r: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(r)) } else { Box::new(r) };
+    let mut failure = None;
+    let mut each = |m: &tickplant_io::itch::ItchMessage<'_>| {
+        let line = itch_line(0, &Json::Null, m.seq, m.bytes, || format!("message {} at byte {}", m.seq, m.offset));
+        o.put(line).unwrap_or_else(|e| {
+            failure = Some(e);
+            false
+        })
+    };
+    tickplant_io::itch::read_stream(&a.capture, r, itch50::Framing::LengthPrefixed, &mut each)?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(o.written),
+    }
 }
 
 /// The FAST side: the program and a decoder whose dictionaries start fresh each block

@@ -548,6 +548,49 @@ fn final_books_of_a_damaged_file_say_where() {
     assert!(err.contains("bad.itch") && err.contains(&format!("byte {}", 2 + first + 2)), "{err}");
 }
 
+/// `decode --feed itch50` reads NASDAQ's own form of a day too: a BinaryFILE, plain or
+/// gzip, whatever its name. Its messages are the capture's, field for field, with no frame
+/// or packet; a file cut inside a message is an error that says where.
+#[test]
+fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
+    use std::io::Write as _;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let day = ["sim", "itch", "--seed", "4", "--symbols", "5", "--messages", "3000", "--out"];
+    ok(p, &[&day[..], &["day.itch"]].concat());
+    ok(p, &[&day[..], &["day.pcap"]].concat());
+    let bytes = std::fs::read(p.join("day.itch")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bytes).unwrap();
+    // NASDAQ's names: no .itch, and .gz.
+    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(p.join("11302026.NASDAQ_ITCH50"), &bytes).unwrap();
+    let messages = |file: &str| -> Vec<serde_json::Value> {
+        let (out, _) = ok(p, &["decode", "--feed", "itch50", file]);
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let capture = messages("day.pcap");
+    assert_eq!(capture.len(), 3000);
+    for file in ["day.itch", "11302026.NASDAQ_ITCH50", "11302026.NASDAQ_ITCH50.gz"] {
+        let got = messages(file);
+        assert_eq!(got.len(), capture.len(), "{file}");
+        for (i, (g, c)) in got.iter().zip(&capture).enumerate() {
+            assert_eq!((&g["type"], &g["message"], &g["fields"]), (&c["type"], &c["message"], &c["fields"]), "{file}");
+            assert_eq!(
+                (&g["frame"], &g["packet"], g["sequence"].as_u64()),
+                (&serde_json::Value::Null, &serde_json::Value::Null, Some(i as u64 + 1))
+            );
+        }
+    }
+    let (csv, _) =
+        ok(p, &["decode", "--feed", "itch50", "--types", "A", "--limit", "1", "--format", "csv", "day.itch"]);
+    assert!(csv.starts_with("frame,sequence,type,message,field,value\n,"), "{csv}");
+    std::fs::write(p.join("cut.itch"), &bytes[..bytes.len() - 3]).unwrap();
+    let o = tp(p, &["decode", "--feed", "itch50", "cut.itch"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("cut.itch") && err.contains("ends inside message 3000"), "{err}");
+}
+
 /// Two feeds in one run (`[[feed]]`): each arbitrates its own A/B pair, keeps its own
 /// books and serves its own consumers; each feed's final books equal its own day's truth
 /// (B clean, A lossy: HR recovers everything), and the report holds both.
