@@ -42,6 +42,10 @@ pub fn parse_event(m: &Matcher, line: &str, e: &mut MatchEvent) -> Result<(), St
     let mut nums: Vec<(&str, &str)> = Vec::new();
     for (k, v) in obj {
         let raw = v.get();
+        // null (what pandas writes for a missing value) leaves the attribute out.
+        if raw == "null" {
+            continue;
+        }
         if raw.starts_with('"') {
             let s: String = serde_json::from_str(raw).map_err(|err| format!("{k}: {err}"))?;
             strings.push((k, s));

@@ -70,6 +70,14 @@ fn match_takes_json_numbers_in_every_notation() {
         "{\"event\": 0, \"matches\": [1]}\n{\"event\": 1, \"matches\": [2]}\n\
          {\"event\": 2, \"matches\": [3]}\n{\"event\": 3, \"matches\": [1]}\n"
     );
+    // null is a missing value (pandas writes one for NaN): the attribute is left out.
+    std::fs::write(p.join("null.jsonl"), "{\"x\": null}\n{\"x\": 150, \"y\": null}\n").unwrap();
+    let o = run("null.jsonl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "{\"event\": 0, \"matches\": []}\n{\"event\": 1, \"matches\": [1]}\n"
+    );
     std::fs::write(p.join("bad.jsonl"), "{\"x\": 1e-10}\n").unwrap();
     let err = String::from_utf8_lossy(&run("bad.jsonl").stderr).to_string();
     assert!(err.contains("bad.jsonl line 1: x: \"1e-10\" has more than 9 decimal places"), "{err}");

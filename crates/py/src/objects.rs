@@ -151,6 +151,11 @@ fn pairs(event: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Result<String, Stri
     let mut out = Vec::new();
     for (k, v) in event.iter() {
         let name: String = k.extract()?;
+        // None, and NaN (pandas' missing value), leave the attribute out: a predicate on it
+        // is false, as on an attribute the event does not have.
+        if v.is_none() || v.extract::<f64>().is_ok_and(f64::is_nan) {
+            continue;
+        }
         if let Ok(s) = v.extract::<String>() {
             out.push((name, Err(s)));
         } else {

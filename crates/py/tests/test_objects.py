@@ -117,6 +117,10 @@ def test_matcher_takes_floats_as_python_prints_them():
     assert m.match({"x": 0.00001}) == [1]
     assert m.match({"x": 1e16}) == [2]
     assert m.match({"x": 1.5e2}) == [3] and m.match({"x": 150}) == [3]
+    # None and NaN (pandas' missing value) leave the attribute out.
+    assert m.match({"x": None}) == [] and m.match({"x": float("nan")}) == []
+    m.add('4: y = "a"')
+    assert m.match({"x": float("nan"), "y": "a"}) == [4]
     # A float that needs more than 9 decimal places is refused, not rounded.
     with pytest.raises(tickplant.TickplantError, match="more than 9 decimal places"):
         m.match({"x": 1e-10})
