@@ -201,7 +201,7 @@ fn check_types(feed: Feed, types: &[String]) -> Result<()> {
 /// Decode, writing to `out`; returns the messages written.
 pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     check_types(a.feed, &a.types)?;
-    if a.feed == Feed::Itch50 && !is_capture(&a.capture)? {
+    if a.feed == Feed::Itch50 && !tickplant_io::pcap::is_capture(&a.capture)? {
         return itch_file(a, out);
     }
     let mut r = FrameReader::open(&a.capture)?;
@@ -451,16 +451,6 @@ fn itch_line<'a>(
             error: Some(format!("{}: {e}", where_())),
         },
     }
-}
-
-/// Whether `path` is a pcap or pcapng capture, by its first bytes (the ITCH tools go by the
-/// name; `decode` is given captures of every feed, so it looks).
-fn is_capture(path: &std::path::Path) -> Result<bool> {
-    let mut magic = [0u8; 4];
-    let mut f = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let n = std::io::Read::read(&mut f, &mut magic).with_context(|| format!("{}: cannot read", path.display()))?;
-    Ok(n == 4
-        && matches!(u32::from_le_bytes(magic), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a))
 }
 
 /// An ITCH 5.0 BinaryFILE (plain or gzip, as NASDAQ publishes its days): each message's

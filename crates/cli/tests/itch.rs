@@ -19,6 +19,14 @@ fn ok(dir: &Path, args: &[&str]) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).to_string(), err)
 }
 
+/// `bytes` gzip-compressed, as NASDAQ ships its days.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
 /// The real sample, or None (with a note) outside a checkout that has ../shared.
 fn ritch() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
@@ -553,17 +561,14 @@ fn final_books_of_a_damaged_file_say_where() {
 /// or packet; a file cut inside a message is an error that says where.
 #[test]
 fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
-    use std::io::Write as _;
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     let day = ["sim", "itch", "--seed", "4", "--symbols", "5", "--messages", "3000", "--out"];
     ok(p, &[&day[..], &["day.itch"]].concat());
     ok(p, &[&day[..], &["day.pcap"]].concat());
     let bytes = std::fs::read(p.join("day.itch")).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&bytes).unwrap();
     // NASDAQ's names: no .itch, and .gz.
-    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
     std::fs::write(p.join("11302026.NASDAQ_ITCH50"), &bytes).unwrap();
     let messages = |file: &str| -> Vec<serde_json::Value> {
         let (out, _) = ok(p, &["decode", "--feed", "itch50", file]);
@@ -589,6 +594,52 @@ fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
     let o = tp(p, &["decode", "--feed", "itch50", "cut.itch"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("cut.itch") && err.contains("ends inside message 3000"), "{err}");
+}
+
+/// `run` takes NASDAQ's own form of a day as its one line: a BinaryFILE, plain or gzip,
+/// read as MoldUDP64 packets. Its final books equal the day's truth; every message is
+/// decoded; a second line, another decoder or a file cut short is an error that says so.
+#[test]
+fn run_reads_a_binary_file_as_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 8 --symbols 20 --messages 20000 --out day.itch --truth truth.jsonl"));
+    let bytes = std::fs::read(p.join("day.itch")).unwrap();
+    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
+    let parse = |s: &str| s.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
+    let truth = parse(&std::fs::read_to_string(p.join("truth.jsonl")).unwrap());
+    for file in ["day.itch", "11302026.NASDAQ_ITCH50.gz"] {
+        let cfg = format!(
+            "[run]\nreport = \"report.json\"\n[source]\na = \"{file}\"\n\
+             [book]\nfinal-books = \"books.jsonl\"\ndepth = 1000000\n[[consumer]]\nname = \"all\"\n"
+        );
+        std::fs::write(p.join("f.toml"), cfg).unwrap();
+        ok(p, &["run", "f.toml", "--quiet"]);
+        let books = parse(&std::fs::read_to_string(p.join("books.jsonl")).unwrap());
+        assert_eq!(books, truth, "{file}");
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("report.json")).unwrap()).unwrap();
+        assert_eq!((r["decoded"].as_u64(), r["undecodable"].as_u64()), (Some(20_000), Some(0)), "{file}");
+        assert_eq!(
+            (r["gaps"].as_array().map(Vec::len), r["consumers"][0]["received"].as_u64()),
+            (Some(0), Some(20_000)),
+            "{file}"
+        );
+    }
+    // hr-out writes the day as a MoldUDP64 capture: the same messages as the file.
+    std::fs::write(p.join("conv.toml"), "[source]\na = \"day.itch\"\n[arbitration]\nhr-out = \"day-hr.pcap\"\n")
+        .unwrap();
+    ok(p, &["run", "conv.toml", "--quiet"]);
+    assert_eq!(ok(p, &["itch", "decode", "day-hr.pcap"]).0, ok(p, &["itch", "decode", "day.itch"]).0);
+    let fails = |cfg: &str, says: &str| {
+        std::fs::write(p.join("bad.toml"), cfg).unwrap();
+        let o = tp(p, &["run", "bad.toml", "--quiet"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{cfg}: {err}");
+    };
+    fails("[source]\na = \"day.itch\"\nb = \"day.itch\"\n", "is one line");
+    fails("[source]\na = \"day.itch\"\ndecoder = \"nyse-xdp\"\n", "decoder = \"itch50\"");
+    std::fs::write(p.join("cut.itch"), &bytes[..bytes.len() - 3]).unwrap();
+    fails("[source]\na = \"cut.itch\"\n", "ends inside message 20000");
 }
 
 /// Two feeds in one run (`[[feed]]`): each arbitrates its own A/B pair, keeps its own

@@ -97,6 +97,24 @@ enum Inner {
     },
 }
 
+/// Whether the file at `path` starts as a pcap (either byte order, µs or ns) or a pcapng
+/// does; an error names a file that cannot be opened or read.
+pub fn is_capture(path: &Path) -> Result<bool, PcapError> {
+    let err = |reason: String| PcapError { path: path.to_path_buf(), frame: None, offset: None, reason };
+    let mut f = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
+    let mut magic = [0u8; 4];
+    let mut n = 0;
+    while n < 4 {
+        match f.read(&mut magic[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return Err(err(format!("cannot read: {e}"))),
+        }
+    }
+    Ok(n == 4
+        && matches!(u32::from_le_bytes(magic), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a))
+}
+
 /// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
 pub struct FrameReader {
     path: PathBuf,

@@ -581,6 +581,17 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     }
     check_cores(spec).map_err(cfg_err)?;
     let mut source = Prefixed::new(AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?);
+    if let AnySource::ItchFile(f) = &source.inner {
+        if !matches!(spec.decoder, FeedDecoder::Itch50)
+            || spec.sequencer.protocol != tickplant_core::Protocol::Moldudp64
+        {
+            return Err(cfg_err(format!(
+                "{}: an ITCH 5.0 BinaryFILE is read as MoldUDP64 packets of ITCH: decoder = \"itch50\", \
+                 protocol = \"moldudp64\"",
+                f.path().display()
+            )));
+        }
+    }
     let links: Vec<LinkType> = (0..source.inputs()).map(|i| source.link_type(i)).collect();
     let seq = Sequencer::new(spec.sequencer.clone()).map_err(|e| cfg_err(e.to_string()))?;
     // A late join: the live feed buffered while the snapshot comes, then arbitrated from
