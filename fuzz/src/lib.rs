@@ -127,7 +127,7 @@ pub fn opra_binary(data: &[u8]) {
 pub fn sequencer(data: &[u8]) {
     for proto in [Protocol::Moldudp64, Protocol::Xdp, Protocol::Opra, Protocol::Custom] {
         let s = Sequencer::new(SequencerConfig::preset(proto)).expect("preset");
-        for link in [LinkType::Ethernet, LinkType::RawIp, LinkType::LinuxSll] {
+        for link in [LinkType::Ethernet, LinkType::RawIp, LinkType::LinuxSll, LinkType::LinuxSll2] {
             if let Ok(info) = s.classify(link, data) {
                 let mut out = Vec::new();
                 for skip in 1..info.count.min(4) {

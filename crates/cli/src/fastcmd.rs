@@ -9,7 +9,6 @@ use tickplant_fast_jit::JitKernels;
 use anyhow::{bail, Context, Result};
 use tickplant_core::LinkType;
 use tickplant_fast::{for_each, json, Decoder, Framing, Message, Position, Program};
-use tickplant_wire::{ethernet, ipv4, udp};
 
 /// How messages sit in the input: a FAST framing of a file, or UDP datagrams in a pcap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,28 +43,7 @@ pub struct UdpArgs {
 
 /// The UDP payload of a captured frame (IPv4, no fragments), if it is one.
 fn udp_payload(link: LinkType, frame: &[u8]) -> Option<&[u8]> {
-    let ip = match link {
-        LinkType::Ethernet => {
-            let f = ethernet::Frame::new_checked(frame).ok()?;
-            if f.ethertype() != ethernet::ethertype::IPV4 {
-                return None;
-            }
-            &frame[f.header_len()..]
-        }
-        LinkType::RawIp => frame,
-        LinkType::LinuxSll => frame.get(16..)?,
-    };
-    // The views validate the lengths; the slices are taken by offset so they borrow `frame`.
-    let p = ipv4::Packet::new_checked(ip).ok()?;
-    if p.protocol() != ipv4::protocol::UDP || p.is_fragment() {
-        return None;
-    }
-    let hl = usize::from(ip[0] & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    let seg = ip.get(hl..total)?;
-    udp::Packet::new_checked(seg).ok()?;
-    let ulen = usize::from(u16::from_be_bytes([seg[4], seg[5]]));
-    seg.get(udp::HEADER_LEN..ulen)
+    tickplant_core::seq::udp_payload_range(link, frame).ok().map(|r| &frame[r])
 }
 
 /// Decode every message of every UDP datagram of a capture. Non-UDP frames are counted and

@@ -642,6 +642,43 @@ fn run_reads_a_binary_file_as_one_line() {
     fails("[source]\na = \"cut.itch\"\n", "ends inside message 20000");
 }
 
+/// Captures with the Linux cooked headers, as `tcpdump -i any` writes them (SLL, and SLL2
+/// since libpcap 1.10): the same messages as the Ethernet capture, and `run` on them ends
+/// with the day's books.
+#[test]
+fn cooked_captures_read_as_ethernet_ones() {
+    use tickplant_core::LinkType;
+    use tickplant_io::{Format, FrameReader, FrameWriter};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 9 --symbols 10 --messages 5000 --out day.pcap --truth truth.jsonl"));
+    for (link, file) in [(LinkType::LinuxSll, "sll.pcap"), (LinkType::LinuxSll2, "sll2.pcapng")] {
+        let mut r = FrameReader::open(p.join("day.pcap")).unwrap();
+        let format = if file.ends_with("ng") { Format::PcapNg } else { Format::PcapNs };
+        let mut w = FrameWriter::create(p.join(file), link, format).unwrap();
+        while let Some(f) = r.next_frame().unwrap() {
+            // The Ethernet header (14 bytes, IPv4) made a cooked one.
+            let mut cooked = match link {
+                LinkType::LinuxSll => [&[0, 0, 0, 1, 0, 6][..], &f.data[6..12], &[0, 0, 0x08, 0x00]].concat(),
+                _ => [&[0x08, 0x00, 0, 0, 0, 0, 0, 3, 0, 1, 0, 6][..], &f.data[6..12], &[0, 0]].concat(),
+            };
+            cooked.extend_from_slice(&f.data[14..]);
+            w.write(f.ts_ns, &cooked).unwrap();
+        }
+        w.finish().unwrap();
+        assert_eq!(ok(p, &["itch", "decode", file]).0, ok(p, &["itch", "decode", "day.pcap"]).0, "{file}");
+        assert_eq!(ok(p, &["decode", "--feed", "itch50", file]).0.lines().count(), 5000, "{file}: decode takes it too");
+        let cfg = format!("[source]\na = \"{file}\"\n[book]\nfinal-books = \"books.jsonl\"\ndepth = 1000000\n");
+        std::fs::write(p.join("c.toml"), cfg).unwrap();
+        ok(p, &["run", "c.toml", "--quiet"]);
+        assert_eq!(
+            std::fs::read_to_string(p.join("books.jsonl")).unwrap(),
+            std::fs::read_to_string(p.join("truth.jsonl")).unwrap(),
+            "{file}"
+        );
+    }
+}
+
 /// Two feeds in one run (`[[feed]]`): each arbitrates its own A/B pair, keeps its own
 /// books and serves its own consumers; each feed's final books equal its own day's truth
 /// (B clean, A lossy: HR recovers everything), and the report holds both.

@@ -97,6 +97,9 @@ pub enum LinkType {
     RawIp,
     /// LINKTYPE_LINUX_SLL (113): the 16-byte Linux "cooked" header.
     LinuxSll,
+    /// LINKTYPE_LINUX_SLL2 (276): the 20-byte one, what `tcpdump -i any` writes since
+    /// libpcap 1.10 (the protocol first, then the interface index).
+    LinuxSll2,
 }
 
 impl LinkType {
@@ -106,6 +109,7 @@ impl LinkType {
             1 => Some(LinkType::Ethernet),
             101 | 228 | 12 | 14 => Some(LinkType::RawIp),
             113 => Some(LinkType::LinuxSll),
+            276 => Some(LinkType::LinuxSll2),
             _ => None,
         }
     }
@@ -115,6 +119,7 @@ impl LinkType {
             LinkType::Ethernet => 1,
             LinkType::RawIp => 101,
             LinkType::LinuxSll => 113,
+            LinkType::LinuxSll2 => 276,
         }
     }
 }
@@ -401,19 +406,22 @@ pub(crate) fn udp_headers(link: LinkType, frame: &[u8]) -> Result<UdpHeaders, Ot
             f.header_len()
         }
         LinkType::RawIp => 0,
-        LinkType::LinuxSll => {
-            if frame.len() < 16 {
+        // The cooked headers: (length, where the protocol is).
+        LinkType::LinuxSll | LinkType::LinuxSll2 => {
+            let (len, proto, what) =
+                if link == LinkType::LinuxSll { (16, 14, "linux sll header") } else { (20, 0, "linux sll2 header") };
+            if frame.len() < len {
                 return Err(malformed(tickplant_wire::Error::Truncated {
-                    what: "linux sll header",
+                    what,
                     offset: 0,
-                    need: 16,
+                    need: len,
                     have: frame.len(),
                 }));
             }
-            if u16::from_be_bytes([frame[14], frame[15]]) != ethernet::ethertype::IPV4 {
+            if u16::from_be_bytes([frame[proto], frame[proto + 1]]) != ethernet::ethertype::IPV4 {
                 return Err(Other { reason: OtherReason::NotIpv4, error: None });
             }
-            16
+            len
         }
     };
     let ip = ipv4::Packet::new_checked(&frame[ip_offset..]).map_err(|e| malformed(e.at(ip_offset)))?;
@@ -724,7 +732,7 @@ mod tests {
             hits in proptest::collection::vec((0usize..50, proptest::prelude::any::<u8>()), 0..4),
             cut in 0usize..140,
             extra in 0usize..6,
-            link in 0u8..3,
+            link in 0u8..4,
         ) {
             let mut f = frame(&vec![0x5a; len], 26400);
             for (i, b) in hits {
@@ -734,7 +742,7 @@ mod tests {
             }
             f.truncate(cut.max(1));
             f.extend(std::iter::repeat_n(0xa5, extra));
-            let link = [LinkType::Ethernet, LinkType::RawIp, LinkType::LinuxSll][usize::from(link)];
+            let link = [LinkType::Ethernet, LinkType::RawIp, LinkType::LinuxSll, LinkType::LinuxSll2][usize::from(link)];
             if let Some(q) = udp_quick(link, &f) {
                 proptest::prop_assert_eq!(Some(q), udp_headers(link, &f).ok());
             }

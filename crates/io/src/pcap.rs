@@ -137,6 +137,29 @@ fn link_of(v: u32) -> Option<LinkType> {
     LinkType::from_pcap(v)
 }
 
+/// A pcapng interface: its link type, and its time unit as (multiplier, divisor) to reach
+/// nanoseconds.
+fn ng_interface(idb: &InterfaceDescriptionBlock<'_>) -> Result<(LinkType, u64, u64), String> {
+    let link = link_of(u32::from(idb.linktype)).ok_or_else(|| format!("unsupported link type {:?}", idb.linktype))?;
+    let mut res = 6u8;
+    for o in &idb.options {
+        if let InterfaceDescriptionOption::IfTsResol(v) = o {
+            res = *v;
+        }
+    }
+    let (mul, div) = if res & 0x80 == 0 {
+        let p = u32::from(res);
+        if p <= 9 {
+            (10u64.pow(9 - p), 1)
+        } else {
+            (1, 10u64.pow((p - 9).min(19)))
+        }
+    } else {
+        (1_000_000_000, 1u64 << (res & 0x7f).min(63))
+    };
+    Ok((link, mul, div))
+}
+
 impl FrameReader {
     /// Open a capture, detecting classic pcap (either byte order, µs or ns) or pcapng.
     /// A classic capture in a regular file is mapped into memory and read in place; it must
@@ -152,9 +175,28 @@ impl FrameReader {
             [0x0a, 0x0d, 0x0d, 0x0a] => {
                 // pcap-file wants the whole stream: reopen.
                 let file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
-                let ng = PcapNgReader::new(BufReader::with_capacity(BUF_BYTES, file))
+                let mut ng = PcapNgReader::new(BufReader::with_capacity(BUF_BYTES, file))
                     .map_err(|e| err(None, Some(0), format!("bad pcapng section header: {e}")))?;
-                (Inner::Ng { r: Box::new(ng), ifaces: Vec::new() }, LinkType::Ethernet)
+                // The link type is the first interface's: read up to its description, so
+                // that `link_type` says it before the first frame is read (blocks before it
+                // carry no packets; a packet before any interface is an error).
+                let mut ifaces = Vec::new();
+                let mut link = LinkType::Ethernet;
+                while let Some(block) = ng.next_block() {
+                    match block.map_err(|e| err(Some(1), None, format!("bad pcapng block: {e}")))? {
+                        Block::InterfaceDescription(idb) => {
+                            let iface = ng_interface(&idb).map_err(|m| err(Some(1), None, m))?;
+                            link = iface.0;
+                            ifaces.push(iface);
+                            break;
+                        }
+                        Block::EnhancedPacket(_) | Block::SimplePacket(_) => {
+                            return Err(err(Some(1), None, "a packet before any interface description".into()));
+                        }
+                        _ => {}
+                    }
+                }
+                (Inner::Ng { r: Box::new(ng), ifaces }, link)
             }
             _ => {
                 let m_le = u32::from_le_bytes(magic);
@@ -180,7 +222,7 @@ impl FrameReader {
                         None,
                         Some(20),
                         format!(
-                            "unsupported link type {lt} (supported: 1 ethernet, 101/228 raw IPv4, 113 linux cooked)"
+                            "unsupported link type {lt} (supported: 1 ethernet, 101/228 raw IPv4, 113 and 276 linux cooked)"
                         ),
                     )
                 })?;
@@ -344,32 +386,12 @@ impl FrameReader {
             match block {
                 Block::SectionHeader(_) => ifaces.clear(),
                 Block::InterfaceDescription(idb) => {
-                    let link = link_of(u32::from(idb.linktype));
-                    let Some(link) = link else {
-                        let msg = format!("unsupported link type {:?}", idb.linktype);
-                        return Err(self.err(None, msg));
-                    };
-                    let mut res = 6u8;
-                    for o in &idb.options {
-                        if let InterfaceDescriptionOption::IfTsResol(v) = o {
-                            res = *v;
-                        }
-                    }
-                    // Units per second as (multiplier, divisor) to reach nanoseconds.
-                    let (mul, div) = if res & 0x80 == 0 {
-                        let p = u32::from(res);
-                        if p <= 9 {
-                            (10u64.pow(9 - p), 1)
-                        } else {
-                            (1, 10u64.pow((p - 9).min(19)))
-                        }
-                    } else {
-                        (1_000_000_000, 1u64 << (res & 0x7f).min(63))
-                    };
+                    let iface = ng_interface(&idb).map_err(|msg| self.err(None, msg))?;
+                    let Inner::Ng { ifaces, .. } = &mut self.inner else { unreachable!() };
                     if ifaces.is_empty() {
-                        self.link = link;
+                        self.link = iface.0;
                     }
-                    ifaces.push((link, mul, div));
+                    ifaces.push(iface);
                 }
                 Block::EnhancedPacket(epb) => {
                     let Some(&(link, mul, div)) = ifaces.get(epb.interface_id as usize) else {
