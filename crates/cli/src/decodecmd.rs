@@ -56,6 +56,11 @@ pub struct DecodeArgs {
     /// (100,103), letters for itch50 (A,E) and the message category for OPRA (k,q).
     #[arg(long, value_delimiter = ',')]
     pub types: Vec<String>,
+    /// itch50 BinaryFILE: take each message's length from its type, not its length prefix
+    /// (for files whose prefixes are wrong; files whose prefixes are all zero, like the
+    /// RITCH sample, are told by their first bytes).
+    #[arg(long)]
+    pub infer_length: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
@@ -464,6 +469,13 @@ fn itch_file(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     let mut r = std::io::BufReader::new(f);
     let gz = r.fill_buf().with_context(|| format!("{name}: cannot read"))?.starts_with(&[0x1f, 0x8b]);
     let r: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(r)) } else { Box::new(r) };
+    let mut r = std::io::BufReader::new(r);
+    let head = r.fill_buf().with_context(|| format!("{name}: cannot read"))?;
+    let framing = if a.infer_length {
+        itch50::Framing::InferLength
+    } else {
+        tickplant_io::itch::file_framing(head).unwrap_or(itch50::Framing::LengthPrefixed)
+    };
     let mut failure = None;
     let mut each = |m: &tickplant_io::itch::ItchMessage<'_>| {
         let line = itch_line(0, &Json::Null, m.seq, m.bytes, || format!("message {} at byte {}", m.seq, m.offset));
@@ -472,7 +484,7 @@ fn itch_file(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
             false
         })
     };
-    tickplant_io::itch::read_stream(&a.capture, r, itch50::Framing::LengthPrefixed, &mut each)?;
+    tickplant_io::itch::read_stream(&a.capture, r, framing, &mut each)?;
     match failure {
         Some(e) => Err(e),
         None => Ok(o.written),

@@ -93,6 +93,12 @@ fn real_sample_counts_match_its_readme() {
     let (out, _) = ok(d.path(), &["itch", "decode", s, "--infer-length", "--format", "csv", "-o", "all.csv"]);
     assert!(out.is_empty());
     assert_eq!(std::fs::read_to_string(d.path().join("all.csv")).unwrap().lines().count(), 12_013);
+    // `decode` and `run` tell its zero prefixes by its first bytes: every message.
+    assert_eq!(ok(d.path(), &["decode", "--feed", "itch50", s]).0.lines().count(), 12_012);
+    std::fs::write(d.path().join("r.toml"), format!("[run]\nreport = \"r.json\"\n[source]\na = {s:?}\n")).unwrap();
+    ok(d.path(), &["run", "r.toml", "--quiet"]);
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!((r["decoded"].as_u64(), r["undecodable"].as_u64()), (Some(12_012), Some(0)));
 }
 
 #[test]

@@ -219,9 +219,21 @@ pub fn read_stream(
 pub fn is_binary_file(path: &Path) -> bool {
     let mut head = [0u8; 3];
     let read = File::open(path).and_then(|mut f| f.read_exact(&mut head));
-    read.is_ok()
-        && (head[..2] == [0x1f, 0x8b]
-            || itch50::message_len(head[2]).is_some_and(|n| usize::from(u16::from_be_bytes([head[0], head[1]])) == n))
+    read.is_ok() && (head[..2] == [0x1f, 0x8b] || file_framing(&head).is_some())
+}
+
+/// How a BinaryFILE frames its messages, by its first bytes: a length prefix that is the
+/// first message's length, or zeros before a message type (files whose prefixes are zero,
+/// like the RITCH sample: lengths from the types, [`Framing::InferLength`]); `None` when
+/// neither starts the file.
+pub fn file_framing(head: &[u8]) -> Option<Framing> {
+    let (&[a, b], Some(&t)) = (head.first_chunk::<2>()?, head.get(2)) else { return None };
+    let len = itch50::message_len(t)?;
+    match usize::from(u16::from_be_bytes([a, b])) {
+        0 => Some(Framing::InferLength),
+        n if n == len => Some(Framing::LengthPrefixed),
+        _ => None,
+    }
 }
 
 /// An ITCH 5.0 BinaryFILE (plain or gzip, as NASDAQ publishes its days) as a frame source:
@@ -241,6 +253,7 @@ pub struct ItchFileSource {
     end: usize,
     base: u64,
     eof: bool,
+    framing: Framing,
     messages: u64,
     frame: Vec<u8>,
     frames: u64,
@@ -267,7 +280,7 @@ impl ItchFileSource {
             .map_err(|e| err(path, None, Some(0), format!("cannot read: {e}")))?
             .starts_with(&[0x1f, 0x8b]);
         let r: Box<dyn Read + Send> = if gz { Box::new(flate2::read::MultiGzDecoder::new(b)) } else { Box::new(b) };
-        Ok(ItchFileSource {
+        let mut f = ItchFileSource {
             path: path.to_path_buf(),
             r,
             buf: vec![0; CHUNK],
@@ -275,10 +288,16 @@ impl ItchFileSource {
             end: 0,
             base: 0,
             eof: false,
+            framing: Framing::LengthPrefixed,
             messages: 0,
             frame: Vec::with_capacity(tickplant_wire::build::UDP_HEADERS_LEN + FILE_PACKET_BYTES + 64),
             frames: 0,
-        })
+        };
+        f.refill()?;
+        // Zero prefixes throughout (the RITCH sample's way) are told by the first message;
+        // anything else is read as prefixed, and a bad prefix is an error at its byte.
+        f.framing = file_framing(&f.buf[..f.end]).unwrap_or(Framing::LengthPrefixed);
+        Ok(f)
     }
 
     pub fn path(&self) -> &Path {
@@ -319,12 +338,12 @@ impl ItchFileSource {
         self.frame.resize(head, 0);
         let (first, mut count, mut ts) = (self.messages + 1, 0u16, 0u64);
         loop {
-            match frame_at(&self.buf[self.start..self.end], Framing::LengthPrefixed) {
+            match frame_at(&self.buf[self.start..self.end], self.framing) {
                 Ok(Some((hdr, total))) => {
-                    if count > 0 && self.frame.len() - UDP_HEADERS_LEN + total > FILE_PACKET_BYTES {
+                    let m = &self.buf[self.start + hdr..self.start + total];
+                    if count > 0 && self.frame.len() - UDP_HEADERS_LEN + 2 + total - hdr > FILE_PACKET_BYTES {
                         break;
                     }
-                    let m = &self.buf[self.start + hdr..self.start + total];
                     if count == 0 {
                         // Every message holds its timestamp at bytes 5..11 (6 bytes, big-endian).
                         ts = m[5..11].iter().fold(0u64, |t, &b| t << 8 | u64::from(b));
