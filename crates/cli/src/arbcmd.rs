@@ -209,6 +209,7 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     }
     opts.rerequest = args.recovery().rerequest()?.map(|(server, _)| server);
     let mut source = AnySource::open(&paths, &opts).map_err(|e| anyhow!("{e}"))?;
+    source.check_protocol(seq.config().protocol).map_err(|e| anyhow!("{e}"))?;
     let link = source.link_type(0);
     if paths.len() == 2 && source.link_type(1) != link {
         bail!(

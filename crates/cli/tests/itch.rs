@@ -644,6 +644,7 @@ fn run_reads_a_binary_file_as_one_line() {
     };
     fails("[source]\na = \"day.itch\"\nb = \"day.itch\"\n", "is one line");
     fails("[source]\na = \"day.itch\"\ndecoder = \"nyse-xdp\"\n", "decoder = \"itch50\"");
+    fails("[source]\na = \"day.itch\"\n[arbitration]\nprotocol = \"xdp\"\n", "(protocol moldudp64), not xdp");
     std::fs::write(p.join("cut.itch"), &bytes[..bytes.len() - 3]).unwrap();
     fails("[source]\na = \"cut.itch\"\n", "ends inside message 20000");
 }

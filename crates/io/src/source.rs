@@ -216,6 +216,19 @@ impl AnySource {
         }
         LiveSource::open(&urls, live.clone()).map(AnySource::Live).map_err(SourceError::Live)
     }
+    /// An ITCH BinaryFILE is read as MoldUDP64 packets: refused with another protocol.
+    pub fn check_protocol(&self, protocol: tickplant_core::Protocol) -> Result<(), SourceError> {
+        match self {
+            AnySource::ItchFile(f) if protocol != tickplant_core::Protocol::Moldudp64 => {
+                Err(SourceError::Input(format!(
+                    "{}: an ITCH 5.0 BinaryFILE is read as MoldUDP64 packets (protocol moldudp64), not {}",
+                    f.path().display(),
+                    format!("{protocol:?}").to_lowercase()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
     /// Whether the inputs are live groups.
     pub fn is_live(&self) -> bool {
         matches!(self, AnySource::Live(_))

@@ -111,6 +111,7 @@ impl Arbitrator {
         cfg.inputs = paths.len();
         let changes = a.changes().map_err(err)?;
         let mut source = AnySource::open(&paths, &LiveOptions::default()).map_err(err)?;
+        source.check_protocol(seq.config().protocol).map_err(err)?;
         let mut arb = CoreArbitrator::new(cfg, seq).map_err(err)?;
         for i in 0..paths.len() {
             arb.set_link(i, source.link_type(i));
