@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Map, Value as Json};
 use tickplant_core::seq::udp_payload_range;
@@ -471,6 +471,9 @@ fn itch_file(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
     let r: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(r)) } else { Box::new(r) };
     let mut r = std::io::BufReader::new(r);
     let head = r.fill_buf().with_context(|| format!("{name}: cannot read"))?;
+    if gz && tickplant_io::pcap::capture_magic(head) {
+        bail!("{name}: {}", tickplant_io::itch::GZIP_CAPTURE);
+    }
     let framing = if a.infer_length {
         itch50::Framing::InferLength
     } else {

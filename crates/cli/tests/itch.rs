@@ -596,6 +596,16 @@ fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
     let (csv, _) =
         ok(p, &["decode", "--feed", "itch50", "--types", "A", "--limit", "1", "--format", "csv", "day.itch"]);
     assert!(csv.starts_with("frame,sequence,type,message,field,value\n,"), "{csv}");
+    // A gzip-compressed capture is not taken for a BinaryFILE, by any of the readers.
+    std::fs::write(p.join("day.pcap.gz"), gzip(&std::fs::read(p.join("day.pcap")).unwrap())).unwrap();
+    std::fs::write(p.join("gz.toml"), "[source]\na = \"day.pcap.gz\"\n").unwrap();
+    for args in
+        [&["decode", "--feed", "itch50", "day.pcap.gz"][..], &["itch", "decode", "day.pcap.gz"], &["run", "gz.toml"]]
+    {
+        let o = tp(p, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("day.pcap.gz") && err.contains("capture"), "{args:?}: {err}");
+    }
     std::fs::write(p.join("cut.itch"), &bytes[..bytes.len() - 3]).unwrap();
     let o = tp(p, &["decode", "--feed", "itch50", "cut.itch"]);
     let err = String::from_utf8_lossy(&o.stderr);

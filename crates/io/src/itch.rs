@@ -157,6 +157,10 @@ pub fn read_stream(
         ""
     };
     loop {
+        // A capture (compressed, or named as a BinaryFILE) is not read as one.
+        if base == 0 && start == 0 && crate::pcap::capture_magic(&buf[..end]) {
+            return Err(err(path, None, Some(0), CAPTURE_AS_FILE.to_string()));
+        }
         while start < end {
             match frame_at(&buf[start..end], framing) {
                 Ok(Some((hdr, total))) => {
@@ -265,6 +269,13 @@ impl std::fmt::Debug for ItchFileSource {
     }
 }
 
+/// What a gzip-compressed capture is told: the capture readers read captures as they are.
+pub const GZIP_CAPTURE: &str =
+    "a gzip-compressed capture: captures are read uncompressed (gunzip it first); gzip is for ITCH BinaryFILEs";
+/// What a capture read as a BinaryFILE (by its name) is told.
+const CAPTURE_AS_FILE: &str =
+    "a pcap or pcapng capture, read as a BinaryFILE by its name: name it .pcap or .pcapng (gunzipped)";
+
 /// The MoldUDP64 session of the packets an [`ItchFileSource`] makes.
 pub const FILE_SESSION: [u8; 10] = *b"BINARYFILE";
 /// The most MoldUDP64 payload bytes a packet of an [`ItchFileSource`] holds (a publisher's
@@ -294,6 +305,9 @@ impl ItchFileSource {
             frames: 0,
         };
         f.refill()?;
+        if gz && crate::pcap::capture_magic(&f.buf[..f.end]) {
+            return Err(err(path, None, Some(0), GZIP_CAPTURE.to_string()));
+        }
         // Zero prefixes throughout (the RITCH sample's way) are told by the first message;
         // anything else is read as prefixed, and a bad prefix is an error at its byte.
         f.framing = file_framing(&f.buf[..f.end]).unwrap_or(Framing::LengthPrefixed);

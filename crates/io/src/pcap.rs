@@ -111,8 +111,14 @@ pub fn is_capture(path: &Path) -> Result<bool, PcapError> {
             Err(e) => return Err(err(format!("cannot read: {e}"))),
         }
     }
-    Ok(n == 4
-        && matches!(u32::from_le_bytes(magic), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a))
+    Ok(n == 4 && capture_magic(&magic))
+}
+
+/// Whether `head` (a file's first bytes) is a pcap or pcapng magic number.
+pub fn capture_magic(head: &[u8]) -> bool {
+    head.first_chunk::<4>().is_some_and(|m| {
+        matches!(u32::from_le_bytes(*m), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a)
+    })
 }
 
 /// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
