@@ -574,15 +574,15 @@ fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
     ok(p, &[&day[..], &["day.pcap"]].concat());
     let bytes = std::fs::read(p.join("day.itch")).unwrap();
     // NASDAQ's names: no .itch, and .gz.
-    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
-    std::fs::write(p.join("11302026.NASDAQ_ITCH50"), &bytes).unwrap();
+    std::fs::write(p.join("01302019.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
+    std::fs::write(p.join("01302019.NASDAQ_ITCH50"), &bytes).unwrap();
     let messages = |file: &str| -> Vec<serde_json::Value> {
         let (out, _) = ok(p, &["decode", "--feed", "itch50", file]);
         out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     };
     let capture = messages("day.pcap");
     assert_eq!(capture.len(), 3000);
-    for file in ["day.itch", "11302026.NASDAQ_ITCH50", "11302026.NASDAQ_ITCH50.gz"] {
+    for file in ["day.itch", "01302019.NASDAQ_ITCH50", "01302019.NASDAQ_ITCH50.gz"] {
         let got = messages(file);
         assert_eq!(got.len(), capture.len(), "{file}");
         for (i, (g, c)) in got.iter().zip(&capture).enumerate() {
@@ -621,10 +621,10 @@ fn run_reads_a_binary_file_as_one_line() {
     let p = d.path();
     ok(p, &words("sim itch --seed 8 --symbols 20 --messages 20000 --out day.itch --truth truth.jsonl"));
     let bytes = std::fs::read(p.join("day.itch")).unwrap();
-    std::fs::write(p.join("11302026.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
+    std::fs::write(p.join("01302019.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
     let parse = |s: &str| s.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
     let truth = parse(&std::fs::read_to_string(p.join("truth.jsonl")).unwrap());
-    for file in ["day.itch", "11302026.NASDAQ_ITCH50.gz"] {
+    for file in ["day.itch", "01302019.NASDAQ_ITCH50.gz"] {
         let cfg = format!(
             "[run]\nreport = \"report.json\"\n[source]\na = \"{file}\"\n\
              [book]\nfinal-books = \"books.jsonl\"\ndepth = 1000000\n[[consumer]]\nname = \"all\"\n"
