@@ -210,6 +210,9 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
         return itch_file(a, out);
     }
     let mut r = FrameReader::open(&a.capture)?;
+    if r.is_binary_file() {
+        bail!("{}: an ITCH 5.0 BinaryFILE: decode it with --feed itch50", a.capture.display());
+    }
     let link = r.link_type();
     let name = a.capture.display().to_string();
     let mut o =

@@ -7,7 +7,8 @@ use tickplant_io::replay::{self, Pace, ReplayOptions, ReplayReport, ReplayTarget
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("pace").args(["speed", "pps", "max"])))]
 pub struct ReplayArgs {
-    /// Captures and where to send them: FILE=GROUP:PORT[@IFACE_ADDR] (the interface's
+    /// Captures (pcap, pcapng, or an ITCH BinaryFILE sent as MoldUDP64) and where to send
+    /// them: FILE=GROUP:PORT[@IFACE_ADDR] (the interface's
     /// address sends to a multicast group). Several are merged in capture-time order.
     #[arg(required = true, value_name = "FILE=GROUP:PORT[@IFACE_ADDR]")]
     pub targets: Vec<ReplayTarget>,

@@ -97,7 +97,7 @@ fn bad_input_gives_clear_errors() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.pcap: cannot open"));
     std::fs::write(p.join("junk.pcap"), b"this is not a capture at all").unwrap();
     let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "junk.pcap", "--b", "junk.pcap"]).stderr).to_string();
-    assert!(e.contains("junk.pcap") && e.contains("not a pcap or pcapng file"), "{e}");
+    assert!(e.contains("junk.pcap") && e.contains("not a pcap, pcapng or ITCH BinaryFILE"), "{e}");
     ok(p, &["sim", "moldudp64", "--packets", "10", "--out", "f.pcap"]);
     let e = String::from_utf8_lossy(&tp(p, &["arb", "--a", "f.pcap", "--b", "f.pcap", "--change-at", "x:time"]).stderr)
         .to_string();
@@ -126,7 +126,7 @@ fn errors_say_each_thing_once() {
     ok(p, &["sim", "itch", "--symbols", "3", "--messages", "1000", "--out", "day.itch"]);
     for (args, says) in [
         (&["run", "missing-capture.toml"][..], "gone-a.pcap: cannot open"),
-        (&["run", "junk-capture.toml"][..], "not a pcap or pcapng file"),
+        (&["run", "junk-capture.toml"][..], "not a pcap, pcapng or ITCH BinaryFILE"),
         (&["run", "no-such-config.toml"][..], "no-such-config.toml: cannot read config"),
         (&["arb", "--a", "gone-a.pcap", "--b", "gone-b.pcap"][..], "gone-a.pcap: cannot open"),
         (&["ctl", "no-handler.sock", "status"][..], "no-handler.sock: cannot connect"),

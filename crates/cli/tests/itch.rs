@@ -659,6 +659,44 @@ fn run_reads_a_binary_file_as_one_line() {
     fails("[source]\na = \"cut.itch\"\n", "ends inside message 20000");
 }
 
+/// `replay` sends a BinaryFILE as MoldUDP64 datagrams, as NASDAQ would have: every message
+/// of the file once, in order, the packets numbered without a hole.
+#[test]
+fn replay_sends_a_binary_file_as_moldudp64() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 5 --symbols 5 --messages 3000 --out day.itch"));
+    let file = std::fs::read(p.join("day.itch")).unwrap();
+    let mut want = Vec::new();
+    let mut at = 0;
+    while at < file.len() {
+        let n = usize::from(u16::from_be_bytes([file[at], file[at + 1]]));
+        want.push(file[at + 2..at + 2 + n].to_vec());
+        at += 2 + n;
+    }
+    // About 70 datagrams of up to 1,400 bytes: the socket's buffer holds them all.
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = format!("day.itch=127.0.0.1:{}", sock.local_addr().unwrap().port());
+    ok(p, &["replay", "-q", "--pps", "20000", &target]);
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(500))).unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 2048]);
+    while let Ok(n) = sock.recv(&mut buf) {
+        let d = &buf[..n];
+        assert_eq!(&d[..10], b"BINARYFILE");
+        let seq = u64::from_be_bytes(d[10..18].try_into().unwrap());
+        assert_eq!(seq, got.len() as u64 + 1, "no hole, no repeat");
+        let (count, mut at) = (u16::from_be_bytes([d[18], d[19]]), 20);
+        for _ in 0..count {
+            let len = usize::from(u16::from_be_bytes([d[at], d[at + 1]]));
+            got.push(d[at + 2..at + 2 + len].to_vec());
+            at += 2 + len;
+        }
+        assert_eq!(at, n);
+    }
+    assert_eq!(got.len(), 3000);
+    assert!(got == want, "the file's messages, in order");
+}
+
 /// Captures with the Linux cooked headers, as `tcpdump -i any` writes them (SLL, and SLL2
 /// since libpcap 1.10): the same messages as the Ethernet capture, and `run` on them ends
 /// with the day's books.

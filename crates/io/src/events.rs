@@ -343,6 +343,9 @@ impl<'p> EventReader<'p> {
         let down = Down { feed: FeedHandler::new(feed), kept };
         let src = if kind == ItchInput::Capture {
             let reader = FrameReader::open(path)?;
+            if reader.is_binary_file() && opts.feed != Feed::Itch50 {
+                return Err(bad(format!("{}: an ITCH 5.0 BinaryFILE, not {:?} data", path.display(), opts.feed)));
+            }
             let seq = Sequencer::new(opts.sequencer.clone().unwrap_or_else(|| opts.feed.sequencer()))
                 .map_err(|e| bad(e.to_string()))?;
             let cfg = ArbConfig {

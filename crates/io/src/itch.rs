@@ -16,6 +16,8 @@ use tickplant_wire::moldudp64;
 
 use crate::pcap::{FrameReader, PcapError};
 
+pub use crate::binaryfile::{file_framing, GZIP_CAPTURE};
+
 const CHUNK: usize = 4 << 20;
 
 /// One message as read.
@@ -158,7 +160,7 @@ pub fn read_stream(
     };
     loop {
         // A capture (compressed, or named as a BinaryFILE) is not read as one.
-        if base == 0 && start == 0 && crate::pcap::capture_magic(&buf[..end]) {
+        if base == 0 && start == 0 && crate::frame::capture_magic(&buf[..end]) {
             return Err(err(path, None, Some(0), CAPTURE_AS_FILE.to_string()));
         }
         while start < end {
@@ -217,193 +219,9 @@ pub fn read_stream(
     }
 }
 
-/// Whether `path` looks like an ITCH 5.0 BinaryFILE by its first bytes: gzip, or a first
-/// message whose length prefix is its type's length (a capture never starts so; anything
-/// else is left to the capture reader's error).
-pub fn is_binary_file(path: &Path) -> bool {
-    let mut head = [0u8; 3];
-    let read = File::open(path).and_then(|mut f| f.read_exact(&mut head));
-    read.is_ok() && (head[..2] == [0x1f, 0x8b] || file_framing(&head).is_some())
-}
-
-/// How a BinaryFILE frames its messages, by its first bytes: a length prefix that is the
-/// first message's length, or zeros before a message type (files whose prefixes are zero,
-/// like the RITCH sample: lengths from the types, [`Framing::InferLength`]); `None` when
-/// neither starts the file.
-pub fn file_framing(head: &[u8]) -> Option<Framing> {
-    let (&[a, b], Some(&t)) = (head.first_chunk::<2>()?, head.get(2)) else { return None };
-    let len = itch50::message_len(t)?;
-    match usize::from(u16::from_be_bytes([a, b])) {
-        0 => Some(Framing::InferLength),
-        n if n == len => Some(Framing::LengthPrefixed),
-        _ => None,
-    }
-}
-
-/// An ITCH 5.0 BinaryFILE (plain or gzip, as NASDAQ publishes its days) as a frame source:
-/// its messages in MoldUDP64 packets of up to [`FILE_PACKET_BYTES`], numbered from 1 in
-/// session [`FILE_SESSION`], each in an Ethernet/IPv4/UDP frame stamped with the ITCH
-/// timestamp of its first message (nanoseconds since midnight). `tickplant run` then takes
-/// NASDAQ's historical files as it takes a capture of one line: the same arbitrator,
-/// decoder, books and consumers. The file is read in chunks (a day's gzip is never held
-/// whole); a file that breaks the format or ends inside a message is an error that gives
-/// the byte and the message.
-pub struct ItchFileSource {
-    path: std::path::PathBuf,
-    r: Box<dyn Read + Send>,
-    buf: Vec<u8>,
-    /// Unread bytes: `buf[start..end]`; `base` is the file offset of `buf[0]`.
-    start: usize,
-    end: usize,
-    base: u64,
-    eof: bool,
-    framing: Framing,
-    messages: u64,
-    frame: Vec<u8>,
-    frames: u64,
-}
-
-impl std::fmt::Debug for ItchFileSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ItchFileSource").field("path", &self.path).field("frames", &self.frames).finish()
-    }
-}
-
-/// What a gzip-compressed capture is told: the capture readers read captures as they are.
-pub const GZIP_CAPTURE: &str =
-    "a gzip-compressed capture: captures are read uncompressed (gunzip it first); gzip is for ITCH BinaryFILEs";
 /// What a capture read as a BinaryFILE (by its name) is told.
 const CAPTURE_AS_FILE: &str =
     "a pcap or pcapng capture, read as a BinaryFILE by its name: name it .pcap or .pcapng (gunzipped)";
-
-/// The MoldUDP64 session of the packets an [`ItchFileSource`] makes.
-pub const FILE_SESSION: [u8; 10] = *b"BINARYFILE";
-/// The most MoldUDP64 payload bytes a packet of an [`ItchFileSource`] holds (a publisher's
-/// packets fit an Ethernet MTU); a packet holds at least one message.
-pub const FILE_PACKET_BYTES: usize = 1_400;
-
-impl ItchFileSource {
-    /// Open `path`: gzip when its first two bytes say so, a plain BinaryFILE otherwise.
-    pub fn open(path: &Path) -> Result<ItchFileSource, PcapError> {
-        let file = File::open(path).map_err(|e| err(path, None, None, format!("cannot open: {e}")))?;
-        let mut b = BufReader::with_capacity(1 << 16, file);
-        let gz = std::io::BufRead::fill_buf(&mut b)
-            .map_err(|e| err(path, None, Some(0), format!("cannot read: {e}")))?
-            .starts_with(&[0x1f, 0x8b]);
-        let r: Box<dyn Read + Send> = if gz { Box::new(flate2::read::MultiGzDecoder::new(b)) } else { Box::new(b) };
-        let mut f = ItchFileSource {
-            path: path.to_path_buf(),
-            r,
-            buf: vec![0; CHUNK],
-            start: 0,
-            end: 0,
-            base: 0,
-            eof: false,
-            framing: Framing::LengthPrefixed,
-            messages: 0,
-            frame: Vec::with_capacity(tickplant_wire::build::UDP_HEADERS_LEN + FILE_PACKET_BYTES + 64),
-            frames: 0,
-        };
-        f.refill()?;
-        if gz && crate::pcap::capture_magic(&f.buf[..f.end]) {
-            return Err(err(path, None, Some(0), GZIP_CAPTURE.to_string()));
-        }
-        // Zero prefixes throughout (the RITCH sample's way) are told by the first message;
-        // anything else is read as prefixed, and a bad prefix is an error at its byte.
-        f.framing = file_framing(&f.buf[..f.end]).unwrap_or(Framing::LengthPrefixed);
-        Ok(f)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Frames made so far.
-    pub fn frames_read(&self) -> u64 {
-        self.frames
-    }
-
-    /// Keep the unread bytes and read more after them (at the end of the file, `eof`).
-    fn refill(&mut self) -> Result<(), PcapError> {
-        self.buf.copy_within(self.start..self.end, 0);
-        self.base += self.start as u64;
-        self.end -= self.start;
-        self.start = 0;
-        while self.end < self.buf.len() {
-            let at = self.base + self.end as u64;
-            let n = self
-                .r
-                .read(&mut self.buf[self.end..])
-                .map_err(|e| err(&self.path, None, Some(at), format!("read: {e}")))?;
-            if n == 0 {
-                self.eof = true;
-                break;
-            }
-            self.end += n;
-        }
-        Ok(())
-    }
-
-    /// The next packet's frame; `Ok(None)` at the end of the file.
-    pub fn next_frame(&mut self) -> Result<Option<crate::pcap::Frame<'_>>, PcapError> {
-        use tickplant_wire::build::{write_udp_headers, Flow, UDP_HEADERS_LEN};
-        let head = UDP_HEADERS_LEN + moldudp64::HEADER_LEN;
-        self.frame.clear();
-        self.frame.resize(head, 0);
-        let (first, mut count, mut ts) = (self.messages + 1, 0u16, 0u64);
-        loop {
-            match frame_at(&self.buf[self.start..self.end], self.framing) {
-                Ok(Some((hdr, total))) => {
-                    let m = &self.buf[self.start + hdr..self.start + total];
-                    if count > 0 && self.frame.len() - UDP_HEADERS_LEN + 2 + total - hdr > FILE_PACKET_BYTES {
-                        break;
-                    }
-                    if count == 0 {
-                        // Every message holds its timestamp at bytes 5..11 (6 bytes, big-endian).
-                        ts = m[5..11].iter().fold(0u64, |t, &b| t << 8 | u64::from(b));
-                    }
-                    moldudp64::push_message(&mut self.frame, m);
-                    self.start += total;
-                    self.messages += 1;
-                    count += 1;
-                }
-                Ok(None) if !self.eof => self.refill()?,
-                Ok(None) => {
-                    if self.start < self.end {
-                        return Err(err(
-                            &self.path,
-                            None,
-                            Some(self.base + self.start as u64),
-                            format!(
-                                "the file ends inside message {} ({} bytes left over)",
-                                self.messages + 1,
-                                self.end - self.start
-                            ),
-                        ));
-                    }
-                    break;
-                }
-                Err(e) => {
-                    return Err(err(
-                        &self.path,
-                        None,
-                        Some(self.base + (self.start + e.offset()) as u64),
-                        format!("message {}: {e}", self.messages + 1),
-                    ))
-                }
-            }
-        }
-        if count == 0 {
-            return Ok(None);
-        }
-        let payload = self.frame.len() - UDP_HEADERS_LEN;
-        moldudp64::Repr { session: FILE_SESSION, sequence_number: first, message_count: count }
-            .emit(&mut self.frame[UDP_HEADERS_LEN..head]);
-        self.frames += 1;
-        write_udp_headers(&Flow::default(), self.frames as u16, payload, &mut self.frame);
-        Ok(Some(crate::pcap::Frame { ts_ns: ts, data: &self.frame, orig_len: self.frame.len() as u32 }))
-    }
-}
 
 fn read_capture(path: &Path, f: &mut dyn FnMut(&ItchMessage<'_>) -> bool) -> Result<ItchReadStats, PcapError> {
     let mut rd = FrameReader::open(path)?;

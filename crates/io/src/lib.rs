@@ -11,6 +11,7 @@
 //! (`live`), and the memory maps of captures (`pcap`) and ITCH files (`itch`).
 #![deny(unsafe_code)]
 
+pub mod binaryfile;
 pub mod clock;
 pub mod config;
 pub mod control;
@@ -18,6 +19,7 @@ pub mod events;
 pub mod export;
 pub mod fix_store;
 pub mod fixnet;
+pub mod frame;
 pub mod hist;
 pub mod itch;
 pub mod json;

@@ -1,4 +1,6 @@
 //! pcap and pcapng files: frames in as `(timestamp_ns, bytes)`, frames out the same way.
+//! An ITCH 5.0 BinaryFILE is read too, as the MoldUDP64 frames [`crate::binaryfile`] makes
+//! of it, so that whatever reads a capture of one line reads NASDAQ's historical days.
 //!
 //! Classic pcap is read and written by hand here: it is the replay hot path (one 16-byte
 //! record header per frame) and a hand-written loop over the file's mapping (or, for what
@@ -24,43 +26,11 @@ use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
 use pcap_file::DataLink;
 use tickplant_core::LinkType;
 
+pub use crate::frame::{capture_magic, Frame, PcapError};
+
 /// Largest captured frame accepted (pcap's customary snaplen).
 pub const MAX_FRAME: usize = 262_144;
 const BUF_BYTES: usize = 1 << 20;
-
-/// A file-level error: what went wrong, in which file, at which frame and byte.
-#[derive(Debug)]
-pub struct PcapError {
-    pub path: PathBuf,
-    /// 1-based frame number, when the error concerns a frame.
-    pub frame: Option<u64>,
-    pub offset: Option<u64>,
-    pub reason: String,
-}
-
-impl fmt::Display for PcapError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some(n) = self.frame {
-            write!(f, ": frame {n}")?;
-        }
-        if let Some(o) = self.offset {
-            write!(f, " (byte {o})")?;
-        }
-        write!(f, ": {}", self.reason)
-    }
-}
-
-impl std::error::Error for PcapError {}
-
-/// A captured frame.
-#[derive(Debug, Clone, Copy)]
-pub struct Frame<'a> {
-    pub ts_ns: u64,
-    pub data: &'a [u8],
-    /// Length on the wire (may exceed `data.len()` when the capture was cut short).
-    pub orig_len: u32,
-}
 
 /// File format of a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +61,8 @@ enum Inner {
         offset: u64,
         chunk: Chunk,
     },
+    /// An ITCH 5.0 BinaryFILE, its messages made MoldUDP64 packets ([`crate::binaryfile`]).
+    Itch(Box<crate::binaryfile::BinaryFileReader>),
     Ng {
         r: Box<PcapNgReader<BufReader<File>>>,
         ifaces: Vec<(LinkType, u64, u64)>,
@@ -112,13 +84,6 @@ pub fn is_capture(path: &Path) -> Result<bool, PcapError> {
         }
     }
     Ok(n == 4 && capture_magic(&magic))
-}
-
-/// Whether `head` (a file's first bytes) is a pcap or pcapng magic number.
-pub fn capture_magic(head: &[u8]) -> bool {
-    head.first_chunk::<4>().is_some_and(|m| {
-        matches!(u32::from_le_bytes(*m), 0xa1b2_c3d4 | 0xa1b2_3c4d | 0xd4c3_b2a1 | 0x4d3c_b2a1 | 0x0a0d_0d0a)
-    })
 }
 
 /// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
@@ -212,8 +177,23 @@ impl FrameReader {
                     (0xa1b2_3c4d, _) => (false, true),
                     (_, 0xa1b2_c3d4) => (true, false),
                     (_, 0xa1b2_3c4d) => (true, true),
+                    _ if crate::binaryfile::is_binary_head(&magic) => {
+                        let f = crate::binaryfile::BinaryFileReader::open(&path)?;
+                        let inner = Inner::Itch(Box::new(f));
+                        return Ok(FrameReader {
+                            path: path.clone(),
+                            inner,
+                            link: LinkType::Ethernet,
+                            frames: 0,
+                            ts_ns: 0,
+                            orig_len: 0,
+                            buf: Vec::new(),
+                            done: false,
+                        });
+                    }
                     _ => {
-                        return Err(err(None, Some(0), format!("not a pcap or pcapng file (magic {:02x?})", magic)));
+                        let reason = format!("not a pcap, pcapng or ITCH BinaryFILE (first bytes {magic:02x?})");
+                        return Err(err(None, Some(0), reason));
                     }
                 };
                 let mut rest = [0u8; 20];
@@ -250,6 +230,10 @@ impl FrameReader {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// Whether the file is an ITCH BinaryFILE read as MoldUDP64 packets, not a capture.
+    pub fn is_binary_file(&self) -> bool {
+        matches!(self.inner, Inner::Itch(_))
+    }
     /// Link type of the frames (for pcapng: of the first interface).
     pub fn link_type(&self) -> LinkType {
         self.link
@@ -277,6 +261,7 @@ impl FrameReader {
         let data = match &self.inner {
             Inner::Classic { chunk, .. } => chunk.current(),
             Inner::Ng { .. } => &self.buf[..],
+            Inner::Itch(f) => f.frame(),
         };
         Frame { ts_ns: self.ts_ns, data, orig_len: self.orig_len }
     }
@@ -331,6 +316,11 @@ impl FrameReader {
         let more = match &mut self.inner {
             Inner::Classic { .. } => self.advance_classic()?,
             Inner::Ng { .. } => self.advance_ng()?,
+            Inner::Itch(f) => {
+                let more = f.advance()?;
+                (self.ts_ns, self.orig_len) = (f.ts_ns(), f.frame().len() as u32);
+                more
+            }
         };
         if more {
             self.frames += 1;
@@ -887,7 +877,7 @@ mod tests {
         assert!(e.contains("t.pcap: frame 2 (byte 156): truncated frame data (90 of 100 bytes)"), "{e}");
         std::fs::write(&p, b"hello world, not a capture").unwrap();
         let e = FrameReader::open(&p).unwrap_err().to_string();
-        assert!(e.contains("not a pcap or pcapng file"), "{e}");
+        assert!(e.contains("not a pcap, pcapng or ITCH BinaryFILE"), "{e}");
         let e = FrameReader::open(dir.path().join("missing.pcap")).unwrap_err().to_string();
         assert!(e.contains("missing.pcap: cannot open"), "{e}");
     }

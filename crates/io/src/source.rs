@@ -62,13 +62,12 @@ impl Source for MergedReader {
     }
 }
 
-/// A capture replay, live groups, or an ITCH BinaryFILE (one line): what `tickplant run` and
-/// `tickplant arb` read.
+/// A capture replay (an ITCH BinaryFILE is one, of one line) or live groups: what
+/// `tickplant run` and `tickplant arb` read.
 #[derive(Debug)]
 pub enum AnySource {
     Captures(MergedReader),
     Live(crate::live::LiveSource),
-    ItchFile(crate::itch::ItchFileSource),
 }
 
 /// Why [`AnySource`] could not give a frame.
@@ -109,12 +108,11 @@ impl Source for AnySource {
         match self {
             AnySource::Captures(m) => m.next_frame().map_err(SourceError::Capture),
             AnySource::Live(l) => l.next_frame().map_err(SourceError::Live),
-            AnySource::ItchFile(f) => f.next_frame().map(|f| f.map(|f| (0, f))).map_err(SourceError::Capture),
         }
     }
     fn idle(&mut self) -> Option<u64> {
         match self {
-            AnySource::Captures(_) | AnySource::ItchFile(_) => None,
+            AnySource::Captures(_) => None,
             AnySource::Live(l) => l.idle(),
         }
     }
@@ -127,33 +125,29 @@ impl Source for AnySource {
         match self {
             AnySource::Captures(m) => Source::inputs(m),
             AnySource::Live(l) => l.inputs(),
-            AnySource::ItchFile(_) => 1,
         }
     }
     fn link_type(&self, input: usize) -> LinkType {
         match self {
             AnySource::Captures(m) => Source::link_type(m, input),
             AnySource::Live(l) => l.link_type(input),
-            AnySource::ItchFile(_) => LinkType::Ethernet,
         }
     }
     fn input_name(&self, input: usize) -> String {
         match self {
             AnySource::Captures(m) => Source::input_name(m, input),
             AnySource::Live(l) => l.input_name(input),
-            AnySource::ItchFile(f) => f.path().display().to_string(),
         }
     }
     fn frames_read(&self, input: usize) -> u64 {
         match self {
             AnySource::Captures(m) => Source::frames_read(m, input),
             AnySource::Live(l) => l.frames_read(input),
-            AnySource::ItchFile(f) => f.frames_read(),
         }
     }
     fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
         match self {
-            AnySource::Captures(_) | AnySource::ItchFile(_) => Vec::new(),
+            AnySource::Captures(_) => Vec::new(),
             AnySource::Live(l) => l.stats(),
         }
     }
@@ -183,28 +177,18 @@ impl AnySource {
             ));
         }
         if urls.is_empty() {
-            // NASDAQ's own form of a day: one line, read as MoldUDP64 packets.
-            let files: Vec<bool> = inputs
-                .iter()
-                .map(|p| crate::pcap::is_capture(p).map(|c| !c && crate::itch::is_binary_file(p)))
-                .collect::<Result<_, _>>()
-                .map_err(SourceError::Capture)?;
-            if let [true] = files[..] {
-                return crate::itch::ItchFileSource::open(&inputs[0])
-                    .map(AnySource::ItchFile)
-                    .map_err(SourceError::Capture);
-            }
-            if files.contains(&true) {
-                return Err(SourceError::Input(format!(
-                    "{}: an ITCH BinaryFILE is one line, the day as NASDAQ recorded it: give it alone (as `a`)",
-                    inputs[files.iter().position(|&f| f).unwrap_or(0)].display()
-                )));
-            }
             let readers = inputs
                 .iter()
                 .map(crate::FrameReader::open)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(SourceError::Capture)?;
+            // NASDAQ's own form of a day is one line.
+            if let Some(r) = readers.iter().find(|r| r.is_binary_file()).filter(|_| readers.len() > 1) {
+                return Err(SourceError::Input(format!(
+                    "{}: an ITCH BinaryFILE is one line, the day as NASDAQ recorded it: give it alone (as `a`)",
+                    r.path().display()
+                )));
+            }
             return Ok(AnySource::Captures(MergedReader::new(readers)));
         }
         if urls.len() != inputs.len() {
@@ -216,16 +200,21 @@ impl AnySource {
         }
         LiveSource::open(&urls, live.clone()).map(AnySource::Live).map_err(SourceError::Live)
     }
+    /// The ITCH BinaryFILE read, if the input is one.
+    pub fn binary_file(&self) -> Option<&std::path::Path> {
+        match self {
+            AnySource::Captures(m) => m.readers().iter().find(|r| r.is_binary_file()).map(|r| r.path()),
+            AnySource::Live(_) => None,
+        }
+    }
     /// An ITCH BinaryFILE is read as MoldUDP64 packets: refused with another protocol.
     pub fn check_protocol(&self, protocol: tickplant_core::Protocol) -> Result<(), SourceError> {
-        match self {
-            AnySource::ItchFile(f) if protocol != tickplant_core::Protocol::Moldudp64 => {
-                Err(SourceError::Input(format!(
-                    "{}: an ITCH 5.0 BinaryFILE is read as MoldUDP64 packets (protocol moldudp64), not {}",
-                    f.path().display(),
-                    format!("{protocol:?}").to_lowercase()
-                )))
-            }
+        match self.binary_file() {
+            Some(p) if protocol != tickplant_core::Protocol::Moldudp64 => Err(SourceError::Input(format!(
+                "{}: an ITCH 5.0 BinaryFILE is read as MoldUDP64 packets (protocol moldudp64), not {}",
+                p.display(),
+                format!("{protocol:?}").to_lowercase()
+            ))),
             _ => Ok(()),
         }
     }

@@ -582,12 +582,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     check_cores(spec).map_err(cfg_err)?;
     let mut source = Prefixed::new(AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?);
     source.inner.check_protocol(spec.sequencer.protocol).map_err(|e| cfg_err(e.to_string()))?;
-    if let AnySource::ItchFile(f) = &source.inner {
+    if let Some(f) = source.inner.binary_file() {
         if !matches!(spec.decoder, FeedDecoder::Itch50) {
-            return Err(cfg_err(format!(
-                "{}: an ITCH 5.0 BinaryFILE holds ITCH: decoder = \"itch50\"",
-                f.path().display()
-            )));
+            return Err(cfg_err(format!("{}: an ITCH 5.0 BinaryFILE holds ITCH: decoder = \"itch50\"", f.display())));
         }
     }
     let links: Vec<LinkType> = (0..source.inputs()).map(|i| source.link_type(i)).collect();
