@@ -464,24 +464,9 @@ fn itch_line<'a>(
 /// An ITCH 5.0 BinaryFILE (plain or gzip, as NASDAQ publishes its days): each message's
 /// line has no frame or packet (`null`), and `sequence` is its place in the file from 1.
 fn itch_file(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
-    use std::io::BufRead;
     let mut o =
         Out { w: out, format: a.format, types: a.types.clone(), limit: a.limit.unwrap_or(u64::MAX), written: 0 };
-    let name = a.capture.display();
-    let f = std::fs::File::open(&a.capture).with_context(|| format!("{name}: cannot open"))?;
-    let mut r = std::io::BufReader::new(f);
-    let gz = r.fill_buf().with_context(|| format!("{name}: cannot read"))?.starts_with(&[0x1f, 0x8b]);
-    let r: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(r)) } else { Box::new(r) };
-    let mut r = std::io::BufReader::new(r);
-    let head = r.fill_buf().with_context(|| format!("{name}: cannot read"))?;
-    if gz && tickplant_io::pcap::capture_magic(head) {
-        bail!("{name}: {}", tickplant_io::itch::GZIP_CAPTURE);
-    }
-    let framing = if a.infer_length {
-        itch50::Framing::InferLength
-    } else {
-        tickplant_io::itch::file_framing(head).unwrap_or(itch50::Framing::LengthPrefixed)
-    };
+    let (r, framing) = tickplant_io::binaryfile::open_stream(&a.capture, a.infer_length)?;
     let mut failure = None;
     let mut each = |m: &tickplant_io::itch::ItchMessage<'_>| {
         let line = itch_line(0, &Json::Null, m.seq, m.bytes, || format!("message {} at byte {}", m.seq, m.offset));

@@ -43,6 +43,26 @@ pub fn file_framing(head: &[u8]) -> Option<Framing> {
     }
 }
 
+/// A BinaryFILE's bytes, decompressed when gzip (told by its first two bytes), and how its
+/// messages are framed: lengths from the types with `infer`, else as its first message says
+/// ([`file_framing`]: zero prefixes throughout, the RITCH sample's way, or true ones; a bad
+/// prefix later is the reader's error at its byte). A gzip-compressed capture is refused.
+pub fn open_stream(path: &Path, infer: bool) -> Result<(impl Read + Send, Framing), PcapError> {
+    use std::io::BufRead;
+    let file = File::open(path).map_err(|e| err(path, None, format!("cannot open: {e}")))?;
+    let mut b = BufReader::with_capacity(1 << 16, file);
+    let read_err = |e: std::io::Error| err(path, Some(0), format!("cannot read: {e}"));
+    let gz = b.fill_buf().map_err(read_err)?.starts_with(&[0x1f, 0x8b]);
+    let r: Box<dyn Read + Send> = if gz { Box::new(flate2::read::MultiGzDecoder::new(b)) } else { Box::new(b) };
+    let mut r = BufReader::with_capacity(1 << 16, r);
+    let head = r.fill_buf().map_err(read_err)?;
+    if gz && capture_magic(head) {
+        return Err(err(path, Some(0), GZIP_CAPTURE));
+    }
+    let framing = if infer { Framing::InferLength } else { file_framing(head).unwrap_or(Framing::LengthPrefixed) };
+    Ok((r, framing))
+}
+
 /// A BinaryFILE being read as frames (see the module documentation).
 pub struct BinaryFileReader {
     path: PathBuf,
@@ -78,36 +98,23 @@ pub const FILE_SESSION: [u8; 10] = *b"BINARYFILE";
 pub const FILE_PACKET_BYTES: usize = 1_400;
 
 impl BinaryFileReader {
-    /// Open `path`: gzip when its first two bytes say so, a plain BinaryFILE otherwise.
+    /// Open `path` ([`open_stream`]).
     pub fn open(path: &Path) -> Result<BinaryFileReader, PcapError> {
-        let file = File::open(path).map_err(|e| err(path, None, format!("cannot open: {e}")))?;
-        let mut b = BufReader::with_capacity(1 << 16, file);
-        let gz = std::io::BufRead::fill_buf(&mut b)
-            .map_err(|e| err(path, Some(0), format!("cannot read: {e}")))?
-            .starts_with(&[0x1f, 0x8b]);
-        let r: Box<dyn Read + Send> = if gz { Box::new(flate2::read::MultiGzDecoder::new(b)) } else { Box::new(b) };
-        let mut f = BinaryFileReader {
+        let (r, framing) = open_stream(path, false)?;
+        Ok(BinaryFileReader {
             path: path.to_path_buf(),
             ts: 0,
-            r,
+            r: Box::new(r),
             buf: vec![0; CHUNK],
             start: 0,
             end: 0,
             base: 0,
             eof: false,
-            framing: Framing::LengthPrefixed,
+            framing,
             messages: 0,
             frame: Vec::with_capacity(tickplant_wire::build::UDP_HEADERS_LEN + FILE_PACKET_BYTES + 64),
             frames: 0,
-        };
-        f.refill()?;
-        if gz && capture_magic(&f.buf[..f.end]) {
-            return Err(err(path, Some(0), GZIP_CAPTURE));
-        }
-        // Zero prefixes throughout (the RITCH sample's way) are told by the first message;
-        // anything else is read as prefixed, and a bad prefix is an error at its byte.
-        f.framing = file_framing(&f.buf[..f.end]).unwrap_or(Framing::LengthPrefixed);
-        Ok(f)
+        })
     }
 
     /// Keep the unread bytes and read more after them (at the end of the file, `eof`).

@@ -16,8 +16,6 @@ use tickplant_wire::moldudp64;
 
 use crate::pcap::{FrameReader, PcapError};
 
-pub use crate::binaryfile::{file_framing, GZIP_CAPTURE};
-
 const CHUNK: usize = 4 << 20;
 
 /// One message as read.
