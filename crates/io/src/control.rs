@@ -20,7 +20,7 @@
 //! never per message.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -258,7 +258,7 @@ impl Control {
             }
             Err(e) => {
                 self.count("error");
-                serde_json::json!({ "ok": false, "error": e }).to_string()
+                refusal(&e)
             }
         }
     }
@@ -403,6 +403,15 @@ fn queue<T>(map: &Mutex<BTreeMap<String, Sender<T>>>, feed: &str) -> Result<Send
     f.get(feed).cloned().ok_or_else(|| format!("no feed {feed:?} (the feeds: {})", known.join(", ")))
 }
 
+/// The longest command line the socket takes (a subscription naming every symbol of a US
+/// equities day is about 60 KB).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// A refusal as the socket answers it.
+fn refusal(why: &str) -> String {
+    serde_json::json!({ "ok": false, "error": why }).to_string()
+}
+
 /// Listen on `path` (a Unix socket the owner alone may use) and answer commands on a
 /// thread of its own for the rest of the process. A file already there is replaced only if
 /// it is a socket nobody listens on.
@@ -428,9 +437,30 @@ pub fn serve(path: &Path, control: Arc<Control>) -> std::io::Result<PathBuf> {
                     Ok(w) => w,
                     Err(_) => return,
                 };
-                for line in BufReader::new(s).lines() {
-                    let Ok(line) = line else { break };
-                    if writeln!(w, "{}", c.handle(&line)).is_err() {
+                let mut r = BufReader::new(s);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    // A line is bounded: a client that never ends one is refused, not
+                    // buffered without end.
+                    match (&mut r).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let ended = buf.last() == Some(&b'\n');
+                    let answer = if !ended && buf.len() > MAX_LINE {
+                        c.count("error");
+                        refusal(&format!("a command longer than {MAX_LINE} bytes; the connection is closed"))
+                    } else {
+                        match std::str::from_utf8(&buf) {
+                            Ok(line) => c.handle(line.trim_end_matches(['\n', '\r'])),
+                            Err(e) => {
+                                c.count("error");
+                                refusal(&format!("a command that is not UTF-8 (byte {})", e.valid_up_to()))
+                            }
+                        }
+                    };
+                    if writeln!(w, "{answer}").is_err() || (!ended && buf.len() > MAX_LINE) {
                         break;
                     }
                 }
@@ -528,6 +558,38 @@ mod tests {
             assert!(r.contains("\"ok\":false") && r.contains(says), "{cmd:?}: {r}");
         }
         assert!(c.records("itch50").is_empty());
+    }
+
+    #[test]
+    fn the_socket_refuses_lines_too_long_or_not_utf8() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Arc::new(Control::new(None));
+        let _rx = c.register("itch50");
+        let path = serve(&d.path().join("c.sock"), c.clone()).unwrap();
+        let mut s = UnixStream::connect(&path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut answer = |s: &mut UnixStream, bytes: &[u8]| {
+            s.write_all(bytes).unwrap();
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            line
+        };
+        // Not UTF-8: refused, and the connection goes on.
+        let a = answer(&mut s, b"status \xff\n");
+        assert!(a.contains("\"ok\":false") && a.contains("not UTF-8 (byte 7)"), "{a}");
+        let a = answer(&mut s, b"status\r\n");
+        assert!(a.contains("\"ok\":true"), "{a}");
+        // A line of exactly the limit is taken (and refused for what it says).
+        let mut long = vec![b'x'; MAX_LINE - 1];
+        long.push(b'\n');
+        assert!(answer(&mut s, &long).contains("unknown command"));
+        // One byte more than the limit without an end: refused, and the connection closed.
+        let a = answer(&mut s, &vec![b'y'; MAX_LINE + 1]);
+        assert!(a.contains(&format!("longer than {MAX_LINE} bytes")), "{a}");
+        let mut rest = String::new();
+        assert_eq!(r.read_line(&mut rest).unwrap(), 0, "{rest}");
+        assert_eq!(c.counts().get("error"), Some(&3));
     }
 
     #[test]
