@@ -30,7 +30,8 @@ pub struct InputArgs {
     /// (.gz), or MoldUDP64 packets in a capture (.pcap, .pcapng).
     pub file: PathBuf,
     /// Take each message's length from its type instead of the file's length prefix (for
-    /// files whose prefixes are zero or wrong).
+    /// files whose prefixes are wrong; a file whose prefixes are zero is told by its first
+    /// message and read so without it).
     #[arg(long)]
     pub infer_length: bool,
     /// The file is messages back to back with no length prefixes.
@@ -326,6 +327,7 @@ fn final_books(a: &BookArgs, file: &[u8], symbols: &HashSet<[u8; 8]>) -> Result<
     cfg.validate().map_err(|e| anyhow!("--max-orders: {e}"))?;
     let mut books = Books::with_table_advice(cfg, tickplant_io::huge_pages);
     let framing = a.input.framing();
+    let framing = if framing == Framing::Raw { framing } else { tickplant_io::binaryfile::framing_for(file, framing) };
     let mut bad = None;
     let messages = itch50::Stream::new(file, framing).map_while(|r| match r {
         Ok((_, m)) => Some(m),

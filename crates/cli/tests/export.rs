@@ -186,7 +186,14 @@ fn bad_inputs_say_what_is_wrong() {
     assert!(run(&["export", "dbn", "--feed", "itch50", f, "--out", out]).contains("ends inside message 1"));
     let ritch = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
     if ritch.exists() {
-        let e = run(&["export", "jsonl", "--feed", "itch50", ritch.to_str().unwrap(), "--out", out]);
+        // Zero length prefixes are told by the first message; a later wrong one is an error
+        // that names the way out.
+        let mut bytes = std::fs::read(&ritch).unwrap();
+        let len = u16::try_from(tickplant_wire::itch50::message_len(bytes[2]).unwrap()).unwrap();
+        bytes[..2].copy_from_slice(&len.to_be_bytes());
+        let bad = dir.path().join("bad.itch");
+        std::fs::write(&bad, &bytes).unwrap();
+        let e = run(&["export", "jsonl", "--feed", "itch50", bad.to_str().unwrap(), "--out", out]);
         assert!(e.contains("infer_length") || e.contains("infer-length"), "{e}");
     }
 }

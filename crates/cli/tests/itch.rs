@@ -62,14 +62,25 @@ fn real_sample_counts_match_its_readme() {
         assert_eq!(v["by_type"][t], n, "type {t}");
     }
     assert_eq!(v["by_type"].as_object().unwrap().len(), want.len());
-    // Without --infer-length: a clear error naming the file, the byte and the way out.
-    let o = tp(d.path(), &["itch", "stats", s]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("ex20101224.TEST_ITCH_50") && err.contains("byte 0") && err.contains("--infer-length"),
-        "{err}"
-    );
+    // Without --infer-length the zero prefixes are told by the first message: the same.
+    assert_eq!(ok(d.path(), &["itch", "stats", s]).0, out);
+    // A file whose first prefix is true and whose later ones are not: a clear error naming
+    // the file, the byte and the way out.
+    let mut bytes = std::fs::read(s).unwrap();
+    let len = u16::try_from(tickplant_wire::itch50::message_len(bytes[2]).unwrap()).unwrap();
+    bytes[..2].copy_from_slice(&len.to_be_bytes());
+    let second = 2 + usize::from(len);
+    let bad = d.path().join("bad.itch");
+    std::fs::write(&bad, &bytes).unwrap();
+    for cmd in ["stats", "decode", "book"] {
+        let o = tp(d.path(), &["itch", cmd, bad.to_str().unwrap()]);
+        assert!(!o.status.success(), "{cmd}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("bad.itch") && err.contains(&format!("byte {second}")) && err.contains("--infer-length"),
+            "{cmd}: {err}"
+        );
+    }
     // Decode: one JSON line per message, the specification's field names.
     let (out, _) = ok(d.path(), &["itch", "decode", s, "--infer-length", "--types", "A", "--limit", "2"]);
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -93,6 +104,12 @@ fn real_sample_counts_match_its_readme() {
     let (out, _) = ok(d.path(), &["itch", "decode", s, "--infer-length", "--format", "csv", "-o", "all.csv"]);
     assert!(out.is_empty());
     assert_eq!(std::fs::read_to_string(d.path().join("all.csv")).unwrap().lines().count(), 12_013);
+    ok(d.path(), &["itch", "decode", s, "--format", "csv", "-o", "told.csv"]);
+    assert_eq!(std::fs::read(d.path().join("told.csv")).unwrap(), std::fs::read(d.path().join("all.csv")).unwrap());
+    // The final books (the whole file mapped) alike, with and without the flag.
+    let fin = ok(d.path(), &["itch", "book", s, "--final"]).0;
+    assert_eq!(fin, ok(d.path(), &["itch", "book", s, "--final", "--infer-length"]).0);
+    assert!(!fin.is_empty());
     // `decode` and `run` tell its zero prefixes by its first bytes: every message.
     assert_eq!(ok(d.path(), &["decode", "--feed", "itch50", s]).0.lines().count(), 12_012);
     std::fs::write(d.path().join("r.toml"), format!("[run]\nreport = \"r.json\"\n[source]\na = {s:?}\n")).unwrap();

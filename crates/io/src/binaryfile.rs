@@ -43,6 +43,16 @@ pub fn file_framing(head: &[u8]) -> Option<Framing> {
     }
 }
 
+/// The framing to read a BinaryFILE with: `asked`, except that a file whose first message
+/// has a zero length prefix (the RITCH sample's way) is read by the types' lengths when
+/// true prefixes were asked for; every reader of a BinaryFILE takes such a file alike.
+pub fn framing_for(head: &[u8], asked: Framing) -> Framing {
+    match (asked, file_framing(head)) {
+        (Framing::LengthPrefixed, Some(Framing::InferLength)) => Framing::InferLength,
+        _ => asked,
+    }
+}
+
 /// A BinaryFILE's bytes, decompressed when gzip (told by its first two bytes), and how its
 /// messages are framed: lengths from the types with `infer`, else as its first message says
 /// ([`file_framing`]: zero prefixes throughout, the RITCH sample's way, or true ones; a bad
@@ -59,7 +69,7 @@ pub fn open_stream(path: &Path, infer: bool) -> Result<(impl Read + Send, Framin
     if gz && capture_magic(head) {
         return Err(err(path, Some(0), GZIP_CAPTURE));
     }
-    let framing = if infer { Framing::InferLength } else { file_framing(head).unwrap_or(Framing::LengthPrefixed) };
+    let framing = framing_for(head, if infer { Framing::InferLength } else { Framing::LengthPrefixed });
     Ok((r, framing))
 }
 

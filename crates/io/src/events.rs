@@ -361,7 +361,8 @@ impl<'p> EventReader<'p> {
             Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size }
         } else {
             let data = open_whole(path)?.ok_or_else(|| bad("not a BinaryFILE".into()))?;
-            let framing = if opts.infer_length { Framing::InferLength } else { Framing::LengthPrefixed };
+            let asked = if opts.infer_length { Framing::InferLength } else { Framing::LengthPrefixed };
+            let framing = crate::binaryfile::framing_for(&data, asked);
             Src::Whole { data, pos: 0, framing, n: 0, decoded: 0 }
         };
         Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false })

@@ -4,7 +4,8 @@
 //! Files are read in large chunks and messages handed to a callback as slices of the chunk
 //! (no copy per message). Errors name the file, the byte offset (and the frame, for
 //! captures) and what was wrong; a length prefix that disagrees with the type's fixed
-//! length is an error unless the framing is [`Framing::InferLength`].
+//! length is an error unless the framing is [`Framing::InferLength`]; a file whose first
+//! length prefix is zero is read so ([`crate::binaryfile::framing_for`]).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -151,15 +152,20 @@ pub fn read_stream(
     let (mut start, mut end, mut base) = (0usize, 0usize, 0u64);
     let mut eof = false;
     let mut st = ItchReadStats::default();
-    let hint = if framing == Framing::LengthPrefixed {
-        " (if the file's length prefixes are not to be trusted, use --infer-length)"
-    } else {
-        ""
-    };
+    let mut framing = framing;
+    let mut hint = "";
     loop {
-        // A capture (compressed, or named as a BinaryFILE) is not read as one.
-        if base == 0 && start == 0 && crate::frame::capture_magic(&buf[..end]) {
-            return Err(err(path, None, Some(0), CAPTURE_AS_FILE.to_string()));
+        if base == 0 && start == 0 && end > 0 {
+            // A capture (compressed, or named as a BinaryFILE) is not read as one.
+            if crate::frame::capture_magic(&buf[..end]) {
+                return Err(err(path, None, Some(0), CAPTURE_AS_FILE.to_string()));
+            }
+            if framing != Framing::Raw {
+                framing = crate::binaryfile::framing_for(&buf[..end], framing);
+            }
+            if framing == Framing::LengthPrefixed {
+                hint = " (if the file's length prefixes are not to be trusted, use --infer-length)";
+            }
         }
         while start < end {
             match frame_at(&buf[start..end], framing) {
