@@ -1,6 +1,7 @@
-//! `tickplant export dbn|parquet|jsonl --feed F INPUT --out PATH`: the normalized events of
-//! a capture (or an ITCH BinaryFILE) as DBN (MBO or MBP-1), Parquet files laid out as a
-//! NautilusTrader catalog, or JSON lines (`tickplant_io::export`).
+//! `tickplant export dbn|parquet|nautilus|jsonl --feed F INPUT --out PATH`: the normalized events of
+//! a capture (or an ITCH BinaryFILE) as DBN (MBO or MBP-1), Parquet files of the events,
+//! NautilusTrader's catalog (its deltas and trade ticks), or JSON lines
+//! (`tickplant_io::export`).
 
 use std::path::PathBuf;
 
@@ -13,8 +14,13 @@ use tickplant_io::export::{export, ExportFormat};
 pub enum Format {
     /// Databento's DBN (version 3), the schema `--schema` names.
     Dbn,
-    /// Parquet (zstd), one file per instrument and day under OUT/data/order_book_delta/.
+    /// Parquet (zstd) of tickplant's events, one file per instrument and day under
+    /// OUT/data/order_book_delta/ (`tickplant.read_parquet` reads them back exactly).
     Parquet,
+    /// NautilusTrader's catalog: its order book deltas and trade ticks (Parquet, its schema),
+    /// one file per instrument and day under OUT/data/order_book_delta/ and
+    /// OUT/data/trade_tick/, for `ParquetDataCatalog(OUT)`.
+    Nautilus,
     /// One JSON object a line, every field of the event.
     Jsonl,
 }
@@ -38,7 +44,7 @@ pub struct ExportArgs {
     pub feed: String,
     /// A capture (pcap, pcapng), or for itch50 also a BinaryFILE (plain or .gz).
     pub input: PathBuf,
-    /// The file to write (dbn, jsonl), or the catalog directory (parquet).
+    /// The file to write (dbn, jsonl), or the catalog directory (parquet, nautilus).
     #[arg(long)]
     pub out: PathBuf,
     /// DBN schema.
@@ -84,6 +90,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         (Format::Dbn, DbnSchema::Mbo) => ExportFormat::DbnMbo,
         (Format::Dbn, DbnSchema::Mbp1) => ExportFormat::DbnMbp1,
         (Format::Parquet, _) => ExportFormat::Parquet,
+        (Format::Nautilus, _) => ExportFormat::Nautilus,
         (Format::Jsonl, _) => ExportFormat::Jsonl,
     };
     let quiet = a.quiet;

@@ -70,8 +70,8 @@ enum Cmd {
     /// One JSON line (or CSV rows) per message of a capture, every field under the
     /// specification's name (feeds: nyse-xdp, nyse-pillar, opra-binary, itch50, opra-fast).
     Decode(decodecmd::DecodeArgs),
-    /// Normalized events of a capture (or ITCH BinaryFILE) to DBN (MBO, MBP-1), Parquet (a
-    /// NautilusTrader-style catalog) or JSON lines, for research tools (docs/python.md).
+    /// Normalized events of a capture (or ITCH BinaryFILE) to DBN (MBO, MBP-1), Parquet,
+    /// NautilusTrader's catalog or JSON lines, for research tools (docs/python.md).
     Export(exportcmd::ExportArgs),
     /// Pictures of a run from its report (`[run] report`): message rate, A/B wins and gaps
     /// over the day, stage and ring latencies, consumer drops, as one HTML file.

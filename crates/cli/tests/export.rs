@@ -197,3 +197,42 @@ fn bad_inputs_say_what_is_wrong() {
         assert!(e.contains("infer_length") || e.contains("infer-length"), "{e}");
     }
 }
+
+/// The key-value metadata of a Parquet file.
+fn parquet_meta(path: &Path) -> BTreeMap<String, String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let kv = r.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())).collect()
+}
+
+#[test]
+fn nautilus_names_each_option_series_an_instrument() {
+    let d = tempfile::tempdir().unwrap();
+    let pcap = d.path().join("o.pcap");
+    let out = d.path().join("cat");
+    tp(&["sim", "opra", "--messages", "6000", "--series", "24", "--out", pcap.to_str().unwrap()]);
+    let err =
+        tp(&["export", "nautilus", "--feed", "opra-binary", pcap.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(err.contains("\"quote\""), "quotes are left out and counted: {err}");
+    // Trade ticks only, a directory a series, each file's instrument its directory's.
+    assert!(!out.join("data/order_book_delta").exists());
+    let dirs: Vec<_> = std::fs::read_dir(out.join("data/trade_tick")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(dirs.len() > 8, "{} series traded", dirs.len());
+    let mut ids = std::collections::HashSet::new();
+    for dir in &dirs {
+        let files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(files.len(), 1, "{}", dir.display());
+        let m = parquet_meta(&files[0]);
+        let id = &m["instrument_id"];
+        // The OCC symbol: root padded to six, YYMMDD, C or P, the strike in thousandths.
+        let (sym, venue) = id.rsplit_once('.').unwrap();
+        assert_eq!(venue, "OPRA");
+        assert_eq!(sym.len(), 21, "{id:?}");
+        assert!(sym[12..13] == *"C" || sym[12..13] == *"P", "{id:?}");
+        assert!(sym[6..12].bytes().chain(sym[13..].bytes()).all(|b| b.is_ascii_digit()), "{id:?}");
+        assert_eq!(dir.file_name().unwrap().to_str().unwrap(), format!("{}.OPRA", sym.replace(' ', "_")));
+        assert!(ids.insert(id.clone()), "{id} twice");
+        assert_eq!(m["size_precision"], "0");
+    }
+}

@@ -571,6 +571,18 @@ pub enum AnyFeed<'p> {
     NyseXdp(crate::nyse::NyseXdpFeed),
 }
 
+impl AnyFeed<'_> {
+    /// An option series' own symbol (OPRA feeds; `None` for other feeds, whose instruments
+    /// are named by their symbol alone).
+    pub fn series_symbol(&self, instrument: u32) -> Option<String> {
+        match self {
+            AnyFeed::OpraBinary(f) => f.series(instrument).map(|s| s.symbol()),
+            AnyFeed::OpraFast(f) => f.mapper().series(instrument).map(|s| s.symbol()),
+            _ => None,
+        }
+    }
+}
+
 macro_rules! any_feed {
     ($self:expr, $d:ident => $e:expr) => {
         match $self {

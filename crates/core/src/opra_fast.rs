@@ -142,6 +142,24 @@ impl Series {
     pub fn strike_price(&self) -> Option<i64> {
         scale(self.strike_denominator).and_then(|m| i64::from(self.strike).checked_mul(m))
     }
+    /// The series as one symbol: the root, `YYMM` (the feed sends no day), `C` or `P` (`?`
+    /// for another code) and the strike as a decimal, a space apart: `SPY 2612 C 450`.
+    pub fn symbol(&self) -> String {
+        let root = String::from_utf8_lossy(&self.root).trim_end().to_string();
+        let month = match self.expiration {
+            0x41..=0x4c => self.expiration - 0x40,
+            0x4d..=0x58 => self.expiration - 0x4c,
+            _ => 0,
+        };
+        let strike = match self.strike_price() {
+            Some(p) => {
+                let s = tickplant_wire::opra_binary::decimal_string(p, 9);
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+            None => format!("{}/{}", self.strike, self.strike_denominator),
+        };
+        format!("{root} {:02}{month:02} {} {strike}", self.year % 100, self.call_put().unwrap_or('?'))
+    }
 }
 
 /// Counts of what the mapper did.
@@ -382,6 +400,22 @@ impl OpraFast {
 mod tests {
     use super::*;
     use tickplant_fast::Entry;
+
+    #[test]
+    fn a_series_symbol_names_root_month_side_and_strike() {
+        let root = *b"SPY     ";
+        let s = Series {
+            root,
+            expiration: u32::from(b'L'),
+            year: 26,
+            strike_code: 0,
+            strike_denominator: 0x41,
+            strike: 4505,
+        };
+        assert_eq!(s.symbol(), "SPY 2612 C 450.5");
+        let p = Series { expiration: u32::from(b'M'), strike_denominator: 0x5a, ..s };
+        assert_eq!(p.symbol(), "SPY 2601 P 4505/90");
+    }
 
     const XML: &str = r#"<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1">
       <template name="OPRA" id="1">

@@ -449,6 +449,12 @@ impl<'p> EventReader<'p> {
         }
         st
     }
+    /// Each instrument named so far as one symbol: an option series' own (root, expiration,
+    /// put or call, strike: [`AnyFeed::series_symbol`]), every other feed's symbol.
+    pub fn instrument_symbols(&self) -> BTreeMap<u32, String> {
+        let feed = self.feed();
+        self.symbols().iter().map(|(&id, s)| (id, feed.series_symbol(id).unwrap_or_else(|| s.clone()))).collect()
+    }
     /// The feed handler: its books, series state and counters as the read left them.
     pub fn feed(&self) -> &AnyFeed<'p> {
         self.down.feed.decoder()

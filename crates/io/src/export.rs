@@ -1,6 +1,7 @@
 //! Events to the files researchers' tools read: Databento's DBN (MBO, and MBP-1 from the
-//! books) with the `dbn` crate, Parquet (the `parquet` crate of arrow-rs, zstd) laid out as NautilusTrader's
-//! catalog lays out its data, and JSON lines. The shells are `tickplant export` and the
+//! books) with the `dbn` crate, Parquet (the `parquet` crate of arrow-rs, zstd) of the events
+//! laid out as NautilusTrader's catalog lays out its data, NautilusTrader's own catalog (its
+//! deltas and trade ticks: [`crate::nautilus`]), and JSON lines. The shells are `tickplant export` and the
 //! Python package's `tickplant.export`.
 //!
 //! ## DBN: how an event becomes MBO records
@@ -55,6 +56,7 @@ use tickplant_core::book::{BookConfig, Books};
 use tickplant_core::event::{flags, Event, EventAction, Side};
 
 use crate::events::{EventReader, Feed, ReadError, ReadStats};
+use crate::nautilus::{self, Rows, ToNautilus};
 
 /// What to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +65,10 @@ pub enum ExportFormat {
     DbnMbo,
     /// DBN, MBP-1 schema (the best bid and offer after each book event).
     DbnMbp1,
-    /// Parquet files in a catalog directory.
+    /// Parquet files of tickplant's events in a catalog directory.
     Parquet,
+    /// NautilusTrader's catalog: order book deltas and trade ticks ([`crate::nautilus`]).
+    Nautilus,
     /// One JSON object a line, every field of the event.
     Jsonl,
 }
@@ -154,6 +158,8 @@ pub fn export(
     let mut mbp = Vec::new();
     let mut to_dbn = ToDbn::default();
     let mut parquet: BTreeMap<(u32, i64), Vec<Event>> = BTreeMap::new();
+    let mut to_nautilus = ToNautilus::default();
+    let mut nautilus: BTreeMap<(u32, i64), Rows> = BTreeMap::new();
     let (mut first_ts, mut last_ts) = (u64::MAX, 0u64);
     loop {
         events.clear();
@@ -178,6 +184,11 @@ pub fn export(
                 ExportFormat::Parquet => {
                     parquet.entry((e.instrument_id, day_of(e.ts_event))).or_default().push(*e);
                     1
+                }
+                ExportFormat::Nautilus => {
+                    // Files by the day of `ts_init`, whose range names them.
+                    let day = day_of(to_nautilus.advance(e));
+                    to_nautilus.map(e, nautilus.entry((e.instrument_id, day)).or_default())
                 }
                 ExportFormat::Jsonl => {
                     let w = jsonl.as_mut().expect("opened for jsonl");
@@ -222,16 +233,32 @@ pub fn export(
         ExportFormat::Parquet => {
             let base = out.join("data").join("order_book_delta");
             for ((id, _day), evs) in &parquet {
-                let name = match report.symbols.get(id) {
-                    Some(s) if !s.is_empty() && *id != 0 => format!("{}.{venue}", safe_name(s)),
-                    _ => format!("{id}.{venue}"),
-                };
-                let dir = base.join(name);
+                let dir = base.join(instrument_name(&report.symbols, *id, venue).1);
                 std::fs::create_dir_all(&dir).map_err(|e| create_err(&dir, e))?;
                 let (lo, hi) = (evs.first().map_or(0, |e| e.ts_event), evs.last().map_or(0, |e| e.ts_event));
                 let path = dir.join(format!("{}_{}.parquet", file_timestamp(lo), file_timestamp(hi)));
                 write_parquet(&path, evs)?;
                 report.files.push(path);
+            }
+        }
+        ExportFormat::Nautilus => {
+            // An option series is an instrument of its own: named by its series, not its root.
+            let symbols = reader.instrument_symbols();
+            for ((id, _day), rows) in &nautilus {
+                let (name, dir_name) = instrument_name(&symbols, *id, venue);
+                let ts = |r: &[u64]| (r.first().copied().unwrap_or(0), r.last().copied().unwrap_or(0));
+                if !rows.deltas.is_empty() {
+                    let times: Vec<u64> = rows.deltas.iter().map(|d| d.ts_init).collect();
+                    let path = nautilus_file(&out.join("data/order_book_delta").join(&dir_name), ts(&times))?;
+                    nautilus::write_deltas(&path, &name, &rows.deltas).map_err(|e| werr(&path, e))?;
+                    report.files.push(path);
+                }
+                if !rows.trades.is_empty() {
+                    let times: Vec<u64> = rows.trades.iter().map(|t| t.ts_init).collect();
+                    let path = nautilus_file(&out.join("data/trade_tick").join(&dir_name), ts(&times))?;
+                    nautilus::write_trades(&path, &name, &rows.trades).map_err(|e| werr(&path, e))?;
+                    report.files.push(path);
+                }
             }
         }
         ExportFormat::Jsonl => {
@@ -320,6 +347,23 @@ fn write_dbn(
         enc.encode_records(mbp)?;
     }
     enc.flush()
+}
+
+/// An instrument's id as the catalog's metadata names it (`SYMBOL.VENUE`, the symbol as
+/// the feed names it; its number for one the feed never named, and for instrument 0, the
+/// system's events), and its directory (the symbol as a path component, `.VENUE`).
+fn instrument_name(symbols: &BTreeMap<u32, String>, id: u32, venue: &str) -> (String, String) {
+    match symbols.get(&id) {
+        Some(s) if !s.is_empty() && id != 0 => (format!("{s}.{venue}"), format!("{}.{venue}", safe_name(s))),
+        _ => (format!("{id}.{venue}"), format!("{id}.{venue}")),
+    }
+}
+
+/// The path of a NautilusTrader file in `dir` (made) for rows from `first` to `last`
+/// (`ts_init`), named as the catalog names its files.
+fn nautilus_file(dir: &Path, (first, last): (u64, u64)) -> Result<PathBuf, ExportError> {
+    std::fs::create_dir_all(dir).map_err(|e| create_err(dir, e))?;
+    Ok(dir.join(format!("{}_{}.parquet", file_timestamp(first), file_timestamp(last))))
 }
 
 /// Symbols as path components: what is not a letter, digit, `-` or `_` becomes `_`.

@@ -25,6 +25,7 @@ pub mod itch;
 pub mod json;
 pub mod live;
 pub mod metrics;
+pub mod nautilus;
 pub mod netns;
 pub mod outputs;
 pub mod pcap;

@@ -299,7 +299,8 @@ fn open_reader(
     Ok(Reader { inner })
 }
 
-/// Write a file's events as DBN (`schema` mbo or mbp-1), Parquet or JSON lines; the
+/// Write a file's events as DBN (`schema` mbo or mbp-1), Parquet, NautilusTrader's catalog or
+/// JSON lines; the
 /// export's report as JSON text.
 #[pyfunction]
 #[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="1970-01-01", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5))]
@@ -323,8 +324,9 @@ fn export(
         ("dbn", "mbp-1") => ExportFormat::DbnMbp1,
         ("dbn", s) => return Err(bad_arg(format!("schema {s:?}: DBN schemas are \"mbo\" and \"mbp-1\""))),
         ("parquet", _) => ExportFormat::Parquet,
+        ("nautilus", _) => ExportFormat::Nautilus,
         ("jsonl", _) => ExportFormat::Jsonl,
-        (f, _) => return Err(bad_arg(format!("format {f:?}: one of \"dbn\", \"parquet\", \"jsonl\""))),
+        (f, _) => return Err(bad_arg(format!("format {f:?}: one of \"dbn\", \"parquet\", \"nautilus\", \"jsonl\""))),
     };
     let (o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
     let mut reader = EventReader::open(&path, &o, program).map_err(err)?;

@@ -1,6 +1,9 @@
-"""NautilusTrader and hftbacktest read tickplant's DBN. Their packages are large and not in
-requirements-dev.txt: these tests run where they are installed
-(`.venv/bin/pip install nautilus_trader hftbacktest databento`) and are skipped otherwise."""
+"""NautilusTrader reads tickplant's DBN and its catalog, hftbacktest its DBN. Their packages
+are large (NautilusTrader also pins another pandas) and not in requirements-dev.txt: these
+tests run where they are installed (a virtual environment of their own, say
+`python -m venv nt && nt/bin/pip install nautilus_trader hftbacktest databento pytest`, with
+the tickplant package built into it: `nt/bin/pip install ./crates/py`) and are skipped
+otherwise."""
 
 import os
 import pathlib
@@ -20,7 +23,7 @@ DATE = "2026-11-20"
 def day(tmp_path_factory):
     d = tmp_path_factory.mktemp("readers")
     subprocess.run([BIN, "sim", "itch", "--messages", "50000", "--symbols", "20", "--date", DATE, "--out",
-                    str(d / "day.pcap")], check=True, capture_output=True)
+                    str(d / "day.pcap"), "--truth", str(d / "truth.jsonl")], check=True, capture_output=True)
     tickplant.export(d / "day.pcap", "dbn", d / "day.mbo.dbn.zst", date=DATE)
     return d
 
@@ -50,3 +53,29 @@ def test_hftbacktest_converts_it(day):
     out = hdb.convert(str(day / "day.mbo.dbn.zst"), symbol="AAAA")
     mine = ev[(ev["instrument_id"] == iid) & np.isin(ev["action"], [1, 2, 3, 4, 5])]
     assert len(out) > 0 and set(out["order_id"].tolist()) <= set(mine["order_id"].tolist()) | set(mine["aux"].tolist())
+
+
+def test_nautilus_trader_catalog_builds_the_books(day):
+    pytest.importorskip("nautilus_trader")
+    import json
+
+    from nautilus_trader.model.book import OrderBook
+    from nautilus_trader.model.enums import BookType
+    from nautilus_trader.model.identifiers import InstrumentId
+    from nautilus_trader.persistence.catalog import ParquetDataCatalog
+
+    tickplant.export(day / "day.pcap", "nautilus", day / "catalog", date=DATE)
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    catalog = ParquetDataCatalog(str(day / "catalog"))
+    truth = [json.loads(line) for line in (day / "truth.jsonl").read_text().splitlines()]
+    for t in truth:
+        iid = InstrumentId.from_str(t["symbol"] + ".XNAS")
+        book = OrderBook(iid, BookType.L3_MBO)
+        for d in catalog.order_book_deltas(instrument_ids=[str(iid)]):
+            book.apply_delta(d)
+        for levels, key in ((book.bids(), "bids"), (book.asks(), "asks")):
+            got = [(round(float(l.price) * 1e9), round(float(l.size())), len(l.orders())) for l in levels]
+            assert got == [(round(p * 1e9), s, n) for p, s, n in t[key]], (t["symbol"], key)
+        tid = next(i for i, s in ev.symbols.items() if s == t["symbol"])
+        trades = catalog.trade_ticks(instrument_ids=[str(iid)])
+        assert len(trades) == int(((ev["instrument_id"] == tid) & np.isin(ev["action"], [5, 6])).sum())

@@ -145,9 +145,15 @@ def test_books_and_bbo_equal_the_simulators_truth(day):
         last = bbo[bbo["instrument_id"] == iid][-1]
         bp, bs, ap, as_ = books.bbo(iid)
         assert (last["bid_price"], last["bid_size"], last["ask_price"], last["ask_size"]) == (bp, bs, ap, as_)
-    # Sampled by time: the last BBO of each second of one instrument.
-    s = tickplant.bbo_series(ev, instrument_id=by_symbol["AAAA"], every="1s")
-    assert len(s) > 0 and (s["bid_price"] <= s["ask_price"]).all() or True
+    # Sampled by time: the last BBO of each second of one instrument, the last of them the
+    # instrument's last.
+    iid = by_symbol["AAAA"]
+    s = tickplant.bbo_series(ev, instrument_id=iid, every="1s")
+    mine = bbo[bbo["instrument_id"] == iid]
+    seconds = np.unique(mine["ts_event"] // 1_000_000_000)
+    assert 0 < len(s) <= len(seconds)
+    for k in ("bid_price", "bid_size", "ask_price", "ask_size"):
+        assert s.iloc[-1][k] == mine[-1][k], k
 
 
 def test_frames(day):
@@ -298,7 +304,99 @@ def test_parquet_round_trip(day, tmp_path):
     assert aaaa.height == len(mine)
     assert aaaa["order_id"].to_list() == mine["order_id"].tolist()
     assert aaaa["price"].to_list() == mine["price"].tolist()
-    assert key is not None
+
+
+def nautilus_books(out, venue):
+    """Books from the order book deltas of a NautilusTrader catalog, read with pyarrow as
+    NautilusTrader's schema defines them (raw 128-bit prices and sizes in 1e-16 units), by
+    instrument id: {symbol: (bids, asks)}, levels (price in 1e-9 units, shares, orders)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    books = {}
+    for d in sorted((out / "data" / "order_book_delta").iterdir()):
+        orders = {}
+        last_ts = 0
+        for f in sorted(d.glob("*.parquet")):
+            t = pq.read_table(f)
+            types = {x.name: str(x.type) for x in t.schema}
+            assert types == {"action": "uint8", "side": "uint8", "price": "fixed_size_binary[16]",
+                             "size": "fixed_size_binary[16]", "order_id": "uint64", "flags": "uint8",
+                             "sequence": "uint64", "ts_event": "uint64", "ts_init": "uint64"}, f
+            meta = {k.decode(): v.decode() for k, v in t.schema.metadata.items()}
+            symbol, v = meta["instrument_id"].rsplit(".", 1)
+            assert v == venue and meta["size_precision"] == "0"
+            unit = 10 ** (16 - int(meta["price_precision"]))
+            rows = t.to_pylist()
+            # Named as the catalog names files: the first and last ts_init.
+            assert f.stem.split("_") == [tickplant_file_ts(rows[0]["ts_init"]), tickplant_file_ts(rows[-1]["ts_init"])]
+            for r in rows:
+                assert r["ts_init"] >= last_ts
+                last_ts = r["ts_init"]
+                price = int.from_bytes(r["price"], "little", signed=True)
+                size = int.from_bytes(r["size"], "little")
+                assert price % unit == 0 and size % 10**16 == 0
+                price, size = price // 10**7, size // 10**16
+                if r["action"] == 1:
+                    assert r["order_id"] not in orders
+                    orders[r["order_id"]] = (r["side"], price, size)
+                elif r["action"] == 2:
+                    side, _, _ = orders[r["order_id"]]
+                    assert size > 0
+                    orders[r["order_id"]] = (side, price, size)
+                elif r["action"] == 3:
+                    del orders[r["order_id"]]
+                elif r["action"] == 4:
+                    orders.clear()
+                else:
+                    raise AssertionError(f"action {r['action']}")
+        levels = {1: {}, 2: {}}
+        for side, price, size in orders.values():
+            shares, n = levels[side].get(price, (0, 0))
+            levels[side][price] = (shares + size, n + 1)
+        bids = [(p, *levels[1][p]) for p in sorted(levels[1], reverse=True)]
+        asks = [(p, *levels[2][p]) for p in sorted(levels[2])]
+        books[symbol] = (bids, asks)
+    return books
+
+
+def tickplant_file_ts(ns):
+    t = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H-%M-%S-") + f"{ns % 1_000_000_000:09d}Z"
+
+
+def test_nautilus_catalog_builds_the_simulators_books(day, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "catalog"
+    report = tickplant.export(day / "day.pcap", "nautilus", out, date=DATE)
+    ev = tickplant.read(day / "day.pcap", date=DATE)
+    truth = jsonl((day / "truth.jsonl").read_text())
+    books = nautilus_books(out, "XNAS")
+    # The truth lists the books not empty at the end.
+    assert {s for s, b in books.items() if b != ([], [])} == {t["symbol"] for t in truth}
+    for t in truth:
+        want = tuple([(round(p * 1e9), s, n) for p, s, n in t[k]] for k in ("bids", "asks"))
+        assert books[t["symbol"]] == want, t["symbol"]
+    # A trade tick for each execution and trade, the aggressor opposite the resting side.
+    by_symbol = {v: k for k, v in ev.symbols.items()}
+    for d in sorted((out / "data" / "trade_tick").iterdir()):
+        t = pq.read_table(list(d.glob("*.parquet")))
+        assert t.column_names == ["price", "size", "aggressor_side", "trade_id", "ts_event", "ts_init"]
+        mine = ev[(ev["instrument_id"] == by_symbol[d.name.split(".")[0]]) & np.isin(ev["action"], [5, 6])]
+        assert t.num_rows == len(mine) > 0
+        assert t.column("aggressor_side").to_pylist() == [{1: 2, 2: 1}.get(int(s), 0) for s in mine["side"]]
+        assert [int.from_bytes(b, "little") // 10**16 for b in t.column("size").to_pylist()] == mine["size"].tolist()
+    assert report["written_events"] + sum(report["left_out"].values()) == report["events"] == len(ev)
+
+
+@pytest.mark.parametrize("layout", ["xdp", "pillar"])
+def test_nautilus_catalog_of_nyse_builds_its_books(tmp_path, layout):
+    cli("sim", "nyse", "--messages", 30000, "--symbols", 20, "--layout", layout, "--out", tmp_path / "n.pcap",
+        "--truth", tmp_path / "truth.jsonl")
+    tickplant.export(tmp_path / "n.pcap", "nautilus", tmp_path / "cat", feed="nyse-" + layout)
+    books = nautilus_books(tmp_path / "cat", "XNYS")
+    truth = jsonl((tmp_path / "truth.jsonl").read_text())
+    assert {s for s, b in books.items() if b != ([], [])} == {t["symbol"] for t in truth}
+    for t in truth:
+        assert books[t["symbol"]] == tuple([(round(p * 1e9), s, n) for p, s, n in t[k]] for k in ("bids", "asks"))
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent (an outside checkout)")

@@ -687,6 +687,33 @@ impl Series {
             _ => None,
         }
     }
+
+    /// The series as one symbol: the OCC's 21 characters (the root padded to 6, `YYMMDD`,
+    /// `C` or `P`, the strike in thousandths in 8 digits: `SPY   261218C00450000`) where
+    /// the root and strike fit them; else the root, `YYMMDD`, `C` or `P` and the strike
+    /// as a decimal, a space apart (`?` and month 00 for a month code that is neither).
+    pub fn symbol(&self) -> String {
+        let root = String::from_utf8_lossy(&self.root).trim_end().to_string();
+        let month = match self.month {
+            b'A'..=b'L' => self.month - b'A' + 1,
+            b'M'..=b'X' => self.month - b'M' + 1,
+            _ => 0,
+        };
+        let cp = self.call_put().unwrap_or('?');
+        let (yy, dd) = (self.year % 100, self.day);
+        if month != 0
+            && root.len() <= 6
+            && self.strike >= 0
+            && self.strike % 1_000_000 == 0
+            && self.strike < 100_000_000_000_000
+        {
+            format!("{root:<6}{yy:02}{month:02}{dd:02}{cp}{:08}", self.strike / 1_000_000)
+        } else {
+            let strike = decimal_string(self.strike, 9);
+            let strike = strike.trim_end_matches('0').trim_end_matches('.');
+            format!("{root} {yy:02}{month:02}{dd:02} {cp} {strike}")
+        }
+    }
 }
 
 /// One side's price (1e-9) and size.
@@ -994,6 +1021,21 @@ mod tests {
     use super::build::{put, Put};
     use super::*;
 
+    #[test]
+    fn a_series_symbol_is_the_occs_where_it_fits() {
+        let s = |root: &[u8], month, strike| {
+            let mut r = [b' '; 8];
+            r[..root.len()].copy_from_slice(root);
+            Series { root: r, month, day: 18, year: 26, strike }
+        };
+        assert_eq!(s(b"SPY", b'L', 450_000_000_000).symbol(), "SPY   261218C00450000");
+        assert_eq!(s(b"AAPL7", b'M', 2_500_000_000).symbol(), "AAPL7 260118P00002500");
+        // A strike finer than a thousandth, a root longer than six, a month code neither.
+        assert_eq!(s(b"SPY", b'A', 1_234_500).symbol(), "SPY 260118 C 0.0012345");
+        assert_eq!(s(b"ABCDEFG", b'X', 7_000_000_000).symbol(), "ABCDEFG 261218 P 7");
+        assert_eq!(s(b"SPY", b'Z', 1_000_000_000).symbol(), "SPY 260018 ? 1");
+    }
+
     fn long_quote(indicator: u8, den: u8, bid: i32, offer: i32) -> Vec<u8> {
         let mut m = Vec::new();
         build::header(&mut m, b'D', b'k', b' ', indicator, 7);
@@ -1052,6 +1094,10 @@ mod tests {
         let q = Quote::parse(&msg).unwrap();
         assert_eq!(&q.series.root, b"AMZN    ");
         assert_eq!((q.series.month, q.series.day, q.series.year, q.series.strike), (b'A', 19, 24, 165_250_000_000));
+        assert_eq!(
+            q.series.symbol(),
+            format!("{:<6}240119C00165250", String::from_utf8_lossy(&q.series.root).trim_end())
+        );
         assert_eq!(q.bid, Level { price: 610_000_000, size: 239 });
         assert_eq!(q.offer, Level { price: 630_000_000, size: 495 });
         assert_eq!(q.best_bid, Some((b'P', Level { price: 610_000_000, size: 243 })));

@@ -283,8 +283,10 @@ def export(
     header_bytes: int = 5,
 ) -> dict:
     """Write a file's events as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
-    (a catalog directory) or ``"jsonl"``; returns the export's report (events, records,
-    what the format has no record for, files, symbols)."""
+    (tickplant's events, a catalog directory), ``"nautilus"`` (NautilusTrader's order book
+    deltas and trade ticks, a directory its ``ParquetDataCatalog`` reads) or ``"jsonl"``;
+    returns the export's report (events, records, what the format has no record for, files,
+    symbols)."""
     report = json.loads(
         _native.export(
             str(path), format, str(out), feed=feed, schema=schema, date=date,
