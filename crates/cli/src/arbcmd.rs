@@ -183,6 +183,9 @@ impl ArbSink for Sink {
 /// Run the arbitrator over the A and B inputs (captures, or live groups).
 pub fn run(args: &ArbArgs) -> Result<ArbReport> {
     let a_path = args.a.clone().ok_or_else(|| anyhow!("--a A.pcap (or udp://GROUP:PORT) is required"))?;
+    if let Some(p) = &args.stats {
+        crate::check_writable(p, "--stats")?;
+    }
     // One input is a line of its own: sequenced, gaps reported, written or sent on (a
     // receiver of a republished stream).
     let mut paths = vec![a_path];

@@ -306,6 +306,25 @@ pub(crate) fn tempdir(what: &str) -> Result<PathBuf> {
     Ok(d)
 }
 
+/// Fail now, not after the run, when a file the run writes at its end cannot be written
+/// (`what` names the option). A file the check makes is removed again.
+pub fn check_writable(p: &std::path::Path, what: &str) -> Result<()> {
+    if p.as_os_str() == "-" {
+        return Ok(());
+    }
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p)
+        .with_context(|| format!("{what} {}: cannot write", p.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
 /// A positive, finite number of seconds from the command line.
 pub fn seconds(s: f64, flag: &str) -> Result<std::time::Duration> {
     if s > 0.0 && s.is_finite() {

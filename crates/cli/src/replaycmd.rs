@@ -37,6 +37,9 @@ pub struct ReplayArgs {
 }
 
 pub fn run(a: &ReplayArgs) -> Result<ReplayReport> {
+    if let Some(p) = &a.report {
+        crate::check_writable(p, "--report")?;
+    }
     let pace = match (a.speed, a.pps, a.max) {
         (_, _, true) => Pace::Max,
         (_, Some(r), _) => Pace::Pps(r),

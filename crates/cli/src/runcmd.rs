@@ -11,6 +11,18 @@ use tickplant_io::pipeline::{self, Outcome};
 /// its decode thread, its consumers), and the outcomes come back in the feeds' order.
 pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Vec<(String, Outcome)>> {
     let feeds = cfg.feed_configs()?;
+    // What the run writes at its end, checked before it starts.
+    if let Some(p) = &cfg.run.report {
+        crate::check_writable(p, "[run] report")?;
+    }
+    for (name, c) in &feeds {
+        let checks = [(&c.arbitration.gaps, "[arbitration] gaps"), (&c.book.final_books, "[book] final-books")];
+        for (p, what) in checks {
+            if let Some(p) = p {
+                crate::check_writable(p, what).with_context(|| feed_label(name))?;
+            }
+        }
+    }
     let mut specs = Vec::new();
     let mut stop = None;
     // One metrics endpoint for the process; each feed's samples carry its name.

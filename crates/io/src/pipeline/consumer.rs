@@ -179,7 +179,7 @@ impl MatchState {
         }
         let market = MarketEvents::new(matcher.schema(), &[spec.venue.as_str()]).map_err(|e| invalid(e.to_string()))?;
         let out = match &spec.path {
-            Some(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
+            Some(p) => Some(BufWriter::with_capacity(1 << 20, create(p)?)),
             None => None,
         };
         Ok(MatchState {
@@ -300,12 +300,17 @@ pub(super) fn consumer_thread<T: Slot>(
         _ => None,
     };
     let mut w: Option<BufWriter<File>> = match &action {
-        ConsumerAction::Csv(p) | ConsumerAction::Jsonl(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p)?)),
+        ConsumerAction::Csv(p) | ConsumerAction::Jsonl(p) => Some(BufWriter::with_capacity(1 << 20, create(p)?)),
         _ => None,
     };
     if let (ConsumerAction::Csv(_), Some(w)) = (&action, w.as_mut()) {
         writeln!(w, "ts_recv,ts_event,sequence,instrument_id,action,side,price,size,order_id,aux,flags,msg_type")?;
     }
+    // Made before the run, so that a path that cannot be written fails it at once.
+    let bbo_file = match &action {
+        ConsumerAction::Bbo(Some(p)) => Some(create(p)?),
+        _ => None,
+    };
     let mut bbo: Vec<Option<(Bbo, [u8; 8])>> = Vec::new();
     let handler = match &action {
         ConsumerAction::Handler(h) => Some(h.0.clone()),
@@ -444,9 +449,9 @@ pub(super) fn consumer_thread<T: Slot>(
         res.matching = Some((m.report, m.hist));
     }
     res.bbo_instruments = bbo.iter().filter(|b| b.is_some()).count() as u64;
-    if let ConsumerAction::Bbo(Some(p)) = &action {
+    if let Some(f) = bbo_file {
         let dir = symbols.lock().map(|d| d.clone()).unwrap_or_default();
-        let mut w = BufWriter::new(File::create(p)?);
+        let mut w = BufWriter::new(f);
         for (i, b) in bbo.iter().enumerate() {
             if let Some((b, sym)) = b {
                 // The directory names ITCH instruments that were named after their record
@@ -537,4 +542,9 @@ impl RingMetrics {
         c.finish();
         self.hub.publish_ring(&self.feed, &self.consumer, crate::metrics::Quantiles::of(ring, c.ns_per_tick()));
     }
+}
+
+/// A consumer's output file, made; an error names it.
+fn create(p: &std::path::Path) -> std::io::Result<File> {
+    File::create(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", p.display())))
 }
