@@ -10,7 +10,7 @@
 //! | add | `ADD` | |
 //! | cancel | `UPDATE` to the shares left, `DELETE` when none are | |
 //! | delete | `DELETE` | |
-//! | execute | as cancel, of the shares executed | price, shares, the aggressor opposite the resting side |
+//! | execute | as cancel, of the shares executed | price, shares, the aggressor opposite the resting side; none for one not to be printed |
 //! | modify (a replace, or NYSE's modify of the same id) | `DELETE` of the old order, `ADD` of the new (it loses its place, as in tickplant's books) | |
 //! | trade (not on the book) | | price, shares, aggressor opposite the side given |
 //! | clear | `CLEAR` | |
@@ -148,7 +148,8 @@ impl ToNautilus {
             EventAction::Cancel | EventAction::Delete | EventAction::Execute => {
                 let Some(o) = self.orders.get_mut(&e.order_id) else { return 0 };
                 let resting = *o;
-                if e.action == EventAction::Execute {
+                // Not to be printed (ITCH's printable N): on the book, not on the tape.
+                if e.action == EventAction::Execute && e.flags & flags::NON_PRINTABLE == 0 {
                     out.trades.push(Trade {
                         price: if e.price != 0 { e.price } else { resting.price },
                         size: e.size,
@@ -368,6 +369,10 @@ mod tests {
         assert_eq!(m.map(&modify, &mut r), 2);
         assert_eq!(m.map(&ev(EventAction::Execute, 2, Side::Bid, 10_000_000_000, 40), &mut r), 2);
         assert_eq!(m.map(&ev(EventAction::Cancel, 2, Side::Bid, 0, 1), &mut r), 0, "an order no longer there");
+        // Not to be printed: the book changes, the tape does not.
+        assert_eq!(m.map(&ev(EventAction::Add, 4, Side::Ask, 10_020_000_000, 10), &mut r), 1);
+        let quiet = Event { flags: flags::NON_PRINTABLE, ..ev(EventAction::Execute, 4, Side::Ask, 10_020_000_000, 10) };
+        assert_eq!(m.map(&quiet, &mut r), 1);
         let unknown = Event { flags: flags::UNKNOWN_ORDER, ..ev(EventAction::Delete, 3, Side::Ask, 0, 0) };
         assert_eq!(m.map(&unknown, &mut r), 0);
         assert_eq!(m.map(&ev(EventAction::Status, 0, Side::None, 0, 0), &mut r), 0);
@@ -382,6 +387,8 @@ mod tests {
                 (DELETE, 1, 10_010_000_000, 0, 1, 0),
                 (ADD, 1, 10_000_000_000, 40, 2, F_LAST),
                 (DELETE, 1, 10_000_000_000, 0, 2, F_LAST),
+                (ADD, 2, 10_020_000_000, 10, 4, F_LAST),
+                (DELETE, 2, 10_020_000_000, 0, 4, F_LAST),
             ]
         );
         // The first execute had no price of its own: the resting order's; a resting bid
