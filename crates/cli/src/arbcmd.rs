@@ -39,6 +39,10 @@ pub struct ArbReport {
     /// Live inputs: what each received and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<LiveInputStats>,
+    /// Captures that cut frames short (their snapshot length), by input: those frames
+    /// count as other, what they carried as gaps.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cut_short: BTreeMap<String, tickplant_io::pcap::CutShort>,
     /// Outputs sent on to groups: datagrams sent and send errors, by output.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sent: BTreeMap<String, SentStats>,
@@ -312,6 +316,10 @@ pub fn run(args: &ArbArgs) -> Result<ArbReport> {
         frames_per_second: frames as f64 / wall.max(1e-9),
         saturation,
         live: source.live_stats(),
+        cut_short: (0..source.inputs())
+            .map(|i| (source.input_name(i), source.cut_short(i)))
+            .filter(|(_, c)| c.frames > 0)
+            .collect(),
         sent,
     };
     if let Some(p) = &args.stats {
@@ -358,6 +366,11 @@ pub fn summary(r: &ArbReport, policy: &Policy) -> String {
         r.frames_per_second / 1e6,
         policy.mode_name()
     );
+    for (input, c) in &r.cut_short {
+        if let Some(w) = c.warning(input) {
+            let _ = writeln!(s, "  warning: {w}");
+        }
+    }
     let _ = writeln!(
         s,
         "  {:<9} {:>7} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",

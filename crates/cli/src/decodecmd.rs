@@ -222,13 +222,13 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
         _ => None,
     };
     let mut frame = 0u64;
-    let mut skipped = 0u64;
+    let mut skipped = crate::fastcmd::Skipped::default();
     // NYSE: each symbol index's price scale, from the symbol index mappings seen so far.
     let mut scales = std::collections::HashMap::new();
     while let Some(f) = r.next_frame()? {
         frame += 1;
         let Ok(range) = udp_payload_range(link, f.data) else {
-            skipped += 1;
+            skipped.count(&f);
             continue;
         };
         let payload = &f.data[range];
@@ -250,9 +250,7 @@ pub fn decode(a: &DecodeArgs, out: &mut impl Write) -> Result<u64> {
             break;
         }
     }
-    if skipped > 0 {
-        eprintln!("{name}: {skipped} frames were not UDP/IPv4 and were skipped");
-    }
+    skipped.say(&name);
     Ok(o.written)
 }
 

@@ -118,6 +118,9 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     );
     // A symbol the feed never named is most likely a typo: say so, rather than leave an
     // empty export to explain itself.
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
     for s in &report.unnamed {
         eprintln!("warning: --symbols {s}: the feed never named it (no events of it)");
     }

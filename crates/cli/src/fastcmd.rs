@@ -49,20 +49,49 @@ fn udp_payload(link: LinkType, frame: &[u8]) -> Option<&[u8]> {
 /// Decode every message of every UDP datagram of a capture. Non-UDP frames are counted and
 /// skipped (reported at the end); a datagram that does not decode stops with its frame
 /// number and the offset in its payload.
+/// Frames a capture reader skipped: not UDP/IPv4, or cut short by the capture (whose
+/// messages are then missing: said as a warning).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Skipped {
+    pub other: u64,
+    pub cut: tickplant_io::pcap::CutShort,
+}
+
+impl Skipped {
+    /// A frame whose UDP payload could not be had.
+    pub fn count(&mut self, f: &tickplant_io::Frame<'_>) {
+        if f.orig_len as usize > f.data.len() {
+            self.cut.frames += 1;
+            self.cut.kept_max = self.cut.kept_max.max(f.data.len() as u32);
+        } else {
+            self.other += 1;
+        }
+    }
+    /// Say what was skipped, on stderr.
+    pub fn say(&self, name: &str) {
+        if self.other > 0 {
+            eprintln!("{name}: {} frames were not UDP/IPv4 and were skipped", self.other);
+        }
+        if let Some(w) = self.cut.warning(name) {
+            eprintln!("warning: {w}");
+        }
+    }
+}
+
 pub fn for_each_udp(
     dec: &mut Decoder,
     path: &Path,
     opts: UdpArgs,
     msg: &mut Message,
     mut f: impl FnMut(&Message, Position) -> bool,
-) -> Result<(u64, u64)> {
+) -> Result<(u64, Skipped)> {
     let mut r = tickplant_io::pcap::FrameReader::open(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let link = r.link_type();
-    let (mut n, mut skipped, mut frame_no) = (0u64, 0u64, 0u64);
+    let (mut n, mut skipped, mut frame_no) = (0u64, Skipped::default(), 0u64);
     while let Some(fr) = r.next_frame().map_err(|e| anyhow::anyhow!("{e}"))? {
         frame_no += 1;
         let Some(payload) = udp_payload(link, fr.data) else {
-            skipped += 1;
+            skipped.count(&fr);
             continue;
         };
         let Some(body) = payload.get(opts.header_bytes..) else {
@@ -244,11 +273,8 @@ pub fn decode(a: &DecodeArgs) -> Result<()> {
                 .map(|_| ())
                 .map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))
         }
-        Input::Udp => for_each_udp(&mut dec, &a.file, a.udp, &mut msg, &mut emit).map(|(_, skipped)| {
-            if skipped > 0 {
-                eprintln!("{}: {skipped} frames were not UDP/IPv4 and were skipped", a.file.display());
-            }
-        }),
+        Input::Udp => for_each_udp(&mut dec, &a.file, a.udp, &mut msg, &mut emit)
+            .map(|(_, skipped)| skipped.say(&a.file.display().to_string())),
     };
     if let Some(e) = io_err {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

@@ -279,11 +279,12 @@ pub fn decode(a: &DecodeArgs) -> Result<u64> {
         written += 1;
         true
     });
-    res?;
+    let st = res?;
     if let Some(e) = failure {
         return Err(e);
     }
     w.flush()?;
+    warn_cut_short(&a.input.file, &st);
     // A symbol the whole file never named is most likely a typo: say so, rather than leave
     // an empty output to explain itself.
     if written < limit {
@@ -313,9 +314,18 @@ pub fn stats(a: &InputArgs) -> Result<()> {
     if st.frames > 0 {
         v["frames"] = st.frames.into();
         v["other_frames"] = st.other_frames.into();
+        v["cut_short_frames"] = st.cut_short.frames.into();
     }
     println!("{}", serde_json::to_string_pretty(&v)?);
+    warn_cut_short(&a.file, &st);
     Ok(())
+}
+
+/// A capture that cut frames short misses what they carried: said on stderr.
+fn warn_cut_short(file: &std::path::Path, st: &tickplant_io::itch::ItchReadStats) {
+    if let Some(w) = st.cut_short.warning(&file.display().to_string()) {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// `itch book --final` on a file: every message through the loop the parse + book
@@ -398,7 +408,7 @@ pub fn book(a: &BookArgs) -> Result<()> {
     let mut w = out_writer(None)?;
     let mut failure: Option<anyhow::Error> = None;
     let mut line = String::new();
-    read_itch(&a.input.file, a.input.framing(), |msg| {
+    let st = read_itch(&a.input.file, a.input.framing(), |msg| {
         let m = match Message::parse(msg.bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -439,6 +449,7 @@ pub fn book(a: &BookArgs) -> Result<()> {
     if let Some(e) = failure {
         return Err(e);
     }
+    warn_cut_short(&a.input.file, &st);
     finish_books(a, &books, &dir, &symbols, &mut w)
 }
 

@@ -89,5 +89,11 @@ pub fn run(a: &ReplayArgs) -> Result<ReplayReport> {
             eprintln!("  last send error: {e}");
         }
     }
+    if r.skipped_cut_short > 0 {
+        eprintln!(
+            "warning: {} frames were cut short by the capture (its snapshot length) inside their datagram: not sent. Capture with a larger snapshot length (tcpdump -s 0)",
+            r.skipped_cut_short
+        );
+    }
     Ok(r)
 }

@@ -751,6 +751,62 @@ fn cooked_captures_read_as_ethernet_ones() {
     }
 }
 
+/// A capture whose snapshot length cut frames short (`tcpdump -s 120`): every reader says
+/// so, by count, rather than calling them "not UDP" or "other" and nothing more, and what
+/// those frames carried is missing (gaps), never made up.
+#[test]
+fn frames_a_capture_cut_short_are_said_to_be() {
+    use tickplant_core::LinkType;
+    use tickplant_io::{Format, FrameReader, FrameWriter};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 5 --symbols 5 --messages 3000 --out day.pcap"));
+    let mut cut = 0u64;
+    for (file, format) in [("snap.pcap", Format::PcapNs), ("snap.pcapng", Format::PcapNg)] {
+        let mut r = FrameReader::open(p.join("day.pcap")).unwrap();
+        let mut w = FrameWriter::create(p.join(file), LinkType::Ethernet, format).unwrap();
+        cut = 0;
+        let mut n = 0u64;
+        while let Some(f) = r.next_frame().unwrap() {
+            n += 1;
+            // Every fourth frame kept to 80 bytes, as a snapshot length would.
+            let keep = if n.is_multiple_of(4) && f.data.len() > 80 { 80 } else { f.data.len() };
+            cut += u64::from(keep < f.data.len());
+            w.write_with_orig(f.ts_ns, &f.data[..keep], f.data.len() as u32).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    assert!(cut > 100);
+    let says = format!("{cut} frames were cut short by the capture (at most 80 bytes kept");
+    for file in ["snap.pcap", "snap.pcapng"] {
+        let (out, err) = ok(p, &["itch", "stats", file]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["cut_short_frames"], cut, "{file}");
+        assert!(err.contains(&says), "{file}: {err}");
+        let (_, err) = ok(p, &["decode", "--feed", "itch50", file]);
+        assert!(err.contains(&says) && !err.contains("not UDP"), "{file}: {err}");
+        let (_, err) = ok(p, &["export", "jsonl", "--feed", "itch50", file, "--out", "x.jsonl", "--quiet"]);
+        assert!(err.contains(&says), "{file}: {err}");
+        let (stats, err) = ok(p, &["arb", "--a", file, "--stats", "-", "--quiet"]);
+        let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+        assert_eq!(v["cut_short"][file]["frames"], cut, "{file}: {err}");
+        std::fs::write(p.join("c.toml"), format!("[source]\na = \"{file}\"\n[run]\nreport = \"r.json\"\n")).unwrap();
+        let (_, err) = ok(p, &["run", "c.toml"]);
+        assert!(err.contains(&says), "{file}: {err}");
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("r.json")).unwrap()).unwrap();
+        assert_eq!(r["cut_short"][file]["kept_max"], 80, "{file}");
+        // What the cut frames carried is missing: reported as gaps, not decoded.
+        assert!(r["gaps"].as_array().is_some_and(|g| !g.is_empty()), "{file}");
+        let (rep, err) = ok(p, &["replay", "--max", "-q", &format!("{file}=127.0.0.1:9"), "--report", "-"]);
+        let v: serde_json::Value = serde_json::from_str(&rep).unwrap();
+        assert_eq!((v["skipped_cut_short"].as_u64(), v["skipped_not_udp"].as_u64()), (Some(cut), Some(0)), "{file}");
+        assert!(err.contains("cut short by the capture"), "{file}: {err}");
+    }
+    // A whole capture says nothing of the kind.
+    let (_, err) = ok(p, &["itch", "stats", "day.pcap"]);
+    assert!(!err.contains("cut short"), "{err}");
+}
+
 /// Two feeds in one run (`[[feed]]`): each arbitrates its own A/B pair, keeps its own
 /// books and serves its own consumers; each feed's final books equal its own day's truth
 /// (B clean, A lossy: HR recovers everything), and the report holds both.

@@ -216,6 +216,9 @@ pub struct ReadStats {
     pub messages_lost: u64,
     pub events: u64,
     pub filtered: u64,
+    /// Captures: frames the capture cut short (its snapshot length): counted in
+    /// `other_frames` where their packet could not be read, what they carried in `gaps`.
+    pub cut_short_frames: u64,
 }
 
 /// Reads one file into events, a chunk at a time.
@@ -415,6 +418,13 @@ impl<'p> EventReader<'p> {
         }
     }
 
+    /// What the read should warn of that is not an error: frames the capture cut short.
+    pub fn warning(&self) -> Option<String> {
+        match &self.src {
+            Src::Capture { reader, .. } => reader.cut_short().warning(&self.path.display().to_string()),
+            Src::Whole { .. } => None,
+        }
+    }
     /// The symbols the feed has named so far, by instrument id (OPRA: each series' root).
     pub fn symbols(&self) -> &BTreeMap<u32, String> {
         &self.down.kept.names
@@ -436,7 +446,8 @@ impl<'p> EventReader<'p> {
             ..ReadStats::default()
         };
         match &self.src {
-            Src::Capture { arb, frames, .. } => {
+            Src::Capture { reader, arb, frames, .. } => {
+                st.cut_short_frames = reader.cut_short().frames;
                 let f = self.down.feed.stats();
                 let a = &arb.stats().inputs[0];
                 (st.frames, st.other_frames, st.duplicates, st.late) = (*frames, a.other, a.duplicates, a.late);

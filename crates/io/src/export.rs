@@ -125,6 +125,8 @@ pub struct ExportReport {
     pub symbols: BTreeMap<u32, String>,
     /// Symbols asked for that the feed never named (no event can be of them).
     pub unnamed: Vec<String>,
+    /// What the read warns of (frames the capture cut short: what they carried is missing).
+    pub warnings: Vec<String>,
 }
 
 /// Dataset name in DBN metadata (at most 16 characters), and the venue of the catalog's
@@ -208,6 +210,7 @@ pub fn export(
     report.read = reader.stats();
     report.symbols = reader.symbols().clone();
     report.unnamed = reader.unnamed();
+    report.warnings = reader.warning().into_iter().collect();
     if first_ts == u64::MAX {
         first_ts = 0;
     }

@@ -44,6 +44,9 @@ pub struct ItchReadStats {
     /// Captures: frames read, and those that were not MoldUDP64 data (counted, skipped).
     pub frames: u64,
     pub other_frames: u64,
+    /// Captures: frames the capture cut short (counted in `other_frames` where their
+    /// packet could not be read; what they carried is missing).
+    pub cut_short: crate::pcap::CutShort,
 }
 
 /// The kind of input a path names, by its extension.
@@ -270,10 +273,12 @@ fn read_capture(path: &Path, f: &mut dyn FnMut(&ItchMessage<'_>) -> bool) -> Res
                 last_in_packet: k as u64 + 1 == n,
             };
             if !f(&m) {
+                st.cut_short = rd.cut_short();
                 return Ok(st);
             }
         }
     }
+    st.cut_short = rd.cut_short();
     Ok(st)
 }
 

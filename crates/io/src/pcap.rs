@@ -96,6 +96,35 @@ pub struct FrameReader {
     orig_len: u32,
     buf: Vec<u8>,
     done: bool,
+    /// Frames the capture kept less of than was on the wire, and the most it kept of one.
+    cut: CutShort,
+}
+
+/// Frames a capture cut short (its snapshot length below the frame's length): what they
+/// carried past the cut is missing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CutShort {
+    pub frames: u64,
+    /// The most bytes kept of such a frame (about the capture's snapshot length).
+    pub kept_max: u32,
+}
+
+impl CutShort {
+    #[cold]
+    #[inline(never)]
+    fn note(&mut self, kept: usize) {
+        self.frames += 1;
+        self.kept_max = self.kept_max.max(kept as u32);
+    }
+    /// What it means, said once after a run or a read (empty when nothing was cut).
+    pub fn warning(&self, name: &str) -> Option<String> {
+        (self.frames > 0).then(|| {
+            format!(
+                "{name}: {} frames were cut short by the capture (at most {} bytes kept of each; the capture's snapshot length): what they carried past the cut is missing. Capture with a larger snapshot length (tcpdump -s 0)",
+                self.frames, self.kept_max
+            )
+        })
+    }
 }
 
 impl fmt::Debug for FrameReader {
@@ -189,6 +218,7 @@ impl FrameReader {
                             orig_len: 0,
                             buf: Vec::new(),
                             done: false,
+                            cut: CutShort::default(),
                         });
                     }
                     _ => {
@@ -224,6 +254,7 @@ impl FrameReader {
             orig_len: 0,
             buf: Vec::with_capacity(2048),
             done: false,
+            cut: CutShort::default(),
         })
     }
 
@@ -241,6 +272,10 @@ impl FrameReader {
     /// Frames read so far.
     pub fn frames_read(&self) -> u64 {
         self.frames
+    }
+    /// Frames read so far that the capture cut short.
+    pub fn cut_short(&self) -> CutShort {
+        self.cut
     }
 
     fn err(&self, offset: Option<u64>, reason: impl Into<String>) -> PcapError {
@@ -305,6 +340,9 @@ impl FrameReader {
         let unit = if *nanos { 1 } else { 1000 };
         self.ts_ns = u64::from(w[0]) * 1_000_000_000 + u64::from(w[1]) * unit;
         self.orig_len = w[3];
+        if w[3] > w[2] {
+            self.cut.note(incl);
+        }
     }
 
     #[cold]
@@ -405,6 +443,9 @@ impl FrameReader {
                     let raw = epb.timestamp.as_nanos() as u64; // raw units, see module doc
                     self.ts_ns = ((u128::from(raw) * u128::from(mul)) / u128::from(div)) as u64;
                     self.orig_len = epb.original_len;
+                    if epb.original_len as usize > epb.data.len() {
+                        self.cut.note(epb.data.len());
+                    }
                     self.buf.clear();
                     self.buf.extend_from_slice(&epb.data);
                     return Ok(true);
@@ -412,6 +453,9 @@ impl FrameReader {
                 Block::SimplePacket(spb) => {
                     // No timestamp: keep the previous one so time never goes backwards.
                     self.orig_len = spb.original_len;
+                    if spb.original_len as usize > spb.data.len() {
+                        self.cut.note(spb.data.len());
+                    }
                     self.buf.clear();
                     self.buf.extend_from_slice(&spb.data);
                     return Ok(true);

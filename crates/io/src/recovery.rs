@@ -372,6 +372,9 @@ impl<S: Source> Source for Prefixed<S> {
     fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
         self.inner.live_stats()
     }
+    fn cut_short(&self, input: usize) -> crate::pcap::CutShort {
+        self.inner.cut_short(input)
+    }
     fn send_request(&mut self, request: &[u8]) {
         self.inner.send_request(request)
     }

@@ -89,6 +89,9 @@ pub struct ReplayReport {
     pub bytes_sent: u64,
     /// Frames that are not UDP datagrams (ARP, TCP, fragments, ...): skipped.
     pub skipped_not_udp: u64,
+    /// Frames the capture cut short (its snapshot length) inside their datagram: skipped,
+    /// their datagrams not sent.
+    pub skipped_cut_short: u64,
     /// Sends the OS refused (a full buffer, no route): counted, the replay goes on.
     pub send_errors: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,6 +194,7 @@ pub fn replay(
             for t in threads {
                 let one = t.join().expect("a replay thread panicked")?;
                 all.skipped_not_udp += one.skipped_not_udp;
+                all.skipped_cut_short += one.skipped_cut_short;
                 all.stopped |= one.stopped;
                 all.late.add(&one.late).expect("the same bounds");
             }
@@ -203,6 +207,7 @@ pub fn replay(
     let mut report = ReplayReport {
         sent: senders.iter().map(|s| s.sent).collect(),
         skipped_not_udp: outcome.skipped_not_udp,
+        skipped_cut_short: outcome.skipped_cut_short,
         stopped: outcome.stopped,
         ..Default::default()
     };
@@ -235,6 +240,7 @@ struct Run<'a> {
 /// What one sending thread saw.
 struct Outcome {
     skipped_not_udp: u64,
+    skipped_cut_short: u64,
     stopped: bool,
     late: Histogram<u64>,
 }
@@ -242,7 +248,7 @@ struct Outcome {
 impl Outcome {
     fn new() -> Outcome {
         let late = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-        Outcome { skipped_not_udp: 0, stopped: false, late }
+        Outcome { skipped_not_udp: 0, skipped_cut_short: 0, stopped: false, late }
     }
 }
 
@@ -287,7 +293,11 @@ impl Run<'_> {
             let mut pass_end = pass_base;
             while let Some((input, f)) = merged.next_frame()? {
                 let Ok(range) = udp_payload_range(links[input], f.data) else {
-                    out.skipped_not_udp += 1;
+                    if f.orig_len as usize > f.data.len() {
+                        out.skipped_cut_short += 1;
+                    } else {
+                        out.skipped_not_udp += 1;
+                    }
                     continue;
                 };
                 let deadline = match opts.pace {

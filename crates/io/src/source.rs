@@ -37,6 +37,11 @@ pub trait Source {
     fn live_stats(&self) -> Vec<crate::live::LiveInputStats> {
         Vec::new()
     }
+    /// Frames of an input its capture cut short (none for a live source, which counts
+    /// datagrams cut at its buffer in [`Source::live_stats`]).
+    fn cut_short(&self, _input: usize) -> crate::pcap::CutShort {
+        crate::pcap::CutShort::default()
+    }
     /// Send a re-request to the exchange's retransmission server (a live source opened
     /// with one; nothing otherwise).
     fn send_request(&mut self, _request: &[u8]) {}
@@ -59,6 +64,9 @@ impl Source for MergedReader {
     }
     fn frames_read(&self, input: usize) -> u64 {
         self.readers()[input].frames_read()
+    }
+    fn cut_short(&self, input: usize) -> crate::pcap::CutShort {
+        self.readers()[input].cut_short()
     }
 }
 
@@ -149,6 +157,12 @@ impl Source for AnySource {
         match self {
             AnySource::Captures(_) => Vec::new(),
             AnySource::Live(l) => l.stats(),
+        }
+    }
+    fn cut_short(&self, input: usize) -> crate::pcap::CutShort {
+        match self {
+            AnySource::Captures(m) => Source::cut_short(m, input),
+            AnySource::Live(_) => crate::pcap::CutShort::default(),
         }
     }
     fn send_request(&mut self, request: &[u8]) {

@@ -255,6 +255,10 @@ impl Reader {
     fn unnamed(&self) -> Vec<String> {
         self.inner.unnamed()
     }
+    /// What the read should warn of (frames the capture cut short), or None.
+    fn warning(&self) -> Option<String> {
+        self.inner.warning()
+    }
     /// The read's counters (every message counted once).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import pathlib
+import struct
 import subprocess
 import zoneinfo
 
@@ -432,6 +433,29 @@ def test_real_samples_against_the_cli():
     assert [int(x) for x in q["action"]] == [10, 10]
     assert int(q[0]["size"]) == line["fields"]["bid_size"] and int(q[1]["size"]) == line["fields"]["offer_size"]
     assert all(int(s) == line["sequence"] for s in q["sequence"])
+
+
+def test_a_capture_cut_short_warns(day, tmp_path):
+    """A capture whose snapshot length cut frames short: the read warns, by count, and what
+    those frames carried is gap records."""
+    raw = (day / "day.pcap").read_bytes()
+    out, pos, n, cut = bytearray(raw[:24]), 24, 0, 0
+    while pos < len(raw):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", raw, pos)
+        data = raw[pos + 16:pos + 16 + incl]
+        pos += 16 + incl
+        n += 1
+        if n % 4 == 0 and incl > 80:
+            data, cut = data[:80], cut + 1
+        out += struct.pack("<IIII", sec, frac, len(data), orig) + data
+    (tmp_path / "snap.pcap").write_bytes(bytes(out))
+    assert cut > 100
+    with pytest.warns(UserWarning, match=f"{cut} frames were cut short by the capture"):
+        ev = tickplant.read(tmp_path / "snap.pcap", date=DATE)
+    assert (ev["action"] == 11).sum() > 0
+    with pytest.warns(UserWarning, match="cut short by the capture"):
+        report = tickplant.export(tmp_path / "snap.pcap", "jsonl", tmp_path / "x.jsonl", date=DATE)
+    assert report["read"]["cut_short_frames"] == cut
 
 
 def test_errors_carry_the_library_message(tmp_path):

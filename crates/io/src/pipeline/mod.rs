@@ -935,6 +935,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let report = Report {
         inputs: spec.inputs.iter().map(|p| p.display().to_string()).collect(),
         live: source.live_stats(),
+        cut_short: (0..source.inputs())
+            .map(|i| (source.input_name(i), source.cut_short(i)))
+            .filter(|(_, c)| c.frames > 0)
+            .collect(),
         sent: sent.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         feed: feed_name.to_string(),
         frames,

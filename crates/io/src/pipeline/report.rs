@@ -159,6 +159,10 @@ pub struct Report {
     /// Live inputs: what each received, and what the kernel dropped on its socket.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<crate::live::LiveInputStats>,
+    /// Captures that cut frames short (a snapshot length below the frames' length), by
+    /// input: those frames count as other, and what they carried as gaps.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cut_short: BTreeMap<String, crate::pcap::CutShort>,
     /// Streams sent on to groups (`hr-out = "udp://..."`): datagrams, bytes, send errors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sent: BTreeMap<String, crate::outputs::SentStats>,
@@ -309,6 +313,11 @@ pub fn summary(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "tickplant run: {} frames from {}", r.frames, r.inputs.join(" + "));
+    for (input, c) in &r.cut_short {
+        if let Some(w) = c.warning(input) {
+            let _ = writeln!(s, "  warning: {w}");
+        }
+    }
     for l in &r.live {
         let _ = writeln!(
             s,

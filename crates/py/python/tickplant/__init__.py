@@ -207,6 +207,15 @@ def _warn_unnamed(unnamed) -> None:
         )
 
 
+def _warn_read(reader) -> None:
+    """What a whole read should be told of: symbols it never named, frames the capture cut
+    short (what they carried is missing: gap records)."""
+    _warn_unnamed(reader.unnamed())
+    w = reader.warning()
+    if w:
+        warnings.warn(w, stacklevel=3)
+
+
 def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
     last = -1
     while True:
@@ -214,7 +223,7 @@ def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
         if buf is None:
             if progress and last != 100:
                 print("tickplant.read: 100%", file=sys.stderr)
-            _warn_unnamed(reader.unnamed())
+            _warn_read(reader)
             break
         if progress:
             done, total = reader.progress()
@@ -256,7 +265,7 @@ def read(
         return _chunks(reader, chunk, progress)
     if not progress:
         out = _wrap(reader.read_all(), reader.symbols())
-        _warn_unnamed(reader.unnamed())
+        _warn_read(reader)
         return out
     parts = list(_chunks(reader, 1 << 20, progress))
     if not parts:
@@ -296,6 +305,8 @@ def export(
         )
     )
     _warn_unnamed(report["unnamed"])
+    for w in report["warnings"]:
+        warnings.warn(w, stacklevel=2)
     return report
 
 
