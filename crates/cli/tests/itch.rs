@@ -715,8 +715,9 @@ fn replay_sends_a_binary_file_as_moldudp64() {
 }
 
 /// Captures with the Linux cooked headers, as `tcpdump -i any` writes them (SLL, and SLL2
-/// since libpcap 1.10): the same messages as the Ethernet capture, and `run` on them ends
-/// with the day's books.
+/// since libpcap 1.10), and Ethernet frames with two VLAN tags (QinQ, as a tap aggregator
+/// writes them): the same messages as the Ethernet capture, and `run` on them ends with
+/// the day's books.
 #[test]
 fn cooked_captures_read_as_ethernet_ones() {
     use tickplant_core::LinkType;
@@ -724,7 +725,9 @@ fn cooked_captures_read_as_ethernet_ones() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     ok(p, &words("sim itch --seed 9 --symbols 10 --messages 5000 --out day.pcap --truth truth.jsonl"));
-    for (link, file) in [(LinkType::LinuxSll, "sll.pcap"), (LinkType::LinuxSll2, "sll2.pcapng")] {
+    for (link, file) in
+        [(LinkType::LinuxSll, "sll.pcap"), (LinkType::LinuxSll2, "sll2.pcapng"), (LinkType::Ethernet, "qinq.pcap")]
+    {
         let mut r = FrameReader::open(p.join("day.pcap")).unwrap();
         let format = if file.ends_with("ng") { Format::PcapNg } else { Format::PcapNs };
         let mut w = FrameWriter::create(p.join(file), link, format).unwrap();
@@ -732,7 +735,11 @@ fn cooked_captures_read_as_ethernet_ones() {
             // The Ethernet header (14 bytes, IPv4) made a cooked one.
             let mut cooked = match link {
                 LinkType::LinuxSll => [&[0, 0, 0, 1, 0, 6][..], &f.data[6..12], &[0, 0, 0x08, 0x00]].concat(),
-                _ => [&[0x08, 0x00, 0, 0, 0, 0, 0, 3, 0, 1, 0, 6][..], &f.data[6..12], &[0, 0]].concat(),
+                LinkType::LinuxSll2 => {
+                    [&[0x08, 0x00, 0, 0, 0, 0, 0, 3, 0, 1, 0, 6][..], &f.data[6..12], &[0, 0]].concat()
+                }
+                // An 802.1ad service tag (VLAN 10), then an 802.1Q one (VLAN 100).
+                _ => [&f.data[..12], &[0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x00, 0x64, 0x08, 0x00]].concat(),
             };
             cooked.extend_from_slice(&f.data[14..]);
             w.write(f.ts_ns, &cooked).unwrap();

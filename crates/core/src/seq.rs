@@ -91,7 +91,7 @@ impl std::str::FromStr for Protocol {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkType {
-    /// LINKTYPE_ETHERNET (1), with or without an 802.1Q tag.
+    /// LINKTYPE_ETHERNET (1), untagged or with up to two VLAN tags (802.1Q, QinQ).
     Ethernet,
     /// LINKTYPE_RAW (101) / LINKTYPE_IPV4 (228): the frame starts with the IPv4 header.
     RawIp,
@@ -625,7 +625,7 @@ mod tests {
         let eth = ethernet::Repr {
             dst_addr: [1, 0, 0x5e, 0, 0, 1],
             src_addr: [2, 0, 0, 0, 0, 1],
-            vlan_tci: None,
+            tags: [None, None],
             ethertype: ethernet::ethertype::IPV4,
         };
         let ip = ipv4::Repr {

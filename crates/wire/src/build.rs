@@ -61,7 +61,7 @@ pub fn write_udp_headers(flow: &Flow, ident: u16, payload_len: usize, out: &mut 
     ethernet::Repr {
         dst_addr: flow.dst_mac(),
         src_addr: flow.src_mac,
-        vlan_tci: None,
+        tags: [None, None],
         ethertype: ethernet::ethertype::IPV4,
     }
     .emit(out);

@@ -1,8 +1,10 @@
-//! Ethernet II frames with an optional IEEE 802.1Q VLAN tag.
+//! Ethernet II frames with up to two VLAN tags: IEEE 802.1Q (TPID 0x8100), and stacked
+//! (QinQ) as IEEE 802.1ad writes them (an 0x88a8 service tag, then an 0x8100 one) or as
+//! older switches and tap aggregators do (0x9100, or 0x8100 twice).
 //!
-//! `Frame::new_checked` promises: the buffer holds the 14-byte header, and the 4-byte tag
-//! when the outer EtherType is 0x8100. It does not promise anything about the payload.
-//! Only one tag is understood; a second (stacked) tag is reported as the inner EtherType.
+//! `Frame::new_checked` promises: the buffer holds the 14-byte header and each tag it
+//! announces (two at most; a third TPID is reported as the EtherType). It does not promise
+//! anything about the payload.
 
 use crate::error::check;
 use crate::Result;
@@ -12,6 +14,10 @@ pub mod ethertype {
     pub const IPV4: u16 = 0x0800;
     pub const ARP: u16 = 0x0806;
     pub const VLAN: u16 = 0x8100;
+    /// IEEE 802.1ad service tag (the outer tag of QinQ).
+    pub const QINQ: u16 = 0x88a8;
+    /// The outer tag of QinQ before 802.1ad.
+    pub const QINQ_OLD: u16 = 0x9100;
     pub const IPV6: u16 = 0x86dd;
 }
 
@@ -20,9 +26,8 @@ mod field {
     pub const DST: Range<usize> = 0..6;
     pub const SRC: Range<usize> = 6..12;
     pub const ETHERTYPE: Range<usize> = 12..14;
-    pub const TCI: Range<usize> = 14..16;
-    pub const INNER_ETHERTYPE: Range<usize> = 16..18;
     pub const HEADER_LEN: usize = 14;
+    pub const TAG_LEN: usize = 4;
     pub const TAGGED_HEADER_LEN: usize = 18;
 }
 
@@ -30,6 +35,20 @@ mod field {
 pub const HEADER_LEN: usize = field::HEADER_LEN;
 /// Length of an 802.1Q-tagged header.
 pub const TAGGED_HEADER_LEN: usize = field::TAGGED_HEADER_LEN;
+/// Tags read before the EtherType: two (QinQ).
+pub const MAX_TAGS: usize = 2;
+
+/// Whether an EtherType announces a VLAN tag.
+pub const fn is_tpid(t: u16) -> bool {
+    matches!(t, ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD)
+}
+
+/// One VLAN tag: its protocol identifier and its control information (PCP, DEI, VLAN id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tag {
+    pub tpid: u16,
+    pub tci: u16,
+}
 
 /// A read-only or read-write view of an Ethernet II frame.
 #[derive(Debug, Clone, Copy)]
@@ -43,25 +62,33 @@ impl<T: AsRef<[u8]>> Frame<T> {
         Frame { buffer }
     }
 
-    /// Wrap a buffer, checking it holds the (tagged) header.
+    /// Wrap a buffer, checking it holds the header and its tags.
     pub fn new_checked(buffer: T) -> Result<Frame<T>> {
         let f = Frame::new_unchecked(buffer);
         f.check_len()?;
         Ok(f)
     }
 
-    /// Check the buffer is long enough for the header and tag.
+    /// Check the buffer is long enough for the header and each tag it announces.
     pub fn check_len(&self) -> Result<()> {
         let buf = self.buffer.as_ref();
         check("ethernet header", buf, 0, field::HEADER_LEN)?;
-        if self.outer_ethertype() == ethertype::VLAN {
-            check("802.1Q tag", buf, field::HEADER_LEN, 4)?;
+        for i in 0..MAX_TAGS {
+            if !is_tpid(self.be16(field::ETHERTYPE.start + i * field::TAG_LEN)) {
+                break;
+            }
+            check(if i == 0 { "vlan tag" } else { "inner vlan tag" }, buf, field::HEADER_LEN + i * field::TAG_LEN, 4)?;
         }
         Ok(())
     }
 
     pub fn into_inner(self) -> T {
         self.buffer
+    }
+
+    fn be16(&self, at: usize) -> u16 {
+        let b = &self.buffer.as_ref()[at..at + 2];
+        u16::from_be_bytes([b[0], b[1]])
     }
 
     pub fn dst_addr(&self) -> [u8; 6] {
@@ -76,46 +103,45 @@ impl<T: AsRef<[u8]>> Frame<T> {
         a
     }
 
-    fn outer_ethertype(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::ETHERTYPE];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
-    /// The 802.1Q tag control information (PCP, DEI, VLAN id), if the frame is tagged.
-    pub fn vlan_tci(&self) -> Option<u16> {
-        if self.outer_ethertype() == ethertype::VLAN {
-            let b = &self.buffer.as_ref()[field::TCI];
-            Some(u16::from_be_bytes([b[0], b[1]]))
-        } else {
-            None
+    /// The tags, outermost first (two at most).
+    pub fn tags(&self) -> [Option<Tag>; MAX_TAGS] {
+        let mut t = [None; MAX_TAGS];
+        for (i, slot) in t.iter_mut().enumerate() {
+            let at = field::ETHERTYPE.start + i * field::TAG_LEN;
+            let tpid = self.be16(at);
+            if !is_tpid(tpid) {
+                break;
+            }
+            *slot = Some(Tag { tpid, tci: self.be16(at + 2) });
         }
+        t
     }
 
-    /// The VLAN id (low 12 bits of the TCI), if tagged.
+    fn tag_count(&self) -> usize {
+        self.tags().iter().filter(|t| t.is_some()).count()
+    }
+
+    /// The outer tag's control information (PCP, DEI, VLAN id), if the frame is tagged.
+    pub fn vlan_tci(&self) -> Option<u16> {
+        self.tags()[0].map(|t| t.tci)
+    }
+
+    /// The outer VLAN id (low 12 bits of the TCI), if tagged.
     pub fn vlan_id(&self) -> Option<u16> {
         self.vlan_tci().map(|t| t & 0x0fff)
     }
 
-    /// The EtherType of the payload (after the tag, if any).
+    /// The EtherType of the payload (after the tags, if any).
     pub fn ethertype(&self) -> u16 {
-        if self.outer_ethertype() == ethertype::VLAN {
-            let b = &self.buffer.as_ref()[field::INNER_ETHERTYPE];
-            u16::from_be_bytes([b[0], b[1]])
-        } else {
-            self.outer_ethertype()
-        }
+        self.be16(field::ETHERTYPE.start + self.tag_count() * field::TAG_LEN)
     }
 
-    /// Length of the header including the tag.
+    /// Length of the header including the tags.
     pub fn header_len(&self) -> usize {
-        if self.outer_ethertype() == ethertype::VLAN {
-            field::TAGGED_HEADER_LEN
-        } else {
-            field::HEADER_LEN
-        }
+        field::HEADER_LEN + self.tag_count() * field::TAG_LEN
     }
 
-    /// The payload after the header (and tag).
+    /// The payload after the header (and tags).
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[self.header_len()..]
     }
@@ -139,8 +165,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
 pub struct Repr {
     pub dst_addr: [u8; 6],
     pub src_addr: [u8; 6],
-    /// 802.1Q tag control information, when tagged.
-    pub vlan_tci: Option<u16>,
+    /// The VLAN tags, outermost first: none, one, or two (QinQ). A second without a first
+    /// is not written.
+    pub tags: [Option<Tag>; MAX_TAGS],
     pub ethertype: u16,
 }
 
@@ -150,31 +177,43 @@ impl Repr {
         Ok(Repr {
             dst_addr: frame.dst_addr(),
             src_addr: frame.src_addr(),
-            vlan_tci: frame.vlan_tci(),
+            tags: frame.tags(),
             ethertype: frame.ethertype(),
         })
     }
 
-    pub const fn buffer_len(&self) -> usize {
-        if self.vlan_tci.is_some() {
-            field::TAGGED_HEADER_LEN
-        } else {
-            field::HEADER_LEN
+    /// An untagged header, or one 802.1Q tag of `vlan_tci`.
+    pub const fn new(dst_addr: [u8; 6], src_addr: [u8; 6], vlan_tci: Option<u16>, ethertype: u16) -> Repr {
+        let tag = match vlan_tci {
+            Some(tci) => Some(Tag { tpid: ethertype::VLAN, tci }),
+            None => None,
+        };
+        Repr { dst_addr, src_addr, tags: [tag, None], ethertype }
+    }
+
+    fn tag_count(&self) -> usize {
+        match self.tags {
+            [None, _] => 0,
+            [Some(_), None] => 1,
+            [Some(_), Some(_)] => 2,
         }
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        field::HEADER_LEN + self.tag_count() * field::TAG_LEN
     }
 
     /// Write the header into the front of `buf`, which must hold `buffer_len()` bytes.
     pub fn emit(&self, buf: &mut [u8]) {
         buf[field::DST].copy_from_slice(&self.dst_addr);
         buf[field::SRC].copy_from_slice(&self.src_addr);
-        match self.vlan_tci {
-            Some(tci) => {
-                buf[field::ETHERTYPE].copy_from_slice(&ethertype::VLAN.to_be_bytes());
-                buf[field::TCI].copy_from_slice(&tci.to_be_bytes());
-                buf[field::INNER_ETHERTYPE].copy_from_slice(&self.ethertype.to_be_bytes());
-            }
-            None => buf[field::ETHERTYPE].copy_from_slice(&self.ethertype.to_be_bytes()),
+        let mut at = field::ETHERTYPE.start;
+        for t in self.tags.iter().take(self.tag_count()).flatten() {
+            buf[at..at + 2].copy_from_slice(&t.tpid.to_be_bytes());
+            buf[at + 2..at + 4].copy_from_slice(&t.tci.to_be_bytes());
+            at += field::TAG_LEN;
         }
+        buf[at..at + 2].copy_from_slice(&self.ethertype.to_be_bytes());
     }
 }
 
@@ -207,9 +246,41 @@ mod tests {
         assert_eq!(t.payload(), &[0xaa, 0xbb]);
     }
 
+    /// QinQ as 802.1ad writes it (a service tag, then a customer tag), the older 0x9100
+    /// form, and 0x8100 twice.
+    fn stacked(outer: u16) -> Vec<u8> {
+        let mut f = UNTAGGED[..12].to_vec();
+        f.extend_from_slice(&outer.to_be_bytes());
+        f.extend_from_slice(&[0x00, 0x0a, 0x81, 0x00, 0x20, 0x64, 0x08, 0x00, 0xaa, 0xbb]);
+        f
+    }
+
+    #[test]
+    fn stacked_tags_are_read() {
+        for outer in [ethertype::QINQ, ethertype::QINQ_OLD, ethertype::VLAN] {
+            let b = stacked(outer);
+            let f = Frame::new_checked(&b[..]).unwrap();
+            assert_eq!(f.ethertype(), ethertype::IPV4);
+            assert_eq!(f.header_len(), 22);
+            assert_eq!(f.vlan_id(), Some(10), "the outer tag's");
+            assert_eq!(
+                f.tags(),
+                [Some(Tag { tpid: outer, tci: 10 }), Some(Tag { tpid: ethertype::VLAN, tci: 0x2064 })]
+            );
+            assert_eq!(f.payload(), &[0xaa, 0xbb]);
+            let e = Frame::new_checked(&b[..20]).unwrap_err();
+            assert_eq!(e.offset(), 18, "the inner tag cut");
+        }
+        // A third tag is not read: its TPID is the EtherType.
+        let mut three = stacked(ethertype::QINQ);
+        three.splice(20..20, [0x81, 0x00, 0x00, 0x05]);
+        assert_eq!(Frame::new_checked(&three[..]).unwrap().ethertype(), ethertype::VLAN);
+    }
+
     #[test]
     fn test_emit() {
-        for bytes in [&UNTAGGED[..], &TAGGED[..]] {
+        let (qinq, old) = (stacked(ethertype::QINQ), stacked(ethertype::QINQ_OLD));
+        for bytes in [&UNTAGGED[..], &TAGGED[..], &qinq[..], &old[..]] {
             let repr = Repr::parse(&Frame::new_checked(bytes).unwrap()).unwrap();
             let mut buf = vec![0xa5u8; repr.buffer_len()];
             repr.emit(&mut buf);
