@@ -88,6 +88,71 @@ fn arb_end_to_end_matches_ground_truth() {
     assert_eq!(std::fs::read(p.join("hr.pcap")).unwrap(), std::fs::read(p.join("hr-again.pcap")).unwrap());
 }
 
+/// One capture holding both lines (a host subscribed to the A and B groups, captured on
+/// one interface): given as both inputs, each with its line's destination, it arbitrates as
+/// the two captures do, byte for byte, and each line counts the other's packets as other
+/// (filtered). Without the destinations it is refused with the flags to use.
+#[test]
+fn one_capture_holding_both_lines_is_read_as_a_and_b() {
+    use tickplant_io::{Format, FrameWriter};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 4 --symbols 5 --messages 8000 --out day.pcap"));
+    ok(p, &words("sim impair --in day.pcap --seed 4 --loss-a 0.03 --loss-b 0.03 --reorder 0.02 --skew-us 0..20 --out-a a.pcap --out-b b.pcap"));
+    // B to its own group and port, as the exchange sends it; both lines in one file.
+    let a = read_frames(&p.join("a.pcap"));
+    let b: Vec<(u64, Vec<u8>)> = read_frames(&p.join("b.pcap"))
+        .into_iter()
+        .map(|(t, mut f)| {
+            f[33] = 112;
+            f[36..38].copy_from_slice(&26401u16.to_be_bytes());
+            (t, f)
+        })
+        .collect();
+    let mut both: Vec<&(u64, Vec<u8>)> = a.iter().chain(&b).collect();
+    both.sort_by_key(|f| f.0);
+    for (name, frames) in [("b2.pcap", b.iter().collect::<Vec<_>>()), ("both.pcap", both)] {
+        let mut w = FrameWriter::create(p.join(name), tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
+        for (t, f) in frames {
+            w.write(*t, f).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    ok(p, &words("arb --a a.pcap --b b2.pcap --hr-out hr-two.pcap --stats two.json -q"));
+    let e = String::from_utf8_lossy(&tp(p, &words("arb --a both.pcap --b both.pcap -q")).stderr).to_string();
+    assert!(e.contains("--a-accept") && e.contains("--b-accept"), "{e}");
+    ok(p, &words("arb --a both.pcap --b both.pcap --a-accept 233.54.12.111:26400 --b-accept 233.54.12.112:26401 --hr-out hr-one.pcap --stats one.json -q"));
+    assert_eq!(std::fs::read(p.join("hr-one.pcap")).unwrap(), std::fs::read(p.join("hr-two.pcap")).unwrap());
+    let st = |f: &str| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p.join(f)).unwrap()).unwrap() };
+    let (one, two) = (st("one.json"), st("two.json"));
+    for (line, other) in [("a", b.len()), ("b", a.len())] {
+        for k in ["wins", "duplicates", "late", "messages", "out_of_order"] {
+            assert_eq!(one["inputs"][line][k], two["inputs"][line][k], "{line}.{k}");
+        }
+        assert_eq!(one["inputs"][line]["other"], other as u64, "{line}: the other line's packets");
+    }
+    assert_eq!(one["outputs"]["hr"], two["outputs"]["hr"]);
+    // The same in a run config: the books end as the two captures' do.
+    let config = |a: &str, b: &str, accept: &str, books: &str| {
+        format!(
+            "[source]\na = \"{a}\"\nb = \"{b}\"\n[arbitration]\n{accept}timeout-us = 10000\n\
+             [book]\nfinal-books = \"{books}\"\ndepth = 1000000\n"
+        )
+    };
+    let accept = "a-accept = \"233.54.12.111:26400\"\nb-accept = \"233.54.12.112:26401\"\n";
+    std::fs::write(p.join("one.toml"), config("both.pcap", "both.pcap", accept, "books-one.jsonl")).unwrap();
+    std::fs::write(p.join("two.toml"), config("a.pcap", "b2.pcap", "", "books-two.jsonl")).unwrap();
+    ok(p, &["run", "one.toml", "--quiet"]);
+    ok(p, &["run", "two.toml", "--quiet"]);
+    let books = std::fs::read_to_string(p.join("books-one.jsonl")).unwrap();
+    assert_eq!(books, std::fs::read_to_string(p.join("books-two.jsonl")).unwrap());
+    assert_eq!(books.lines().count(), 5);
+    // A line's destination is a group and a port.
+    let e = String::from_utf8_lossy(&tp(p, &words("arb --a both.pcap --b both.pcap --a-accept 26400 -q")).stderr)
+        .to_string();
+    assert!(e.contains("--a-accept 26400: a line's destination is GROUP:PORT"), "{e}");
+}
+
 #[test]
 fn bad_input_gives_clear_errors() {
     let d = tempfile::tempdir().unwrap();

@@ -176,6 +176,14 @@ pub struct ArbArgs {
     /// Everything else goes to the other output.
     #[arg(long, value_name = "GROUP:PORT")]
     pub accept: Vec<String>,
+    /// Line A's destination (GROUP:PORT): packets of the protocol to another one on input A
+    /// go to the other output. With --b-accept, one capture holding both lines is read as
+    /// A and B (give it as --a and --b).
+    #[arg(long, value_name = "GROUP:PORT")]
+    pub a_accept: Option<String>,
+    /// Line B's destination (GROUP:PORT), as --a-accept for A.
+    #[arg(long, value_name = "GROUP:PORT")]
+    pub b_accept: Option<String>,
     /// High-reliability window. [default: time]
     #[arg(long, value_name = "low-latency|time|count|time-count")]
     pub mode: Option<ModeArg>,
@@ -448,7 +456,7 @@ impl ArbArgs {
         merge_opts!(s, f; a, b, protocol, seq_offset, seq_bytes, seq_endian, count_offset, count_bytes, mode, timeout_us, max_msgs,
             capacity_packets, capacity_bytes, idle_ms, start_seq, reset_jump, ll_out, hr_out, other_out, gaps, stats, duration, rotate,
             rerequest, rerequest_delay_us, rerequest_line_wait_us, rerequest_max_msgs, rerequest_outstanding, rerequest_retry_us,
-            rerequest_retries);
+            rerequest_retries, a_accept, b_accept);
         if s.accept.is_empty() {
             s.accept = f.accept;
         }
@@ -533,6 +541,27 @@ impl ArbArgs {
         }
     }
 
+    /// `--a-accept`, `--b-accept`: each line's own destination, read.
+    pub fn input_accept(&self) -> Result<Vec<Option<tickplant_core::Endpoint>>, ConfigError> {
+        if self.a_accept.is_none() && self.b_accept.is_none() {
+            return Ok(Vec::new());
+        }
+        [("a-accept", &self.a_accept), ("b-accept", &self.b_accept)]
+            .into_iter()
+            .map(|(key, v)| {
+                let Some(v) = v else { return Ok(None) };
+                let e: tickplant_core::Endpoint =
+                    v.parse().map_err(|e: tickplant_core::error::BadText| invalid(format!("--{key}: {e}")))?;
+                if e.group.is_none() || e.port.is_none() {
+                    return Err(invalid(format!(
+                        "--{key} {v}: a line's destination is GROUP:PORT (e.g. 233.54.12.111:26400)"
+                    )));
+                }
+                Ok(Some(e))
+            })
+            .collect()
+    }
+
     pub fn arb_config(&self) -> Result<ArbConfig, ConfigError> {
         let d = ArbConfig::default();
         let c = ArbConfig {
@@ -547,6 +576,7 @@ impl ArbArgs {
             start_seq: self.start_seq,
             gap_memory: d.gap_memory,
             rerequest: self.recovery().rerequest()?.map(|(_, c)| c),
+            input_accept: self.input_accept()?,
         };
         c.validate().map_err(|e| invalid(format!("{e}")))?;
         Ok(c)

@@ -159,8 +159,14 @@ pub struct Arbitrator {
     /// Each input's destination as one number (address and port, the compare a frame) and
     /// as an endpoint (for a conflict's message).
     dests: Vec<Option<(u64, Endpoint)>>,
-    /// No `accept` list: the destination check runs (kept here for the per-frame test).
+    /// No `accept` list, or a line's own destination given: the destination check runs
+    /// (kept here for the per-frame test).
     check_dests: bool,
+    /// No `accept` list: an input's destination is learnt from its first packet.
+    learn_dests: bool,
+    /// Inputs whose destination was given (`ArbConfig::input_accept`): another one is
+    /// filtered, not a conflict.
+    pinned: Vec<bool>,
     conflict: Option<DestinationConflict>,
     ll: OutputState,
     hr: OutputState,
@@ -195,7 +201,21 @@ impl Arbitrator {
         let lines = config.inputs;
         let rr = config.rerequest.map(|c| Box::new(Recovery::new(c, lines)));
         let n = lines + usize::from(rr.is_some());
-        let check_dests = seq.config().accept.is_empty();
+        let learn_dests = seq.config().accept.is_empty();
+        // A line's given destination is its first packet's, as if learnt: the per-frame
+        // test is the same compare.
+        let mut dests = vec![None; n];
+        let mut pinned = vec![false; n];
+        for (i, e) in config.input_accept.iter().enumerate() {
+            if let Some(Endpoint { group: Some(g), port: Some(p) }) = *e {
+                dests[i] = Some((
+                    u64::from(u32::from_be_bytes(g)) << 16 | u64::from(p),
+                    Endpoint { group: Some(g), port: Some(p) },
+                ));
+                pinned[i] = true;
+            }
+        }
+        let check_dests = learn_dests || pinned.contains(&true);
         Ok(Arbitrator {
             can_trim: seq.can_trim(),
             seq,
@@ -211,8 +231,10 @@ impl Arbitrator {
             session_ended: false,
             held: None,
             held_spare: Vec::new(),
-            dests: vec![None; n],
+            dests,
             check_dests,
+            learn_dests,
+            pinned,
             conflict: None,
             ll: OutputState::new(OutputId::Ll, config.low_latency, config.gap_memory),
             hr: OutputState::new(OutputId::Hr, config.high_reliability, config.gap_memory),
@@ -290,7 +312,9 @@ impl Arbitrator {
         match self.dests[input] {
             Some((first, _)) if first == key => true,
             None => {
-                self.dests[input] = Some((key, Endpoint::of_frame(frame, info)));
+                if self.learn_dests {
+                    self.dests[input] = Some((key, Endpoint::of_frame(frame, info)));
+                }
                 true
             }
             Some((_, first)) => self.conflict_at(input, first, frame, info),
@@ -302,6 +326,10 @@ impl Arbitrator {
     #[cold]
     #[inline(never)]
     fn conflict_at(&mut self, input: usize, first: Endpoint, frame: &[u8], info: &PacketInfo) -> bool {
+        // A line whose destination was given: the other line's packet (filtered).
+        if self.pinned[input] {
+            return false;
+        }
         if self.conflict.is_none() {
             let second = Endpoint::of_frame(frame, info);
             self.conflict = Some(DestinationConflict { input: input as u8, first, second });

@@ -23,8 +23,11 @@ impl std::fmt::Display for DestinationConflict {
             f,
             "well-formed packets of the protocol to two destinations, {} (the first) and {}; \
              a capture that holds more than one feed needs the feed named: --accept {} \
-             (in a config: accept = [\"{}\"]), or --accept {} for the other",
-            self.first, self.second, self.first, self.first, self.second
+             (in a config: accept = [\"{}\"]), or --accept {} for the other; \
+             a capture that holds the A and B lines of one feed is given as both inputs, \
+             each with its line's destination (--a-accept {} --b-accept {}, or the other way \
+             round; in a config: a-accept, b-accept)",
+            self.first, self.second, self.first, self.first, self.second, self.first, self.second
         )
     }
 }
@@ -257,6 +260,11 @@ pub struct ArbConfig {
     /// Ask the exchange's retransmission server for holes that every line lost (MoldUDP64
     /// only). Its answers are one more input, after the lines: input number `inputs`.
     pub rerequest: Option<RerequestConfig>,
+    /// Each line's own destination (group and port), by input; empty or `None`: learnt
+    /// from its first packet. A packet of the protocol to another destination on that
+    /// input is filtered (other), not a conflict: how A and B are told apart when one
+    /// capture holds both.
+    pub input_accept: Vec<Option<Endpoint>>,
 }
 
 /// When and how holes are asked for again (see [`ArbConfig::rerequest`]).
@@ -350,6 +358,7 @@ impl Default for ArbConfig {
             start_seq: None,
             gap_memory: 4096,
             rerequest: None,
+            input_accept: Vec::new(),
         }
     }
 }
@@ -370,6 +379,18 @@ impl ArbConfig {
         }
         if self.gap_memory == 0 {
             return Err(InvalidConfig::new("gap_memory", "gap_memory must be at least 1"));
+        }
+        if self.input_accept.len() > self.inputs {
+            return Err(InvalidConfig::new(
+                "input_accept",
+                format!("{} lines' destinations for {} inputs", self.input_accept.len(), self.inputs),
+            ));
+        }
+        if let Some(e) = self.input_accept.iter().flatten().find(|e| e.group.is_none() || e.port.is_none()) {
+            return Err(InvalidConfig::new(
+                "input_accept",
+                format!("a line's destination is a group and a port (GROUP:PORT), not {e}"),
+            ));
         }
         if let Some(r) = &self.rerequest {
             if !self.high_reliability {
