@@ -251,6 +251,11 @@ impl Reader {
     fn symbols(&self) -> std::collections::BTreeMap<u32, String> {
         self.inner.symbols().clone()
     }
+    /// Instrument id -> the instrument's own symbol (an OPRA series' OCC symbol; the
+    /// symbol for other feeds).
+    fn instruments(&self) -> std::collections::BTreeMap<u32, String> {
+        self.inner.instrument_symbols()
+    }
     /// The symbols asked for that the feed has not named so far.
     fn unnamed(&self) -> Vec<String> {
         self.inner.unnamed()

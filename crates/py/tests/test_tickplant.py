@@ -170,6 +170,12 @@ def test_frames(day):
     assert str(pl.schema["ts_recv"]).startswith("Datetime")
     assert pl.height == len(ev)
     assert pl["symbol"][int(np.argmax(ev["instrument_id"] == 1))] == "AAAA"
+    # Equities: an instrument is its symbol, and the frames have no column more.
+    assert ev.instruments == ev.symbols and "instrument" not in pdf.columns
+    # Every action by its name, the last (trusted) included.
+    every = np.zeros(len(tickplant.ACTIONS), dtype=tickplant.EVENT_DTYPE).view(tickplant.EventArray)
+    every["action"] = list(tickplant.ACTIONS)
+    assert list(every.to_pandas()["action"]) == list(tickplant.ACTIONS.values())
 
 
 def mbo_records(ev):
@@ -512,6 +518,18 @@ def test_opra_reads_equal_the_simulators_events(tmp_path, feed, sim):
         assert e["side"] == sides[t["side"]]
         assert e["price"] == round(t["price"] * 1e9) and e["size"] == t["size"]
         assert ev.symbols.get(int(e["instrument_id"]), "") == t["symbol"]
+    # Each series its own name, beside its root: the OCC symbol (FAST: root, YYMM, C or P,
+    # strike), and the instrument column of the frames.
+    assert set(ev.instruments) == set(ev.symbols) and len(set(ev.instruments.values())) == len(ev.instruments)
+    for i, name in ev.instruments.items():
+        root = ev.symbols[i]
+        if feed == "opra-binary":
+            assert len(name) == 21 and name[:6].rstrip() == root and name[12] in "CP", name
+        else:
+            assert name.split(" ")[0] == root and name.split(" ")[2] in ("C", "P"), name
+    df = ev.to_pandas()
+    assert list(df.columns[4:7]) == ["symbol", "instrument", "action"]
+    assert (df["instrument"] == [ev.instruments.get(int(i), "") for i in ev["instrument_id"]]).all()
 
 
 @pytest.mark.parametrize("layout", ["xdp", "pillar"])

@@ -82,17 +82,22 @@ _FEEDS = ("itch50", "nyse-xdp", "nyse-pillar", "opra-binary", "opra-fast")
 
 
 class EventArray(np.ndarray):
-    """A numpy structured array of ``EVENT_DTYPE`` that knows its instruments' symbols."""
+    """A numpy structured array of ``EVENT_DTYPE`` that knows its instruments' symbols:
+    ``symbols`` as the feed names them (OPRA: the series' root), ``instruments`` each
+    instrument's own (OPRA: the series' OCC symbol; the symbol for other feeds)."""
 
     symbols: Dict[int, str]
+    instruments: Dict[int, str]
 
     def __array_finalize__(self, obj):
         self.symbols = getattr(obj, "symbols", {})
+        self.instruments = getattr(obj, "instruments", {})
 
     def to_pandas(self, prices: str = "float"):
         """A pandas DataFrame: ``ts_recv``/``ts_event`` as datetime64[ns, UTC], ``action``
-        and ``side`` as names, ``symbol`` from the feed's directory, ``price`` as float
-        (``prices="float"``) or the exact integer in 1e-9 units (``prices="int"``)."""
+        and ``side`` as names, ``symbol`` from the feed's directory (and ``instrument``, each
+        series' OCC symbol, for OPRA), ``price`` as float (``prices="float"``) or the exact
+        integer in 1e-9 units (``prices="int"``)."""
         import pandas as pd
 
         cols = _columns(self, prices)
@@ -116,23 +121,27 @@ def _columns(ev: np.ndarray, prices: str) -> dict:
     if prices not in ("float", "int"):
         raise ValueError(f"prices={prices!r}: 'float' or 'int'")
     a = np.asarray(ev).view(EVENT_DTYPE)
-    codes = np.array([""] + [ACTIONS[i] for i in range(1, 12)], dtype=object)
+    codes = np.array([""] + [ACTIONS[i] for i in range(1, len(ACTIONS) + 1)], dtype=object)
     sides = np.array(["none", "bid", "ask"], dtype=object)
-    syms = getattr(ev, "symbols", {})
     ids = a["instrument_id"]
-    if syms:
-        uniq, inv = np.unique(ids, return_inverse=True)
-        symbol = np.array([syms.get(int(i), "") for i in uniq], dtype=object)[inv]
-    else:
-        symbol = np.full(len(a), "", dtype=object)
+    uniq, inv = np.unique(ids, return_inverse=True)
+
+    def named(names):
+        if not names:
+            return np.full(len(a), "", dtype=object)
+        return np.array([names.get(int(i), "") for i in uniq], dtype=object)[inv]
+
+    syms = getattr(ev, "symbols", {})
+    instruments = getattr(ev, "instruments", {})
+    symbol = named(syms)
     price = a["price"] / 1e9 if prices == "float" else a["price"].copy()
-    return {
+    cols = {
         "ts_recv": a["ts_recv"].astype("int64"),
         "ts_event": a["ts_event"].astype("int64"),
         "sequence": a["sequence"],
         "instrument_id": ids,
         "symbol": symbol,
-        "action": codes[np.minimum(a["action"], 11)],
+        "action": codes[np.where(a["action"] < len(codes), a["action"], 0)],
         "side": sides[np.minimum(a["side"], 2)],
         "price": price,
         "size": a["size"],
@@ -142,6 +151,19 @@ def _columns(ev: np.ndarray, prices: str) -> dict:
         "msg_type": a["msg_type"],
         "venue": a["venue"],
     }
+    if instruments and instruments != syms:
+        # OPRA: a root names many series; each series' own symbol beside it.
+        cols["instrument"] = named(instruments)
+        cols = _reorder(cols)
+    return cols
+
+
+_COLUMN_ORDER = ("ts_recv", "ts_event", "sequence", "instrument_id", "symbol", "instrument", "action", "side",
+                 "price", "size", "order_id", "aux", "flags", "msg_type", "venue")
+
+
+def _reorder(cols: dict) -> dict:
+    return {k: cols[k] for k in _COLUMN_ORDER if k in cols}
 
 
 def _names(x):
@@ -191,11 +213,12 @@ def _open(path, feed, symbols, types, date, infer_length, templates, header_byte
     )
 
 
-def _wrap(buf, symbols: Dict[int, str]) -> EventArray:
+def _wrap(buf, symbols: Dict[int, str], instruments: Optional[Dict[int, str]] = None) -> EventArray:
     """The library's events viewed as EVENT_DTYPE records, with no copy (the array keeps
     the Rust buffer alive)."""
     a = np.asarray(buf).view(EVENT_DTYPE).view(EventArray)
     a.symbols = symbols
+    a.instruments = symbols if instruments is None else instruments
     return a
 
 
@@ -231,7 +254,7 @@ def _chunks(reader, chunk: int, progress: bool) -> Iterator[EventArray]:
             if pct != last:
                 print(f"tickplant.read: {pct}%", file=sys.stderr)
                 last = pct
-        yield _wrap(buf, reader.symbols())
+        yield _wrap(buf, reader.symbols(), reader.instruments())
 
 
 def read(
@@ -264,16 +287,17 @@ def read(
             raise ValueError("chunk must be at least 1")
         return _chunks(reader, chunk, progress)
     if not progress:
-        out = _wrap(reader.read_all(), reader.symbols())
+        out = _wrap(reader.read_all(), reader.symbols(), reader.instruments())
         _warn_read(reader)
         return out
     parts = list(_chunks(reader, 1 << 20, progress))
     if not parts:
-        return _wrap(np.empty(0, dtype=EVENT_DTYPE), reader.symbols())
+        return _wrap(np.empty(0, dtype=EVENT_DTYPE), reader.symbols(), reader.instruments())
     if len(parts) == 1:
         return parts[0]
     out = np.concatenate([np.asarray(p) for p in parts]).view(EventArray)
     out.symbols = reader.symbols()
+    out.instruments = reader.instruments()
     return out
 
 
