@@ -215,6 +215,19 @@ fn nautilus_names_each_option_series_an_instrument() {
     let err =
         tp(&["export", "nautilus", "--feed", "opra-binary", pcap.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(err.contains("\"quote\""), "quotes are left out and counted: {err}");
+    // DBN's symbology and the event catalog name each series too.
+    let p = |x: &Path| x.to_str().unwrap().to_string();
+    let dbn_out = d.path().join("o.mbp1.dbn");
+    tp(&["export", "dbn", "--schema", "mbp-1", "--feed", "opra-binary", &p(&pcap), "--out", &p(&dbn_out)]);
+    let meta = dbn::decode::DbnDecoder::from_file(&dbn_out).unwrap().metadata().clone();
+    let raw: std::collections::BTreeSet<String> = meta.mappings.iter().map(|m| m.raw_symbol.clone()).collect();
+    let ids: std::collections::BTreeSet<String> = meta.mappings.iter().map(|m| m.intervals[0].symbol.clone()).collect();
+    assert!(raw.len() >= 24 && ids.len() == raw.len(), "a mapping a series: {} symbols, {} ids", raw.len(), ids.len());
+    assert!(raw.iter().all(|s| s.len() == 21), "{raw:?}");
+    let events = d.path().join("events");
+    tp(&["export", "parquet", "--feed", "opra-binary", &p(&pcap), "--out", &p(&events)]);
+    let dirs = std::fs::read_dir(events.join("data/order_book_delta")).unwrap().count();
+    assert_eq!(dirs, raw.len() + 1, "a directory a series, and instrument 0's");
     // Trade ticks only, a directory a series, each file's instrument its directory's.
     assert!(!out.join("data/order_book_delta").exists());
     let dirs: Vec<_> = std::fs::read_dir(out.join("data/trade_tick")).unwrap().map(|e| e.unwrap().path()).collect();

@@ -622,12 +622,7 @@ mod tests {
 
     /// Build an Ethernet/IPv4/UDP frame around `payload`.
     pub(crate) fn frame(payload: &[u8], port: u16) -> Vec<u8> {
-        let eth = ethernet::Repr {
-            dst_addr: [1, 0, 0x5e, 0, 0, 1],
-            src_addr: [2, 0, 0, 0, 0, 1],
-            tags: [None, None],
-            ethertype: ethernet::ethertype::IPV4,
-        };
+        let eth = ethernet::Repr::new([1, 0, 0x5e, 0, 0, 1], [2, 0, 0, 0, 0, 1], None, ethernet::ethertype::IPV4);
         let ip = ipv4::Repr {
             src_addr: [10, 0, 0, 1],
             dst_addr: [233, 54, 12, 1],

@@ -121,8 +121,11 @@ pub struct ExportReport {
     pub sequence_wrapped: u64,
     /// The files written.
     pub files: Vec<PathBuf>,
-    /// Instruments and their symbols, as the feed named them.
+    /// Instruments and their symbols, as the feed named them (OPRA: the series' roots).
     pub symbols: BTreeMap<u32, String>,
+    /// Instruments and their own symbols, as the files name them (OPRA: each series' OCC
+    /// symbol; the symbol for other feeds).
+    pub instruments: BTreeMap<u32, String>,
     /// Symbols asked for that the feed never named (no event can be of them).
     pub unnamed: Vec<String>,
     /// What the read warns of (frames the capture cut short: what they carried is missing).
@@ -209,6 +212,11 @@ pub fn export(
     report.sequence_wrapped = to_dbn.wrapped;
     report.read = reader.stats();
     report.symbols = reader.symbols().clone();
+    // Each instrument by its own symbol: an OPRA root names many series, and DBN's
+    // symbology and the catalog's directories need one name an instrument (Databento names
+    // OPRA series by their OCC symbols too).
+    let instruments = reader.instrument_symbols();
+    report.instruments = instruments.clone();
     report.unnamed = reader.unnamed();
     report.warnings = reader.warning().into_iter().collect();
     if first_ts == u64::MAX {
@@ -218,7 +226,7 @@ pub fn export(
     match format {
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
-            let meta = metadata(dataset, schema, first_ts, last_ts, &report.symbols);
+            let meta = metadata(dataset, schema, first_ts, last_ts, &instruments);
             let f = BufWriter::new(File::create(out).map_err(|e| create_err(out, e))?);
             // `.zst`: zstd-compressed, as Databento ships DBN and as NautilusTrader's loader
             // wants it; otherwise plain.
@@ -236,7 +244,7 @@ pub fn export(
         ExportFormat::Parquet => {
             let base = out.join("data").join("order_book_delta");
             for ((id, _day), evs) in &parquet {
-                let dir = base.join(instrument_name(&report.symbols, *id, venue).1);
+                let dir = base.join(instrument_name(&instruments, *id, venue).1);
                 std::fs::create_dir_all(&dir).map_err(|e| create_err(&dir, e))?;
                 let (lo, hi) = (evs.first().map_or(0, |e| e.ts_event), evs.last().map_or(0, |e| e.ts_event));
                 let path = dir.join(format!("{}_{}.parquet", file_timestamp(lo), file_timestamp(hi)));
@@ -245,10 +253,8 @@ pub fn export(
             }
         }
         ExportFormat::Nautilus => {
-            // An option series is an instrument of its own: named by its series, not its root.
-            let symbols = reader.instrument_symbols();
             for ((id, _day), rows) in &nautilus {
-                let (name, dir_name) = instrument_name(&symbols, *id, venue);
+                let (name, dir_name) = instrument_name(&instruments, *id, venue);
                 let ts = |r: &[u64]| (r.first().copied().unwrap_or(0), r.last().copied().unwrap_or(0));
                 if !rows.deltas.is_empty() {
                     let times: Vec<u64> = rows.deltas.iter().map(|d| d.ts_init).collect();

@@ -58,13 +58,7 @@ pub const UDP_HEADERS_LEN: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp
 /// follows reads a received datagram as it reads a captured frame.
 pub fn write_udp_headers(flow: &Flow, ident: u16, payload_len: usize, out: &mut [u8]) {
     let (eh, ih, uh) = (ethernet::HEADER_LEN, ipv4::HEADER_LEN, udp::HEADER_LEN);
-    ethernet::Repr {
-        dst_addr: flow.dst_mac(),
-        src_addr: flow.src_mac,
-        tags: [None, None],
-        ethertype: ethernet::ethertype::IPV4,
-    }
-    .emit(out);
+    ethernet::Repr::new(flow.dst_mac(), flow.src_mac, None, ethernet::ethertype::IPV4).emit(out);
     ipv4::Repr {
         src_addr: flow.src_ip,
         dst_addr: flow.dst_ip,
