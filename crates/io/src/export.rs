@@ -1,8 +1,9 @@
 //! Events to the files researchers' tools read: Databento's DBN (MBO, and MBP-1 from the
 //! books) with the `dbn` crate, Parquet (the `parquet` crate of arrow-rs, zstd) of the events
 //! laid out as NautilusTrader's catalog lays out its data, NautilusTrader's own catalog (its
-//! deltas and trade ticks: [`crate::nautilus`]), and JSON lines. The shells are `tickplant export` and the
-//! Python package's `tickplant.export`.
+//! deltas and trade ticks: [`crate::nautilus`]), and JSON lines. The shells are `tickplant
+//! export` and the Python package's `tickplant.export`. Files name each instrument by its
+//! own symbol: an OPRA series by its OCC symbol, not its root.
 //!
 //! ## DBN: how an event becomes MBO records
 //!
@@ -25,8 +26,9 @@
 //! `ts_event`, `ts_recv` and `instrument_id` are the event's; `sequence` its sequence number
 //! (DBN's is 32 bits: a larger one is counted in [`ExportReport::sequence_wrapped`] and
 //! written modulo 2^32); `flags`: `LAST` on the last record of a packet, `MAYBE_BAD_BOOK`
-//! where tickplant's book was stale; `publisher_id` 0. The metadata maps every symbol the
-//! feed named (`stype_in` raw symbol) to its instrument id for the file's dates.
+//! where tickplant's book was stale; `publisher_id` 0. The metadata maps every instrument's
+//! symbol (`stype_in` raw symbol; an OPRA series' OCC symbol) to its instrument id for the
+//! file's dates.
 //!
 //! [`read_dbn`] gives the events of an MBO file back: exactly the fields MBO carries
 //! (`ts_recv`, `ts_event`, `sequence` modulo 2^32, `order_id`, `price`, `size`,
