@@ -589,6 +589,7 @@ fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
     let day = ["sim", "itch", "--seed", "4", "--symbols", "5", "--messages", "3000", "--out"];
     ok(p, &[&day[..], &["day.itch"]].concat());
     ok(p, &[&day[..], &["day.pcap"]].concat());
+    ok(p, &[&day[..], &["day.pcapng"]].concat());
     let bytes = std::fs::read(p.join("day.itch")).unwrap();
     // NASDAQ's names: no .itch, and .gz.
     std::fs::write(p.join("01302019.NASDAQ_ITCH50.gz"), gzip(&bytes)).unwrap();
@@ -613,16 +614,28 @@ fn decode_reads_a_binary_file_plain_or_gzip_as_the_capture() {
     let (csv, _) =
         ok(p, &["decode", "--feed", "itch50", "--types", "A", "--limit", "1", "--format", "csv", "day.itch"]);
     assert!(csv.starts_with("frame,sequence,type,message,field,value\n,"), "{csv}");
-    // A gzip-compressed capture is not taken for a BinaryFILE, by any of the readers.
-    std::fs::write(p.join("day.pcap.gz"), gzip(&std::fs::read(p.join("day.pcap")).unwrap())).unwrap();
-    std::fs::write(p.join("gz.toml"), "[source]\na = \"day.pcap.gz\"\n").unwrap();
-    for args in
-        [&["decode", "--feed", "itch50", "day.pcap.gz"][..], &["itch", "decode", "day.pcap.gz"], &["run", "gz.toml"]]
-    {
-        let o = tp(p, args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && err.contains("day.pcap.gz") && err.contains("capture"), "{args:?}: {err}");
+    // A compressed capture (gzip, zstd) is read as the capture it holds, not taken for a
+    // BinaryFILE, by every reader; one named as a BinaryFILE is refused with the way out.
+    let raw = std::fs::read(p.join("day.pcap")).unwrap();
+    std::fs::write(p.join("day.pcap.gz"), gzip(&raw)).unwrap();
+    std::fs::write(p.join("day.pcap.zst"), zstd::encode_all(&raw[..], 3).unwrap()).unwrap();
+    let ng = std::fs::read(p.join("day.pcapng")).unwrap();
+    std::fs::write(p.join("day.pcapng.gz"), gzip(&ng)).unwrap();
+    std::fs::write(p.join("day.pcapng.zst"), zstd::encode_all(&ng[..], 3).unwrap()).unwrap();
+    let plain = ok(p, &["decode", "--feed", "itch50", "day.pcap"]).0;
+    let itch = ok(p, &["itch", "decode", "day.pcap"]).0;
+    for file in ["day.pcap.gz", "day.pcap.zst", "day.pcapng.gz", "day.pcapng.zst"] {
+        assert_eq!(ok(p, &["decode", "--feed", "itch50", file]).0, plain, "{file}");
+        assert_eq!(ok(p, &["itch", "decode", file]).0, itch, "{file}");
+        std::fs::write(p.join("c.toml"), format!("[source]\na = \"{file}\"\n[run]\nreport = \"r.json\"\n")).unwrap();
+        ok(p, &["run", "c.toml", "--quiet"]);
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("r.json")).unwrap()).unwrap();
+        assert_eq!(r["decoded"], 3000, "{file}");
     }
+    std::fs::copy(p.join("day.pcap.gz"), p.join("day.gz")).unwrap();
+    let o = tp(p, &["itch", "decode", "day.gz"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("day.gz") && err.contains(".pcap.gz"), "{err}");
     std::fs::write(p.join("cut.itch"), &bytes[..bytes.len() - 3]).unwrap();
     let o = tp(p, &["decode", "--feed", "itch50", "cut.itch"]);
     let err = String::from_utf8_lossy(&o.stderr);

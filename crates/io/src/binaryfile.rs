@@ -97,9 +97,10 @@ impl std::fmt::Debug for BinaryFileReader {
     }
 }
 
-/// What a gzip-compressed capture is told: the capture readers read captures as they are.
+/// What a gzip-compressed capture read as a BinaryFILE is told (the capture readers read
+/// it as a capture: `FrameReader::open`).
 pub const GZIP_CAPTURE: &str =
-    "a gzip-compressed capture: captures are read uncompressed (gunzip it first); gzip is for ITCH BinaryFILEs";
+    "a gzip-compressed capture, not an ITCH BinaryFILE: read it as a capture (name it .pcap.gz or .pcapng.gz)";
 
 /// The MoldUDP64 session of the packets a [`BinaryFileReader`] makes.
 pub const FILE_SESSION: [u8; 10] = *b"BINARYFILE";

@@ -60,7 +60,10 @@ pub enum ItchInput {
 impl ItchInput {
     pub fn for_path(path: &Path) -> ItchInput {
         let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-        if name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".cap") {
+        let capture = |n: &str| n.ends_with(".pcap") || n.ends_with(".pcapng") || n.ends_with(".cap");
+        let plain = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
+        if capture(plain) {
+            // A capture, plain or compressed (`FrameReader` reads both).
             ItchInput::Capture
         } else if name.ends_with(".gz") {
             ItchInput::Gzip
@@ -228,7 +231,7 @@ pub fn read_stream(
 
 /// What a capture read as a BinaryFILE (by its name) is told.
 const CAPTURE_AS_FILE: &str =
-    "a pcap or pcapng capture, read as a BinaryFILE by its name: name it .pcap or .pcapng (gunzipped)";
+    "a pcap or pcapng capture, read as a BinaryFILE by its name: name it .pcap or .pcapng (.pcap.gz or .pcap.zst compressed)";
 
 fn read_capture(path: &Path, f: &mut dyn FnMut(&ItchMessage<'_>) -> bool) -> Result<ItchReadStats, PcapError> {
     let mut rd = FrameReader::open(path)?;

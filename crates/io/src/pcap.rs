@@ -64,7 +64,7 @@ enum Inner {
     /// An ITCH 5.0 BinaryFILE, its messages made MoldUDP64 packets ([`crate::binaryfile`]).
     Itch(Box<crate::binaryfile::BinaryFileReader>),
     Ng {
-        r: Box<PcapNgReader<BufReader<File>>>,
+        r: Box<PcapNgReader<BufReader<Box<dyn Read + Send>>>>,
         ifaces: Vec<(LinkType, u64, u64)>,
     },
 }
@@ -83,7 +83,31 @@ pub fn is_capture(path: &Path) -> Result<bool, PcapError> {
             Err(e) => return Err(err(format!("cannot read: {e}"))),
         }
     }
-    Ok(n == 4 && capture_magic(&magic))
+    Ok(n == 4 && (capture_magic(&magic) || is_compressed_capture(path, &magic)?))
+}
+
+/// A capture compressed with gzip or zstd, by its first bytes `magic`: the decompressed
+/// stream, when what it holds starts as a capture does (a gzip ITCH BinaryFILE is not one:
+/// `None`, and the caller reads it as such).
+fn decompressed_capture(path: &Path, magic: &[u8; 4]) -> Result<Option<Box<dyn Read + Send>>, PcapError> {
+    use std::io::BufRead;
+    let err = |reason: String| PcapError { path: path.to_path_buf(), frame: None, offset: Some(0), reason };
+    let open = || File::open(path).map_err(|e| err(format!("cannot open: {e}")));
+    let d: Box<dyn Read + Send> = match magic {
+        [0x1f, 0x8b, ..] => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF_BYTES, open()?))),
+        [0x28, 0xb5, 0x2f, 0xfd] => Box::new(
+            zstd::stream::read::Decoder::new(open()?).map_err(|e| err(format!("cannot decompress (zstd): {e}")))?,
+        ),
+        _ => return Ok(None),
+    };
+    let mut b = BufReader::with_capacity(BUF_BYTES, d);
+    let head = b.fill_buf().map_err(|e| err(format!("cannot decompress: {e}")))?;
+    Ok(capture_magic(head).then(|| Box::new(b) as Box<dyn Read + Send>))
+}
+
+/// Whether `path` is a capture (pcap or pcapng, plain or compressed), by its first bytes.
+fn is_compressed_capture(path: &Path, magic: &[u8; 4]) -> Result<bool, PcapError> {
+    Ok(decompressed_capture(path, magic)?.is_some())
 }
 
 /// Reads frames from a pcap or pcapng file, one at a time, into an internal buffer.
@@ -165,17 +189,29 @@ impl FrameReader {
     /// A classic capture in a regular file is mapped into memory and read in place; it must
     /// not be truncated while it is read (the read of a page past its new end would end
     /// the process with `SIGBUS`, as with any program that maps files).
+    ///
+    /// A capture compressed with gzip or zstd (`day.pcap.gz`, `day.pcapng.zst`, told by its
+    /// first bytes) is read through the decompressor, a chunk at a time: never held whole.
     pub fn open(path: impl AsRef<Path>) -> Result<FrameReader, PcapError> {
         let path = path.as_ref().to_path_buf();
         let err = |frame, offset, reason: String| PcapError { path: path.clone(), frame, offset, reason };
-        let mut r = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
+        let mut file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
         let mut magic = [0u8; 4];
-        r.read_exact(&mut magic).map_err(|_| err(None, Some(0), "too short for a pcap header".into()))?;
+        file.read_exact(&mut magic).map_err(|_| err(None, Some(0), "too short for a pcap header".into()))?;
+        // A compressed capture: its bytes from the decompressor, with no mapping.
+        let mut stream: Option<Box<dyn Read + Send>> = None;
+        if let Some(mut d) = decompressed_capture(&path, &magic)? {
+            d.read_exact(&mut magic).map_err(|_| err(None, Some(0), "too short for a pcap header".into()))?;
+            stream = Some(d);
+        }
         let (inner, link) = match magic {
             [0x0a, 0x0d, 0x0d, 0x0a] => {
-                // pcap-file wants the whole stream: reopen.
-                let file = File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?;
-                let mut ng = PcapNgReader::new(BufReader::with_capacity(BUF_BYTES, file))
+                // pcap-file wants the whole stream: reopen (or, compressed, give the magic back).
+                let whole: Box<dyn Read + Send> = match stream {
+                    Some(d) => Box::new(io::Cursor::new(magic).chain(d)),
+                    None => Box::new(File::open(&path).map_err(|e| err(None, None, format!("cannot open: {e}")))?),
+                };
+                let mut ng = PcapNgReader::new(BufReader::with_capacity(BUF_BYTES, whole))
                     .map_err(|e| err(None, Some(0), format!("bad pcapng section header: {e}")))?;
                 // The link type is the first interface's: read up to its description, so
                 // that `link_type` says it before the first frame is read (blocks before it
@@ -206,7 +242,7 @@ impl FrameReader {
                     (0xa1b2_3c4d, _) => (false, true),
                     (_, 0xa1b2_c3d4) => (true, false),
                     (_, 0xa1b2_3c4d) => (true, true),
-                    _ if crate::binaryfile::is_binary_head(&magic) => {
+                    _ if stream.is_none() && crate::binaryfile::is_binary_head(&magic) => {
                         let f = crate::binaryfile::BinaryFileReader::open(&path)?;
                         let inner = Inner::Itch(Box::new(f));
                         return Ok(FrameReader {
@@ -227,7 +263,11 @@ impl FrameReader {
                     }
                 };
                 let mut rest = [0u8; 20];
-                r.read_exact(&mut rest).map_err(|_| err(None, Some(4), "truncated pcap file header".into()))?;
+                let head: &mut dyn Read = match stream.as_mut() {
+                    Some(d) => d,
+                    None => &mut file,
+                };
+                head.read_exact(&mut rest).map_err(|_| err(None, Some(4), "truncated pcap file header".into()))?;
                 let lt = if big_endian {
                     u32::from_be_bytes([rest[16], rest[17], rest[18], rest[19]])
                 } else {
@@ -242,7 +282,11 @@ impl FrameReader {
                         ),
                     )
                 })?;
-                (Inner::Classic { big_endian, nanos, offset: 24, chunk: Chunk::new(r, 24) }, link)
+                let chunk = match stream {
+                    Some(d) => Chunk::stream(d),
+                    None => Chunk::new(file, 24),
+                };
+                (Inner::Classic { big_endian, nanos, offset: 24, chunk }, link)
             }
         };
         Ok(FrameReader {
@@ -487,7 +531,7 @@ struct Chunk {
 
 enum Source {
     Mapped(memmap2::Mmap),
-    Read { r: File, buf: Vec<u8> },
+    Read { r: Box<dyn Read + Send>, buf: Vec<u8> },
 }
 
 impl Source {
@@ -516,6 +560,11 @@ impl Chunk {
                 return Chunk { src: Source::Mapped(m), start: at.min(end), end, cur: (0, 0) };
             }
         }
+        Chunk::stream(Box::new(r))
+    }
+
+    /// The bytes of a stream (a pipe, a decompressor), read a buffer at a time.
+    fn stream(r: Box<dyn Read + Send>) -> Chunk {
         Chunk { src: Source::Read { r, buf: vec![0; BUF_BYTES] }, start: 0, end: 0, cur: (0, 0) }
     }
 

@@ -441,6 +441,13 @@ def test_real_samples_against_the_cli():
     assert all(int(s) == line["sequence"] for s in q["sequence"])
 
 
+def test_a_compressed_capture_reads_as_the_capture(day, tmp_path):
+    import gzip
+    (tmp_path / "day.pcap.gz").write_bytes(gzip.compress((day / "day.pcap").read_bytes()))
+    plain = tickplant.read(day / "day.pcap", date=DATE)
+    assert np.array_equal(tickplant.read(tmp_path / "day.pcap.gz", date=DATE), plain)
+
+
 def test_a_capture_cut_short_warns(day, tmp_path):
     """A capture whose snapshot length cut frames short: the read warns, by count, and what
     those frames carried is gap records."""
