@@ -732,7 +732,18 @@ pub fn read_parquet(path: &Path) -> Result<Vec<Event>, ExportError> {
         if got.get_fields().len() != want.get_fields().len()
             || got.get_fields().iter().zip(want.get_fields()).any(|(a, b)| a.name() != b.name())
         {
-            return Err(werr(&p, "not a file of tickplant's event schema (export's PARQUET_SCHEMA)"));
+            // NautilusTrader's own files (`export nautilus`) are its reader's to read.
+            let nautilus = r.metadata().file_metadata().key_value_metadata().is_some_and(|kv| {
+                kv.iter().any(|k| k.key == "instrument_id") && kv.iter().any(|k| k.key == "price_precision")
+            });
+            return Err(werr(
+                &p,
+                if nautilus {
+                    "a NautilusTrader file (export nautilus): read it with NautilusTrader's ParquetDataCatalog; read_parquet reads what export parquet writes"
+                } else {
+                    "not a file of tickplant's event schema (export's PARQUET_SCHEMA)"
+                },
+            ));
         }
         for g in 0..r.num_row_groups() {
             let rg = r.get_row_group(g).map_err(|e| werr(&p, e))?;

@@ -393,6 +393,9 @@ def test_nautilus_catalog_builds_the_simulators_books(day, tmp_path):
         assert t.column("aggressor_side").to_pylist() == [{1: 2, 2: 1}.get(int(s), 0) for s in mine["side"]]
         assert [int.from_bytes(b, "little") // 10**16 for b in t.column("size").to_pylist()] == mine["size"].tolist()
     assert report["written_events"] + sum(report["left_out"].values()) == report["events"] == len(ev)
+    # Its files are NautilusTrader's to read, and read_parquet says so.
+    with pytest.raises(tickplant.TickplantError, match="ParquetDataCatalog"):
+        tickplant.read_parquet(out)
 
 
 @pytest.mark.parametrize("layout", ["xdp", "pillar"])
