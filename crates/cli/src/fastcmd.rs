@@ -60,9 +60,8 @@ pub struct Skipped {
 impl Skipped {
     /// A frame whose UDP payload could not be had.
     pub fn count(&mut self, f: &tickplant_io::Frame<'_>) {
-        if f.orig_len as usize > f.data.len() {
-            self.cut.frames += 1;
-            self.cut.kept_max = self.cut.kept_max.max(f.data.len() as u32);
+        if f.is_cut_short() {
+            self.cut.note(f.data.len());
         } else {
             self.other += 1;
         }

@@ -337,7 +337,7 @@ fn final_books(a: &BookArgs, file: &[u8], symbols: &HashSet<[u8; 8]>) -> Result<
     cfg.validate().map_err(|e| anyhow!("--max-orders: {e}"))?;
     let mut books = Books::with_table_advice(cfg, tickplant_io::huge_pages);
     let framing = a.input.framing();
-    let framing = if framing == Framing::Raw { framing } else { tickplant_io::binaryfile::framing_for(file, framing) };
+    let framing = tickplant_io::binaryfile::framing_for(file, framing);
     let mut bad = None;
     let messages = itch50::Stream::new(file, framing).map_while(|r| match r {
         Ok((_, m)) => Some(m),

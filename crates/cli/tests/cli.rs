@@ -252,31 +252,6 @@ fn typos_in_filters_are_reported() {
     ok(p, &["sim", "nyse", "--symbols", "3", "--messages", "2000", "--out", "n.pcap"]);
     ok(p, &["sim", "opra", "--series", "8", "--messages", "300", "--out", "o.pcap"]);
     ok(p, &["sim", "itch", "--symbols", "3", "--messages", "1000", "--out", "day.itch"]);
-    // Files a run writes at its end, in a folder that is not there: refused before the run.
-    for (name, table) in [
-        ("final-books", "[book]\nfinal-books = \"gone/books.jsonl\"\n"),
-        ("report", "[run]\nreport = \"gone/report.json\"\n"),
-        ("gaps", "[arbitration]\ngaps = \"gone/gaps.csv\"\n"),
-        ("bbo", "[[consumer]]\nname = \"top\"\naction = \"bbo\"\npath = \"gone/bbo.jsonl\"\n"),
-    ] {
-        std::fs::write(p.join(format!("{name}.toml")), format!("[source]\na = \"day.itch\"\n{table}")).unwrap();
-    }
-    for (args, says) in [
-        (&["run", "final-books.toml"][..], "[book] final-books gone/books.jsonl: cannot write"),
-        (&["run", "report.toml"][..], "[run] report gone/report.json: cannot write"),
-        (&["run", "gaps.toml"][..], "[arbitration] gaps gone/gaps.csv: cannot write"),
-        (&["run", "bbo.toml"][..], "consumer top: cannot create gone/bbo.jsonl"),
-        (&["arb", "--a", "day.itch", "--stats", "gone/s.json"][..], "--stats gone/s.json: cannot write"),
-        (
-            &["replay", "--max", "day.itch=127.0.0.1:9", "--report", "gone/r.json"][..],
-            "--report gone/r.json: cannot write",
-        ),
-    ] {
-        let o = tp(p, args);
-        let e = String::from_utf8_lossy(&o.stderr).to_string();
-        assert_eq!(o.status.code(), Some(2), "tickplant {args:?}: {e}");
-        assert!(e.contains(says) && !e.contains("frames"), "tickplant {args:?} ran first, or: {e}");
-    }
     for (args, says) in [
         (
             &["decode", "--feed", "nyse-xdp", "n.pcap", "--types", "100,999"][..],

@@ -51,12 +51,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use dbn::{MboMsg, Mbp1Msg, RecordHeader};
 use tickplant_core::book::{BookConfig, Books};
 use tickplant_core::event::{flags, Event, EventAction, Side};
 
+use crate::columns::{write_columns, Values};
 use crate::events::{EventReader, Feed, ReadError, ReadStats};
 use crate::nautilus::{self, Rows, ToNautilus};
 
@@ -683,35 +683,14 @@ const COLUMNS: [Column; 13] = [
 // Parquet's own column writer and reader, not its arrow layer: the files are one flat
 // table of integers, and arrow's crates doubled the build time of the research formats.
 fn write_parquet(path: &Path, evs: &[Event]) -> Result<(), ExportError> {
-    use parquet::data_type::{Int32Type, Int64Type};
-    let schema = Arc::new(parquet::schema::parser::parse_message_type(PARQUET_SCHEMA).map_err(|e| werr(path, e))?);
-    let props = Arc::new(
-        parquet::file::properties::WriterProperties::builder()
-            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-            .build(),
-    );
-    let f = File::create(path).map_err(|e| create_err(path, e))?;
-    let mut w = parquet::file::writer::SerializedFileWriter::new(f, schema, props).map_err(|e| werr(path, e))?;
-    let mut rg = w.next_row_group().map_err(|e| werr(path, e))?;
-    let mut k = 0;
-    while let Some(mut col) = rg.next_column().map_err(|e| werr(path, e))? {
-        match COLUMNS.get(k) {
-            Some(Column::I64(f)) => {
-                let v: Vec<i64> = evs.iter().map(f).collect();
-                col.typed::<Int64Type>().write_batch(&v, None, None).map_err(|e| werr(path, e))?;
-            }
-            Some(Column::I32(f)) => {
-                let v: Vec<i32> = evs.iter().map(f).collect();
-                col.typed::<Int32Type>().write_batch(&v, None, None).map_err(|e| werr(path, e))?;
-            }
-            None => return Err(werr(path, "more columns than an event has")),
-        }
-        col.close().map_err(|e| werr(path, e))?;
-        k += 1;
-    }
-    rg.close().map_err(|e| werr(path, e))?;
-    w.close().map_err(|e| werr(path, e))?;
-    Ok(())
+    let columns = COLUMNS
+        .iter()
+        .map(|c| match c {
+            Column::I64(f) => Values::I64(evs.iter().map(f).collect()),
+            Column::I32(f) => Values::I32(evs.iter().map(f).collect()),
+        })
+        .collect();
+    write_columns(path, PARQUET_SCHEMA, Vec::new(), columns).map_err(|e| werr(path, e))
 }
 
 /// Every event of a Parquet file [`export`] wrote (or of every such file under a

@@ -40,6 +40,15 @@ pub struct Frame<'a> {
     pub orig_len: u32,
 }
 
+impl Frame<'_> {
+    /// Whether the capture kept less of the frame than was on the wire (its snapshot
+    /// length).
+    #[inline]
+    pub fn is_cut_short(&self) -> bool {
+        self.orig_len as usize > self.data.len()
+    }
+}
+
 /// Whether `head` (a file's first bytes) is a pcap or pcapng magic number.
 pub fn capture_magic(head: &[u8]) -> bool {
     head.first_chunk::<4>().is_some_and(|m| {

@@ -166,9 +166,7 @@ pub fn read_stream(
             if crate::frame::capture_magic(&buf[..end]) {
                 return Err(err(path, None, Some(0), CAPTURE_AS_FILE.to_string()));
             }
-            if framing != Framing::Raw {
-                framing = crate::binaryfile::framing_for(&buf[..end], framing);
-            }
+            framing = crate::binaryfile::framing_for(&buf[..end], framing);
             if framing == Framing::LengthPrefixed {
                 hint = " (if the file's length prefixes are not to be trusted, use --infer-length)";
             }

@@ -13,6 +13,7 @@
 
 pub mod binaryfile;
 pub mod clock;
+pub mod columns;
 pub mod config;
 pub mod control;
 pub mod events;

@@ -29,12 +29,12 @@
 //! shares (`size_precision` 0).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use parquet::data_type::{ByteArray, ByteArrayType, FixedLenByteArray, FixedLenByteArrayType, Int32Type, Int64Type};
+use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::file::metadata::KeyValue;
+
+use crate::columns::{write_columns, Values};
 use tickplant_core::event::{flags, Event, EventAction, Side};
 
 /// `BookAction`.
@@ -261,16 +261,8 @@ pub const TRADE_SCHEMA: &str = "message trade_tick {
     REQUIRED INT64 ts_init (INTEGER(64,false));
 }";
 
-/// A column's values.
-enum Values {
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    Fixed(Vec<FixedLenByteArray>),
-    Bytes(Vec<ByteArray>),
-}
-
-/// Write one file: `columns` in the schema's order, the metadata the catalog reads back
-/// (`instrument_id`, `price_precision`, `size_precision`), zstd.
+/// Write one file of `instrument`: `columns` in the schema's order, with the metadata the
+/// catalog reads back (`instrument_id`, `price_precision`, `size_precision`).
 fn write(
     path: &Path,
     schema: &str,
@@ -278,35 +270,12 @@ fn write(
     precision: u8,
     columns: Vec<Values>,
 ) -> parquet::errors::Result<()> {
-    let schema = Arc::new(parquet::schema::parser::parse_message_type(schema)?);
     let meta = vec![
         KeyValue::new("instrument_id".into(), instrument.to_string()),
         KeyValue::new("price_precision".into(), precision.to_string()),
         KeyValue::new("size_precision".into(), "0".to_string()),
     ];
-    let props = Arc::new(
-        parquet::file::properties::WriterProperties::builder()
-            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-            .set_key_value_metadata(Some(meta))
-            .build(),
-    );
-    let f = File::create(path)?;
-    let mut w = parquet::file::writer::SerializedFileWriter::new(f, schema, props)?;
-    let mut rg = w.next_row_group()?;
-    let mut columns = columns.into_iter();
-    while let Some(mut col) = rg.next_column()? {
-        match columns.next() {
-            Some(Values::I32(v)) => col.typed::<Int32Type>().write_batch(&v, None, None)?,
-            Some(Values::I64(v)) => col.typed::<Int64Type>().write_batch(&v, None, None)?,
-            Some(Values::Fixed(v)) => col.typed::<FixedLenByteArrayType>().write_batch(&v, None, None)?,
-            Some(Values::Bytes(v)) => col.typed::<ByteArrayType>().write_batch(&v, None, None)?,
-            None => return Err(parquet::errors::ParquetError::General("a column without values".into())),
-        };
-        col.close()?;
-    }
-    rg.close()?;
-    w.close()?;
-    Ok(())
+    write_columns(path, schema, meta, columns)
 }
 
 /// Write `deltas` of `instrument` (`SYMBOL.VENUE`) as one `OrderBookDelta` file.

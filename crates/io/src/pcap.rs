@@ -134,9 +134,10 @@ pub struct CutShort {
 }
 
 impl CutShort {
+    /// Count a frame cut short, of which `kept` bytes were kept.
     #[cold]
     #[inline(never)]
-    fn note(&mut self, kept: usize) {
+    pub fn note(&mut self, kept: usize) {
         self.frames += 1;
         self.kept_max = self.kept_max.max(kept as u32);
     }

@@ -293,7 +293,7 @@ impl Run<'_> {
             let mut pass_end = pass_base;
             while let Some((input, f)) = merged.next_frame()? {
                 let Ok(range) = udp_payload_range(links[input], f.data) else {
-                    if f.orig_len as usize > f.data.len() {
+                    if f.is_cut_short() {
                         out.skipped_cut_short += 1;
                     } else {
                         out.skipped_not_udp += 1;

@@ -117,8 +117,13 @@ impl<T: AsRef<[u8]>> Frame<T> {
         t
     }
 
+    /// Tags before the EtherType (a compare a tag: the per-frame path of tagged frames).
     fn tag_count(&self) -> usize {
-        self.tags().iter().filter(|t| t.is_some()).count()
+        let mut n = 0;
+        while n < MAX_TAGS && is_tpid(self.be16(field::ETHERTYPE.start + n * field::TAG_LEN)) {
+            n += 1;
+        }
+        n
     }
 
     /// The outer tag's control information (PCP, DEI, VLAN id), if the frame is tagged.

@@ -141,6 +141,11 @@ def _columns(ev: np.ndarray, prices: str) -> dict:
         "sequence": a["sequence"],
         "instrument_id": ids,
         "symbol": symbol,
+    }
+    if instruments and instruments != syms:
+        # OPRA: a root names many series; each series' own symbol beside it.
+        cols["instrument"] = named(instruments)
+    cols.update({
         "action": codes[np.where(a["action"] < len(codes), a["action"], 0)],
         "side": sides[np.minimum(a["side"], 2)],
         "price": price,
@@ -150,20 +155,8 @@ def _columns(ev: np.ndarray, prices: str) -> dict:
         "flags": a["flags"],
         "msg_type": a["msg_type"],
         "venue": a["venue"],
-    }
-    if instruments and instruments != syms:
-        # OPRA: a root names many series; each series' own symbol beside it.
-        cols["instrument"] = named(instruments)
-        cols = _reorder(cols)
+    })
     return cols
-
-
-_COLUMN_ORDER = ("ts_recv", "ts_event", "sequence", "instrument_id", "symbol", "instrument", "action", "side",
-                 "price", "size", "order_id", "aux", "flags", "msg_type", "venue")
-
-
-def _reorder(cols: dict) -> dict:
-    return {k: cols[k] for k in _COLUMN_ORDER if k in cols}
 
 
 def _names(x):
