@@ -244,7 +244,7 @@ pub fn bench_live(a: &BenchLiveArgs, mut out: impl FnMut(&str)) -> Result<Vec<Ro
         }
         None => (crate::tempdir("bench-live")?, true),
     };
-    let midnight = tickplant_core::itch::midnight_eastern_ns("2026-11-20").map_err(anyhow::Error::msg)?;
+    let midnight = tickplant_core::itch::midnight_eastern_ns(crate::simcmd::SIM_DATE).map_err(anyhow::Error::msg)?;
     let day = tickplant_sim::generate_itch(&tickplant_sim::ItchGenConfig {
         seed: 7,
         symbols: 200,

@@ -93,7 +93,10 @@ pub fn demo(d: &DemoArgs) -> Result<()> {
     };
     std::fs::write(dir.join("strategies.txt"), DEMO_STRATEGIES)
         .with_context(|| format!("{}: cannot write strategies.txt", dir.display()))?;
-    let midnight = tickplant_core::itch::midnight_eastern_ns(&cfg.source.date).map_err(anyhow::Error::msg)?;
+    // The day the generated capture falls on: the config's, or (`auto`, which the run then
+    // tells from the capture) the simulators' own.
+    let day = if cfg.source.date == "auto" { crate::simcmd::SIM_DATE } else { &cfg.source.date };
+    let midnight = tickplant_core::itch::midnight_eastern_ns(day).map_err(anyhow::Error::msg)?;
     eprintln!(
         "demo: 1/4 generating an ITCH 5.0 day{}: {} messages over {} symbols",
         if nyse { " (to be sent as NYSE XDP)" } else { "" },

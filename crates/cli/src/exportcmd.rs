@@ -50,8 +50,10 @@ pub struct ExportArgs {
     /// DBN schema.
     #[arg(long, value_enum, default_value = "mbo")]
     pub schema: DbnSchema,
-    /// itch50: the trading day (US Eastern), from whose midnight ITCH times count.
-    #[arg(long, default_value = "1970-01-01")]
+    /// itch50: the trading day (US Eastern, YYYY-MM-DD) from whose midnight ITCH times
+    /// count; auto: the day the capture was received on (a BinaryFILE has no receive
+    /// times: give the day, or its times count from 1970-01-01).
+    #[arg(long, default_value = "auto", value_name = "YYYY-MM-DD|auto")]
     pub date: String,
     /// itch50 BinaryFILE: take each message's length from its type, not the file's prefix.
     #[arg(long)]

@@ -69,9 +69,12 @@ pub struct ItchArgs {
     #[arg(long, default_value_t = 8, value_name = "K")]
     pub max_msgs_per_packet: u16,
     /// Trading day (US Eastern) the capture timestamps fall on.
-    #[arg(long, default_value = "2026-11-20", value_name = "YYYY-MM-DD")]
+    #[arg(long, default_value = SIM_DATE, value_name = "YYYY-MM-DD")]
     pub date: String,
 }
+
+/// The trading day simulated captures fall on unless told another (`--date`).
+pub const SIM_DATE: &str = "2026-11-20";
 
 /// Packetize ITCH messages into MoldUDP64 frames and write them as a capture; returns the
 /// number of packets.
@@ -150,7 +153,7 @@ pub struct NyseArgs {
     #[arg(long, default_value_t = 8, value_name = "K")]
     pub max_msgs_per_packet: u8,
     /// Trading day (US Eastern) of the timestamps.
-    #[arg(long, default_value = "2026-11-20", value_name = "YYYY-MM-DD")]
+    #[arg(long, default_value = SIM_DATE, value_name = "YYYY-MM-DD")]
     pub date: String,
     /// The feed's layout: xdp (XDP Integrated Feed v2.1) or pillar (Pillar Integrated Feed
     /// v2.5).

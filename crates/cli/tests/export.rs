@@ -37,7 +37,7 @@ fn day(dir: &Path) {
 
 fn events(path: &Path) -> (Vec<Event>, BTreeMap<u32, String>) {
     let mut o = ReadOptions::new(Feed::Itch50);
-    o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(DATE).unwrap();
+    o.day = tickplant_core::itch::midnight_eastern_ns(DATE).unwrap().into();
     let mut r = EventReader::open(path, &o, None).unwrap();
     let mut ev = Vec::new();
     r.read_all(&mut ev).unwrap();
@@ -167,6 +167,47 @@ fn dbn_mbo_rebuilds_the_simulators_books() {
         }
     }
     assert!(levels.values().all(|l| l.is_empty()), "no book the truth does not have");
+}
+
+/// Without `--date`, ITCH times count from the day the capture was received on: the same
+/// events as with the day given, and the report names it; a BinaryFILE has no receive
+/// times, and the export says its times count from 1970-01-01.
+#[test]
+fn the_trading_day_is_told_from_the_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    day(dir.path());
+    let pcap = dir.path().join("day.pcap");
+    let (given, told) = (dir.path().join("given.jsonl"), dir.path().join("told.jsonl"));
+    export("jsonl", &pcap, &given);
+    let err = tp(&["export", "jsonl", "--feed", "itch50", pcap.to_str().unwrap(), "--out", told.to_str().unwrap()]);
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(std::fs::read(&told).unwrap(), std::fs::read(&given).unwrap());
+    let mut o = ReadOptions::new(Feed::Itch50);
+    o.day = tickplant_core::itch::SessionDay::FromCapture;
+    let mut r = EventReader::open(&pcap, &o, None).unwrap();
+    let mut ev = Vec::new();
+    r.read_all(&mut ev).unwrap();
+    assert_eq!(r.session_date().as_deref(), Some(DATE));
+    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+    assert_eq!(ev, events(&pcap).0);
+
+    let file = dir.path().join("day.itch");
+    tp(&["sim", "itch", "--messages", "5000", "--symbols", "5", "--out", file.to_str().unwrap()]);
+    let out = dir.path().join("file.jsonl");
+    let err = tp(&["export", "jsonl", "--feed", "itch50", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(err.contains("warning") && err.contains("ts_event counts from 1970-01-01"), "{err}");
+    let err = tp(&[
+        "export",
+        "jsonl",
+        "--feed",
+        "itch50",
+        "--date",
+        DATE,
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!err.contains("warning"), "{err}");
 }
 
 #[test]

@@ -113,9 +113,12 @@ fn real_sample_counts_match_its_readme() {
     // `decode` and `run` tell its zero prefixes by its first bytes: every message.
     assert_eq!(ok(d.path(), &["decode", "--feed", "itch50", s]).0.lines().count(), 12_012);
     std::fs::write(d.path().join("r.toml"), format!("[run]\nreport = \"r.json\"\n[source]\na = {s:?}\n")).unwrap();
-    ok(d.path(), &["run", "r.toml", "--quiet"]);
+    let (_, err) = ok(d.path(), &["run", "r.toml", "--quiet"]);
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
     assert_eq!((r["decoded"].as_u64(), r["undecodable"].as_u64()), (Some(12_012), Some(0)));
+    // A BinaryFILE has no receive times to tell its day from: the run says so.
+    assert!(r.get("date").is_none(), "{r}");
+    assert!(err.contains("ts_event counts from 1970-01-01"), "{err}");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use tickplant_wire::moldudp64;
 use crate::arb::GapReport;
 use crate::book::Books;
 use crate::event::{flags, Bbo, Event};
-use crate::itch::{self, SymbolDirectory};
+use crate::itch::{self, SessionDay, SymbolDirectory};
 use crate::opra_fast::{OpraFast, OpraFastStats};
 
 /// A packet as the arbitrator released it, as a feed handler reads it.
@@ -272,7 +272,12 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     /// The books (an empty table of one order when `!BOOKS`).
     books: Books,
     pub dir: SymbolDirectory,
+    /// Where ITCH times count from; `infer_day` while it is to be told from the first
+    /// packet with a receive time (see [`SessionDay::FromCapture`]).
     midnight_ns: u64,
+    infer_day: bool,
+    /// How long after the day's midnight the packet that told it came (inferred days).
+    day_lag_ns: Option<u64>,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).
     named: itch::NamedQueue,
@@ -282,26 +287,32 @@ pub struct ItchFeed<const BOOKS: bool = true> {
 pub type ItchEvents = ItchFeed<false>;
 
 impl ItchFeed<true> {
-    /// `midnight_ns`: the session's midnight in UNIX ns (ITCH timestamps count from it).
-    pub fn new(books: Books, midnight_ns: u64) -> Self {
-        ItchFeed::with(books, midnight_ns)
+    /// `day`: where ITCH timestamps count from (a midnight in UNIX ns, or the capture's day).
+    pub fn new(books: Books, day: impl Into<SessionDay>) -> Self {
+        ItchFeed::with(books, day.into())
     }
 }
 
 impl ItchFeed<false> {
     /// Events alone, no books: for the stream the books do not follow.
-    pub fn without_books(midnight_ns: u64) -> Self {
+    pub fn without_books(day: impl Into<SessionDay>) -> Self {
         let none = crate::book::BookConfig { max_orders: 1, max_instruments: 1, ..Default::default() };
-        ItchFeed::with(Books::new(none), midnight_ns)
+        ItchFeed::with(Books::new(none), day.into())
     }
 }
 
 impl<const BOOKS: bool> ItchFeed<BOOKS> {
-    fn with(books: Books, midnight_ns: u64) -> Self {
+    fn with(books: Books, day: SessionDay) -> Self {
+        let (midnight_ns, infer_day) = match day {
+            SessionDay::Midnight(m) => (m, false),
+            SessionDay::FromCapture => (0, true),
+        };
         ItchFeed {
             books,
             dir: SymbolDirectory::new(),
             midnight_ns,
+            infer_day,
+            day_lag_ns: None,
             by_type: [0; 256],
             named: itch::NamedQueue::default(),
         }
@@ -318,6 +329,33 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     pub fn reset_books(&mut self) {
         if BOOKS {
             self.books.reset();
+        }
+    }
+    /// The midnight ITCH times count from (UNIX ns): given, or told from the capture;
+    /// `None` while it is still to be told (no packet with a receive time yet: times
+    /// count from 1970-01-01).
+    pub fn session_midnight(&self) -> Option<u64> {
+        (!self.infer_day).then_some(self.midnight_ns)
+    }
+    /// For a day told from the capture, how long after its midnight the packet that told
+    /// it came (a live capture's: the feed's latency; hours: a replay, or another day's
+    /// messages).
+    pub fn day_lag_ns(&self) -> Option<u64> {
+        self.day_lag_ns
+    }
+    /// Tell the session's day from a packet's receive time and its first message's ITCH
+    /// time ([`SessionDay::FromCapture`]); nothing when the packet has neither.
+    #[cold]
+    #[inline(never)]
+    fn tell_day(&mut self, p: &Packet<'_>) {
+        let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else { return };
+        let Some(Ok((_, b))) = pk.messages().next() else { return };
+        let Some(ts) = b.get(5..11) else { return };
+        let ts = ts.iter().fold(0u64, |t, &x| t << 8 | u64::from(x));
+        if let Some((m, lag)) = itch::implied_midnight(p.arrival_ns, ts) {
+            self.midnight_ns = m;
+            self.day_lag_ns = Some(lag);
+            self.infer_day = false;
         }
     }
     /// Decoded messages by type letter.
@@ -368,6 +406,9 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
     fn decode(&mut self, p: &Packet<'_>, out: &mut EventBatch) -> Decoded {
         let announced = u64::from(p.count);
         let mut d = Decoded { messages: announced, ..Decoded::default() };
+        if self.infer_day {
+            self.tell_day(p);
+        }
         let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else {
             d.undecodable = announced;
             return d;

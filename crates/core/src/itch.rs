@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use tickplant_wire::civil_from_days;
 use tickplant_wire::itch50::{self, Message};
 
 use crate::book::Books;
@@ -485,6 +486,90 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+const DAY_NS: u64 = 86_400 * 1_000_000_000;
+
+/// Midnight in New York on the day `days` since 1970-01-01, as UNIX nanoseconds (US
+/// daylight saving time, second Sunday of March to first Sunday of November, applied).
+fn midnight_of_day(days: i64) -> u64 {
+    let (y, _, _) = civil_from_days(days);
+    // Weekday with 0 = Sunday (1970-01-01 was a Thursday).
+    let weekday = |days: i64| (days + 4).rem_euclid(7);
+    let nth_sunday = |month: u32, n: i64| {
+        let first = days_from_civil(y, month, 1);
+        first + (7 - weekday(first)) % 7 + 7 * (n - 1)
+    };
+    let dst = days >= nth_sunday(3, 2) && days < nth_sunday(11, 1);
+    let offset_h = if dst { 4 } else { 5 };
+    ((days * 86_400 + offset_h * 3_600) as u64) * 1_000_000_000
+}
+
+/// The latest midnight in New York at or before `ns` (UNIX nanoseconds; 0 before the
+/// first, 1970-01-01 05:00 UTC).
+pub fn eastern_midnight_at_or_before(ns: u64) -> u64 {
+    let day = (ns / DAY_NS) as i64;
+    let m = midnight_of_day(day);
+    if m <= ns {
+        m
+    } else if day > 0 {
+        midnight_of_day(day - 1)
+    } else {
+        0
+    }
+}
+
+/// The New York date ("YYYY-MM-DD") at `ns` (UNIX nanoseconds).
+pub fn eastern_date(ns: u64) -> String {
+    let m = eastern_midnight_at_or_before(ns);
+    let (y, mo, d) = civil_from_days((m / DAY_NS) as i64);
+    format!("{y:04}-{mo:02}-{d:02}")
+}
+
+/// Where ITCH times count from: `date` in a run config, `--date`, Python's `date=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionDay {
+    /// The midnight (UNIX ns) of a trading day given by name ([`midnight_eastern_ns`]).
+    Midnight(u64),
+    /// The day the capture was received on (`"auto"`): the latest New York midnight at or
+    /// before the first packet's receive time less its first message's ITCH time, with an
+    /// hour's leeway for the capture's clock. Input without receive times (a BinaryFILE)
+    /// has no day to tell: its times count from 1970-01-01.
+    FromCapture,
+}
+
+impl From<u64> for SessionDay {
+    fn from(midnight_ns: u64) -> SessionDay {
+        SessionDay::Midnight(midnight_ns)
+    }
+}
+
+impl SessionDay {
+    /// `"auto"` or a date ("YYYY-MM-DD").
+    pub fn parse(text: &str) -> Result<SessionDay, BadText> {
+        if text == "auto" {
+            return Ok(SessionDay::FromCapture);
+        }
+        midnight_eastern_ns(text).map(SessionDay::Midnight).map_err(|e| BadText { expected: "YYYY-MM-DD or auto", ..e })
+    }
+}
+
+/// The leeway [`SessionDay::FromCapture`] gives a capture's clock: one running up to this
+/// much behind the exchange's still puts the day right.
+pub const CLOCK_LEEWAY_NS: u64 = 3_600 * 1_000_000_000;
+
+/// The midnight a packet received at `arrival_ns` implies when its first message was sent
+/// `itch_ts` ns after its day's midnight ([`SessionDay::FromCapture`]), and how long after
+/// that midnight the packet came (its lag, about the feed's latency on a live capture);
+/// `None` when `arrival_ns` is no clock time (under a day: a BinaryFILE's frames carry
+/// the ITCH time itself).
+pub fn implied_midnight(arrival_ns: u64, itch_ts: u64) -> Option<(u64, u64)> {
+    if arrival_ns < DAY_NS {
+        return None;
+    }
+    let sent_midnight = arrival_ns.saturating_sub(itch_ts);
+    let m = eastern_midnight_at_or_before(sent_midnight + CLOCK_LEEWAY_NS);
+    Some((m, sent_midnight.saturating_sub(m)))
+}
+
 /// Midnight in New York on `date` ("YYYY-MM-DD") as UNIX nanoseconds: ITCH timestamps
 /// count from it. US daylight saving time (second Sunday of March to first Sunday of
 /// November, since 2007) is applied.
@@ -502,21 +587,53 @@ pub fn midnight_eastern_ns(date: &str) -> Result<u64, BadText> {
         return Err(bad());
     }
     let days = days_from_civil(y, m, d);
-    // Weekday with 0 = Sunday (1970-01-01 was a Thursday).
-    let weekday = |days: i64| (days + 4).rem_euclid(7);
-    let nth_sunday = |month: u32, n: i64| {
-        let first = days_from_civil(y, month, 1);
-        first + (7 - weekday(first)) % 7 + 7 * (n - 1)
-    };
-    let dst = days >= nth_sunday(3, 2) && days < nth_sunday(11, 1);
-    let offset_h = if dst { 4 } else { 5 };
-    Ok(((days * 86_400 + offset_h * 3_600) as u64) * 1_000_000_000)
+    // A day the month does not have ("2026-02-30") would be another day.
+    if civil_from_days(days) != (y, m, d) {
+        return Err(bad());
+    }
+    Ok(midnight_of_day(days))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use tickplant_wire::itch50::*;
+
+    #[test]
+    fn the_day_is_told_from_the_capture() {
+        let nov20 = midnight_eastern_ns("2026-11-20").unwrap();
+        let jul01 = midnight_eastern_ns("2024-07-01").unwrap();
+        let h = 3_600_000_000_000u64;
+        // A packet 40 us after its first message's time, at 09:30 and at 23:59 New York time.
+        for (m, t) in [(nov20, 9 * h + h / 2), (nov20, 24 * h - 60_000_000_000), (jul01, 9 * h + h / 2)] {
+            assert_eq!(implied_midnight(m + t + 40_000, t), Some((m, 40_000)));
+            assert_eq!(eastern_date(m + t), if m == nov20 { "2026-11-20" } else { "2024-07-01" });
+        }
+        // A capture clock 10 minutes behind the exchange's still finds the day.
+        assert_eq!(implied_midnight(nov20 + 4 * h - 600_000_000_000, 4 * h).map(|x| x.0), Some(nov20));
+        // A replay at 20:00 of messages sent at 09:30: the day it was received, 10.5 h late.
+        assert_eq!(implied_midnight(nov20 + 20 * h, 9 * h + h / 2), Some((nov20, 10 * h + h / 2)));
+        // A BinaryFILE's frames carry the ITCH time, no clock: no day to tell.
+        assert_eq!(implied_midnight(9 * h, 9 * h), None);
+        // The nights of the clock changes: 2026-03-08 and 2026-11-01 are the Sundays.
+        for d in ["2026-03-07", "2026-03-08", "2026-03-09", "2026-10-31", "2026-11-01", "2026-11-02"] {
+            let m = midnight_eastern_ns(d).unwrap();
+            assert_eq!(eastern_midnight_at_or_before(m), m, "{d}");
+            // 2026-03-08 has 23 hours, 2026-11-01 25.
+            assert_eq!(eastern_midnight_at_or_before(m + 22 * h), m, "{d}");
+            assert_eq!(eastern_date(m + 1), d);
+            assert!(eastern_midnight_at_or_before(m - 1) < m);
+        }
+        for days in [0, 1, 59, 60, 365, 10_957, 20_000, 20_777, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(SessionDay::parse("auto").unwrap(), SessionDay::FromCapture);
+        assert_eq!(SessionDay::parse("2026-11-20").unwrap(), SessionDay::Midnight(nov20));
+        let e = SessionDay::parse("20261120").unwrap_err().to_string();
+        assert!(e.contains("YYYY-MM-DD or auto"), "{e}");
+        assert!(midnight_eastern_ns("2026-02-30").is_err());
+    }
 
     #[test]
     fn midnight_follows_daylight_saving() {

@@ -690,7 +690,8 @@ pub struct Source {
     /// (0: none).
     #[serde(default = "default_profile_blocks")]
     pub profile_blocks: usize,
-    /// Trading day, US Eastern (ITCH timestamps count from its midnight).
+    /// Trading day, US Eastern (ITCH timestamps count from its midnight), or `auto`: the
+    /// day the capture was received on (see `SessionDay::FromCapture`).
     #[serde(default = "default_date")]
     pub date: String,
 }
@@ -702,7 +703,7 @@ fn default_profile_blocks() -> usize {
     10_000
 }
 fn default_date() -> String {
-    "1970-01-01".into()
+    "auto".into()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1016,7 +1017,7 @@ impl RunConfig {
                 "[recovery] snapshot: a late join takes the live feed after a snapshot; [source] a and b are captures",
             ));
         }
-        let midnight_ns = tickplant_core::itch::midnight_eastern_ns(&self.source.date)
+        let day = tickplant_core::itch::SessionDay::parse(&self.source.date)
             .map_err(|e| invalid(format!("[source] date: {e}")))?;
         let mut consumers = Vec::new();
         let mut names = std::collections::HashSet::new();
@@ -1086,7 +1087,7 @@ impl RunConfig {
             arb: ArbConfig { rerequest: rerequest.map(|(_, c)| c), ..arb.arb_config()? },
             policy_changes: arb.changes()?,
             book_stream: self.book.stream,
-            midnight_ns,
+            day,
             book,
             consumers,
             producer_core: self.run.producer_core,

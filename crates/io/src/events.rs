@@ -25,6 +25,7 @@ use tickplant_core::feed::{
     gap_event, AnyFeed, EventBatch, FeedDecoder as _, FeedHandler, ItchFeed, OpraFastFeed, OpraFastOptions,
     Packet as FeedPacket,
 };
+use tickplant_core::itch::SessionDay;
 use tickplant_core::nyse::NyseXdpFeed;
 use tickplant_core::opra_binary::OpraBinaryFeed;
 use tickplant_core::route::Filter;
@@ -102,8 +103,8 @@ impl std::str::FromStr for Feed {
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
     pub feed: Feed,
-    /// ITCH: the session's midnight in UNIX ns (ITCH timestamps count from it).
-    pub midnight_ns: u64,
+    /// ITCH: where its timestamps count from (the capture's day unless given).
+    pub day: SessionDay,
     /// ITCH BinaryFILE: take each message's length from its type, not the file's prefix.
     pub infer_length: bool,
     pub book: BookConfig,
@@ -126,7 +127,7 @@ impl ReadOptions {
     pub fn new(feed: Feed) -> ReadOptions {
         ReadOptions {
             feed,
-            midnight_ns: 0,
+            day: SessionDay::FromCapture,
             infer_length: false,
             book: BookConfig::default(),
             max_series: 1 << 20,
@@ -139,12 +140,12 @@ impl ReadOptions {
     }
 
     /// The options the shells (`tickplant export`, the Python package) take by name: the
-    /// feed, the ITCH trading day (US Eastern) and the actions wanted.
+    /// feed, the ITCH trading day (US Eastern, or `auto`: the capture's) and the actions wanted.
     pub fn named(feed: &str, date: &str, actions: &[String]) -> Result<ReadOptions, BadOption> {
         let bad = |option, reason: String| BadOption { option, reason };
         let feed: Feed = feed.parse().map_err(|e: UnknownName| bad("feed", e.to_string()))?;
         let mut o = ReadOptions::new(feed);
-        o.midnight_ns = tickplant_core::itch::midnight_eastern_ns(date).map_err(|e| bad("date", e.to_string()))?;
+        o.day = SessionDay::parse(date).map_err(|e| bad("date", e.to_string()))?;
         o.actions = actions
             .iter()
             .map(|a| a.parse::<EventAction>().map_err(|e| bad("actions", e.to_string())))
@@ -296,7 +297,7 @@ impl<'p> EventReader<'p> {
             )));
         }
         let feed = match opts.feed {
-            Feed::Itch50 => AnyFeed::Itch50(ItchFeed::new(Books::new(opts.book), opts.midnight_ns)),
+            Feed::Itch50 => AnyFeed::Itch50(ItchFeed::new(Books::new(opts.book), opts.day)),
             Feed::NyseXdp => AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::new(opts.book), Dialect::Xdp21)),
             Feed::NysePillar => AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::new(opts.book), Dialect::Pillar25)),
             Feed::OpraBinary => AnyFeed::OpraBinary(OpraBinaryFeed::new(opts.max_series)),
@@ -418,11 +419,39 @@ impl<'p> EventReader<'p> {
         }
     }
 
-    /// What the read should warn of that is not an error: frames the capture cut short.
-    pub fn warning(&self) -> Option<String> {
-        match &self.src {
-            Src::Capture { reader, .. } => reader.cut_short().warning(&self.path.display().to_string()),
-            Src::Whole { .. } => None,
+    /// What the read should warn of that is not an error: frames the capture cut short;
+    /// ITCH times counted from 1970-01-01 (no day given, none to tell), or put on the day
+    /// packets were received hours after their messages' times (a replay).
+    pub fn warnings(&self) -> Vec<String> {
+        let path = self.path.display().to_string();
+        let mut w = Vec::new();
+        if let Src::Capture { reader, .. } = &self.src {
+            w.extend(reader.cut_short().warning(&path));
+        }
+        if let AnyFeed::Itch50(f) = self.feed() {
+            match (f.session_midnight(), f.day_lag_ns()) {
+                (None, _) if self.stats().decoded > 0 => w.push(format!(
+                    "{path}: no receive times to tell the trading day from, and no day given: \
+                     ts_event counts from 1970-01-01 (give the day: --date, date=, [source] date)"
+                )),
+                (Some(m), Some(lag)) if lag > tickplant_core::itch::CLOCK_LEEWAY_NS => w.push(format!(
+                    "{path}: packets were received {:.1} hours after their messages' times: ts_event is \
+                     put on the day they were received, {}; if the messages are of another day, give \
+                     it (--date, date=, [source] date)",
+                    lag as f64 / 3.6e12,
+                    tickplant_core::itch::eastern_date(m)
+                )),
+                _ => {}
+            }
+        }
+        w
+    }
+    /// ITCH: the trading day its times count from ("YYYY-MM-DD", US Eastern), given or
+    /// told from the capture; `None` for another feed, or while no day is known.
+    pub fn session_date(&self) -> Option<String> {
+        match self.feed() {
+            AnyFeed::Itch50(f) => f.session_midnight().map(tickplant_core::itch::eastern_date),
+            _ => None,
         }
     }
     /// The symbols the feed has named so far, by instrument id (OPRA: each series' root).

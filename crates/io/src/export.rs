@@ -130,8 +130,12 @@ pub struct ExportReport {
     pub instruments: BTreeMap<u32, String>,
     /// Symbols asked for that the feed never named (no event can be of them).
     pub unnamed: Vec<String>,
-    /// What the read warns of (frames the capture cut short: what they carried is missing).
+    /// What the read warns of (frames the capture cut short: what they carried is missing;
+    /// ITCH times with no trading day to count from).
     pub warnings: Vec<String>,
+    /// ITCH: the trading day its times count from (given, or told from the capture).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
 }
 
 /// Dataset name in DBN metadata (at most 16 characters), and the venue of the catalog's
@@ -220,7 +224,8 @@ pub fn export(
     let instruments = reader.instrument_symbols();
     report.instruments = instruments.clone();
     report.unnamed = reader.unnamed();
-    report.warnings = reader.warning().into_iter().collect();
+    report.warnings = reader.warnings();
+    report.date = reader.session_date();
     if first_ts == u64::MAX {
         first_ts = 0;
     }
@@ -389,23 +394,9 @@ fn day_of(ts: u64) -> i64 {
     (ts / DAY_NS) as i64
 }
 
-/// (year, month, day) of days since 1970-01-01 (Howard Hinnant's civil_from_days).
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// A UNIX ns time as the catalog writes it in file names: `2024-01-02T13-30-00-000000000Z`.
 pub fn file_timestamp(ts: u64) -> String {
-    let (y, m, d) = civil(day_of(ts));
+    let (y, m, d) = tickplant_wire::civil_from_days(day_of(ts));
     let s = ts % DAY_NS;
     let (h, mi, se, ns) = (s / 3_600_000_000_000, s / 60_000_000_000 % 60, s / 1_000_000_000 % 60, s % 1_000_000_000);
     format!("{y:04}-{m:02}-{d:02}T{h:02}-{mi:02}-{se:02}-{ns:09}Z")
@@ -419,7 +410,7 @@ fn metadata(
     symbols: &BTreeMap<u32, String>,
 ) -> dbn::Metadata {
     let date = |ts: u64| {
-        let (y, m, d) = civil(day_of(ts));
+        let (y, m, d) = tickplant_wire::civil_from_days(day_of(ts));
         let month = time::Month::try_from(m as u8).unwrap_or(time::Month::January);
         time::Date::from_calendar_date(y as i32, month, d as u8).unwrap_or(time::Date::MIN)
     };

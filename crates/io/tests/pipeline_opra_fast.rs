@@ -36,7 +36,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         inputs,
         sequencer: sequencer(),
         arb: tickplant_core::ArbConfig { start_seq: Some(1), ..Default::default() },
-        midnight_ns: 0,
+        day: 0.into(),
         book: Default::default(),
         consumers,
         producer_core: None,

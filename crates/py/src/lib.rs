@@ -260,10 +260,12 @@ impl Reader {
     fn unnamed(&self) -> Vec<String> {
         self.inner.unnamed()
     }
-    /// What the read should warn of (frames the capture cut short), or None.
-    fn warning(&self) -> Option<String> {
-        self.inner.warning()
+    /// What the read should warn of (frames the capture cut short; ITCH times with no
+    /// trading day to count from).
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
     }
+
     /// The read's counters (every message counted once).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();
@@ -289,7 +291,7 @@ impl Reader {
 }
 
 #[pyfunction]
-#[pyo3(signature = (path, feed="itch50", date="1970-01-01", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None))]
+#[pyo3(signature = (path, feed="itch50", date="auto", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None))]
 #[allow(clippy::too_many_arguments)]
 fn open_reader(
     path: PathBuf,
@@ -312,7 +314,7 @@ fn open_reader(
 /// JSON lines; the
 /// export's report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="1970-01-01", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5))]
+#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="auto", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5))]
 #[allow(clippy::too_many_arguments)]
 fn export(
     py: Python<'_>,

@@ -444,6 +444,40 @@ def test_real_samples_against_the_cli():
     assert all(int(s) == line["sequence"] for s in q["sequence"])
 
 
+def test_the_trading_day_is_told_from_the_capture(day, tmp_path):
+    """Without a date, ITCH times count from the midnight the capture's receive times
+    imply; a BinaryFILE has none, and says so; a capture received hours after its messages'
+    times is put on the day received, and says so."""
+    import warnings as w
+    given = tickplant.read(day / "day.pcap", date=DATE)
+    with w.catch_warnings():
+        w.simplefilter("error")
+        told = tickplant.read(day / "day.pcap")
+        report = tickplant.export(day / "day.pcap", "jsonl", tmp_path / "x.jsonl")
+    assert np.array_equal(told, given)
+    assert report["date"] == DATE
+    # Every message is stamped before the packet carrying it is received, on the day.
+    assert (told["ts_event"] <= told["ts_recv"]).all()
+    assert midnight_ns(DATE) <= told["ts_event"].min() and told["ts_recv"].max() < midnight_ns(DATE) + 86_400 * 10**9
+    with pytest.warns(UserWarning, match="no receive times to tell the trading day from"):
+        b = tickplant.read(day / "day.itch.gz")
+    assert b["ts_event"].max() < 86_400 * 10**9
+    assert np.array_equal(tickplant.read(day / "day.itch.gz", date=DATE)["ts_event"], given["ts_event"])
+    # The same packets received 30 hours later (a replay the next day): that day, warned.
+    raw = bytearray((day / "day.pcap").read_bytes())
+    pos = 24
+    while pos < len(raw):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", raw, pos)
+        struct.pack_into("<I", raw, pos, sec + 30 * 3600)
+        pos += 16 + incl
+    (tmp_path / "later.pcap").write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match=r"received 6\.0 hours after their messages' times.*2026-11-21"):
+        later = tickplant.read(tmp_path / "later.pcap")
+    assert np.array_equal(later["ts_event"], given["ts_event"] + 86_400 * 10**9)
+    with pytest.raises(ValueError, match="YYYY-MM-DD or auto"):
+        tickplant.read(day / "day.pcap", date="20261120")
+
+
 def test_a_compressed_capture_reads_as_the_capture(day, tmp_path):
     import gzip
     (tmp_path / "day.pcap.gz").write_bytes(gzip.compress((day / "day.pcap").read_bytes()))
@@ -573,8 +607,8 @@ def test_progress_and_interrupt(day, tmp_path, capfd):
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.002)
         with pytest.raises(KeyboardInterrupt):
-            tickplant.read(big)
+            tickplant.read(big, date=DATE)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    assert len(tickplant.read(big)) == 1_000_000
+    assert len(tickplant.read(big, date=DATE)) == 1_000_000

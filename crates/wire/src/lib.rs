@@ -55,6 +55,21 @@ pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
     v
 }
 
+/// Civil date (proleptic Gregorian: year, month, day) of a count of days since 1970-01-01
+/// (H. Hinnant's `civil_from_days`): FIX's UTC timestamps, the day ITCH times count from,
+/// the dates in catalog file names.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 /// Write `value` into `out` as an unsigned integer of `out.len()` (1..=8) bytes.
 #[inline]
 pub fn write_uint(out: &mut [u8], value: u64, big_endian: bool) {

@@ -298,8 +298,8 @@ pub struct PipelineSpec {
     /// Policy changes at replay times: (ns after the first frame, the new policy), in time
     /// order (`change-at` of `tickplant arb`).
     pub policy_changes: Vec<(u64, tickplant_core::Policy)>,
-    /// The session's midnight in UNIX ns (ITCH timestamps count from it).
-    pub midnight_ns: u64,
+    /// ITCH: where its timestamps count from (`[source] date`).
+    pub day: tickplant_core::itch::SessionDay,
     pub book: BookConfig,
     pub consumers: Vec<ConsumerSpec>,
     /// Pin the producer thread to this CPU.
@@ -371,6 +371,8 @@ struct Finished {
     opra_binary: Option<OpraBinaryStats>,
     opra_series: Vec<(OpraSeries, Bbo, bool)>,
     nyse: Option<NyseStats>,
+    /// ITCH: the trading day its times counted from.
+    date: Option<String>,
 }
 
 fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
@@ -383,7 +385,9 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
         opra_binary: None,
         opra_series: Vec::new(),
         nyse: None,
+        date: None,
     };
+    let date = |m: Option<u64>| m.map(tickplant_core::itch::eastern_date);
     match d {
         AnyFeed::OpraFast(o) => {
             let st = OpraFastStats { specialised_segments: specialised as u64, ..o.stats() };
@@ -401,13 +405,13 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
             Finished { books: Some(books), symbols, nyse: Some(st.clone()), ..none(st.by_type, n) }
         }
         AnyFeed::Itch50(f) => {
-            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
+            let (by_type, n, day) = (f.by_type(), f.dir.len() as u64, date(f.session_midnight()));
             let (books, symbols) = f.into_books();
-            Finished { books, symbols, ..none(by_type, n) }
+            Finished { books, symbols, date: day, ..none(by_type, n) }
         }
         AnyFeed::Itch50Events(f) => {
-            let (by_type, n) = (f.by_type(), f.dir.len() as u64);
-            Finished { symbols: f.dir, ..none(by_type, n) }
+            let (by_type, n, day) = (f.by_type(), f.dir.len() as u64, date(f.session_midnight()));
+            Finished { symbols: f.dir, date: day, ..none(by_type, n) }
         }
     }
 }
@@ -729,9 +733,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
                 AnyFeed::NyseXdp(NyseXdpFeed::with_dialect(Books::with_table_advice(spec.book, crate::huge_pages), *d))
             }
             _ if stream == spec.book_stream => {
-                AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.midnight_ns))
+                AnyFeed::Itch50(ItchFeed::new(Books::with_table_advice(spec.book, crate::huge_pages), spec.day))
             }
-            _ => AnyFeed::Itch50Events(ItchFeed::without_books(spec.midnight_ns)),
+            _ => AnyFeed::Itch50Events(ItchFeed::without_books(spec.day)),
         })
     };
     let feed = feed_for(Stream::Hr)?;
@@ -914,7 +918,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series, nyse } =
+    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series, nyse, date } =
         finish_feed(decoder, specialised);
     let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
         Some((d, st, gaps)) => {
@@ -949,6 +953,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         opra_fast,
         opra_binary,
         nyse,
+        date,
         gaps,
         messages_in: fed.messages_in,
         decoded: fed.decoded,

@@ -197,6 +197,10 @@ pub struct Report {
     /// What the NYSE XDP stage counted beyond the books' outcomes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nyse: Option<NyseStats>,
+    /// ITCH: the trading day its times count from (`[source] date`, given or told from
+    /// the capture; absent while none is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
@@ -317,6 +321,13 @@ pub fn summary(r: &Report) -> String {
         if let Some(w) = c.warning(input) {
             let _ = writeln!(s, "  warning: {w}");
         }
+    }
+    if r.feed == "itch50" && r.date.is_none() && r.decoded > 0 {
+        let _ = writeln!(
+            s,
+            "  warning: no receive times to tell the trading day from (a BinaryFILE), and no day \
+             given: ts_event counts from 1970-01-01 (give the day: [source] date)"
+        );
     }
     for l in &r.live {
         let _ = writeln!(

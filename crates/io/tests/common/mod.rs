@@ -46,7 +46,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         inputs: vec![input],
         sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
         arb: Default::default(),
-        midnight_ns: 0,
+        day: 0.into(),
         book: Default::default(),
         consumers,
         producer_core: None,

@@ -227,8 +227,7 @@ def _warn_read(reader) -> None:
     """What a whole read should be told of: symbols it never named, frames the capture cut
     short (what they carried is missing: gap records)."""
     _warn_unnamed(reader.unnamed())
-    w = reader.warning()
-    if w:
+    for w in reader.warnings():
         warnings.warn(w, stacklevel=3)
 
 
@@ -257,7 +256,7 @@ def read(
     types: Optional[Sequence[Union[str, int]]] = None,
     chunk: Optional[int] = None,
     *,
-    date: str = "1970-01-01",
+    date: str = "auto",
     infer_length: bool = False,
     templates=None,
     header_bytes: int = 5,
@@ -270,7 +269,8 @@ def read(
     (plain or ``.gz``). ``symbols``: only these (OPRA: roots). ``types``: only these actions
     (``"add"``, ``"trade"``, ...) and/or message types (``"A"``, ``"100"``, ``"k"``).
     ``chunk``: an iterator of arrays of at most ``chunk`` events instead of one array.
-    ``date``: the ITCH trading day (US Eastern). ``infer_length``: for BinaryFILEs whose
+    ``date``: the ITCH trading day (US Eastern) its times count from; ``"auto"``: the day
+    the capture was received on (a BinaryFILE has none: give it). ``infer_length``: for BinaryFILEs whose
     length prefixes are wrong. ``templates``/``header_bytes``: OPRA FAST.
     ``progress``: percentage lines on stderr. A gap in a capture is a ``gap`` record.
     """
@@ -303,7 +303,7 @@ def export(
     *,
     symbols: Optional[Sequence[str]] = None,
     actions: Optional[Sequence[str]] = None,
-    date: str = "1970-01-01",
+    date: str = "auto",
     infer_length: bool = False,
     templates=None,
     header_bytes: int = 5,

@@ -103,20 +103,6 @@ pub(super) fn put_digits(out: &mut [u8], mut v: u64) -> bool {
     v == 0
 }
 
-/// Civil date (proleptic Gregorian) of a count of days since 1970-01-01 (H. Hinnant's
-/// algorithm).
-pub(super) fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// The sum of `bytes` (the CheckSum before its modulo): for sums kept up to date by
 /// differences.
 pub(super) fn byte_sum(bytes: &[u8]) -> u32 {
@@ -169,7 +155,7 @@ impl UtcStamp {
 /// A UTCTimestamp with milliseconds (`YYYYMMDD-HH:MM:SS.sss`, 21 bytes) from UNIX ns.
 pub fn utc_timestamp(unix_ns: u64, out: &mut [u8; 21]) {
     let days = unix_ns / 1_000_000 / 1000 / 86_400;
-    let (y, mo, d) = civil(days as i64);
+    let (y, mo, d) = crate::civil_from_days(days as i64);
     put_digits(&mut out[0..4], y as u64);
     put_digits(&mut out[4..6], u64::from(mo));
     put_digits(&mut out[6..8], u64::from(d));
