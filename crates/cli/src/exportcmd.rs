@@ -72,6 +72,11 @@ pub struct ExportArgs {
     /// opra-fast` writes a 5-byte sequence header).
     #[arg(long, default_value_t = 5)]
     pub header_bytes: usize,
+    /// Captures: the destination to read (GROUP:PORT), or the two of one feed's A and B
+    /// lines, read arbitrated; by default the one the first packet goes to (a capture
+    /// holding another is an error that names both).
+    #[arg(long, value_delimiter = ',', value_name = "GROUP:PORT[,GROUP:PORT]")]
+    pub lines: Vec<String>,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -80,6 +85,7 @@ pub struct ExportArgs {
 pub fn run(a: &ExportArgs) -> Result<()> {
     let mut opts = ReadOptions::named(&a.feed, &a.date, &a.actions).map_err(|e| anyhow!("--{e}"))?;
     opts.infer_length = a.infer_length;
+    opts.set_lines(&a.lines).map_err(|e| anyhow!("--{e}"))?;
     opts.symbols = a.symbols.clone();
     opts.opra_fast_skip = a.header_bytes;
     let program = match (opts.feed, &a.templates) {

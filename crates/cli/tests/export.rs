@@ -225,6 +225,10 @@ fn bad_inputs_say_what_is_wrong() {
     assert!(run(&["export", "dbn", "--feed", "nyse-xdp", f, "--out", out]).contains("read from captures"));
     assert!(run(&["export", "dbn", "--feed", "cme", f, "--out", out]).contains("one of itch50"));
     assert!(run(&["export", "dbn", "--feed", "itch50", f, "--out", out]).contains("ends inside message 1"));
+    let e = run(&["export", "dbn", "--feed", "itch50", "--lines", "nowhere", f, "--out", out]);
+    assert!(e.contains("--lines") && e.contains("GROUP:PORT"), "{e}");
+    let e = run(&["export", "dbn", "--feed", "itch50", "--date", "2026-02-30", f, "--out", out]);
+    assert!(e.contains("--date") && e.contains("YYYY-MM-DD or auto"), "{e}");
     let ritch = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
     if ritch.exists() {
         // Zero length prefixes are told by the first message; a later wrong one is an error

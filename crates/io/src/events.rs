@@ -30,8 +30,8 @@ use tickplant_core::nyse::NyseXdpFeed;
 use tickplant_core::opra_binary::OpraBinaryFeed;
 use tickplant_core::route::Filter;
 use tickplant_core::{
-    ArbConfig, ArbSink, Arbitrator, CountSpec, Endian, FieldSpec, GapReport, Policy, Protocol, Released, Sequencer,
-    SequencerConfig,
+    ArbConfig, ArbSink, Arbitrator, CountSpec, Endian, Endpoint, FieldSpec, GapReport, InputStats, Policy, Protocol,
+    Released, Sequencer, SequencerConfig,
 };
 use tickplant_wire::itch50::{self, frame_at, Framing};
 use tickplant_wire::xdp_integrated::Dialect;
@@ -121,7 +121,16 @@ pub struct ReadOptions {
     /// OPRA FAST: bytes before each block's SOH (the sequence header; 5 for `tickplant sim
     /// opra-fast`). Its templates are given to [`EventReader::open`].
     pub opra_fast_skip: usize,
+    /// Captures: the destinations to read. None: the one the first packet goes to (a
+    /// packet of the protocol to another is an error that names both); one: that line
+    /// alone; two: the A and B lines of one feed, arbitrated (a message either carried is
+    /// read, waiting up to [`LINES_WINDOW_NS`] of capture time for the other line).
+    pub lines: Vec<Endpoint>,
 }
+
+/// How long (capture time) a read of two lines waits for a packet one line lost to come on
+/// the other: A/B skews are microseconds to a few milliseconds; a file has time to spare.
+pub const LINES_WINDOW_NS: u64 = 100_000_000;
 
 impl ReadOptions {
     pub fn new(feed: Feed) -> ReadOptions {
@@ -136,7 +145,18 @@ impl ReadOptions {
             actions: Vec::new(),
             types: Vec::new(),
             opra_fast_skip: 5,
+            lines: Vec::new(),
         }
+    }
+
+    /// The lines to read ([`ReadOptions::lines`]) as the shells name them (`GROUP:PORT`,
+    /// `GROUP` or `PORT`).
+    pub fn set_lines(&mut self, lines: &[String]) -> Result<(), BadOption> {
+        self.lines = lines
+            .iter()
+            .map(|l| l.parse::<Endpoint>().map_err(|e| BadOption { option: "lines", reason: e.to_string() }))
+            .collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     /// The options the shells (`tickplant export`, the Python package) take by name: the
@@ -235,13 +255,7 @@ pub struct EventReader<'p> {
 #[derive(Debug)]
 enum Src {
     /// An ITCH BinaryFILE: `n` messages framed so far, `decoded` of them decoded.
-    Whole {
-        data: WholeFile,
-        pos: usize,
-        framing: Framing,
-        n: u64,
-        decoded: u64,
-    },
+    Whole { data: WholeFile, pos: usize, framing: Framing, n: u64, decoded: u64 },
     Capture {
         reader: Box<FrameReader>,
         arb: Box<Arbitrator>,
@@ -249,6 +263,8 @@ enum Src {
         frames: u64,
         bytes: u64,
         size: u64,
+        /// Lines given (`ReadOptions::lines`): with two, every frame goes to both inputs.
+        lines: usize,
     },
 }
 
@@ -352,18 +368,34 @@ impl<'p> EventReader<'p> {
             }
             let seq = Sequencer::new(opts.sequencer.clone().unwrap_or_else(|| opts.feed.sequencer()))
                 .map_err(|e| bad(e.to_string()))?;
+            if opts.lines.len() > 2 {
+                return Err(bad(format!(
+                    "{} lines given: one (a line of the capture) or two (the A and B lines of one feed)",
+                    opts.lines.len()
+                )));
+            }
+            let two = opts.lines.len() == 2;
             let cfg = ArbConfig {
-                inputs: 1,
+                inputs: if two { 2 } else { 1 },
                 low_latency: false,
                 high_reliability: true,
-                policy: Policy::LowLatency,
+                // One line: nothing to wait for. Two: a packet one lost, the other may
+                // bring a little later.
+                policy: if two { Policy::Time { timeout_ns: LINES_WINDOW_NS } } else { Policy::LowLatency },
+                input_accept: opts.lines.iter().map(|&e| Some(e)).collect(),
                 ..ArbConfig::default()
             };
             let mut arb = Arbitrator::new(cfg, seq).map_err(|e| bad(e.to_string()))?;
-            arb.set_link(0, reader.link_type());
+            for i in 0..usize::from(two) + 1 {
+                arb.set_link(i, reader.link_type());
+            }
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size }
+            let lines = opts.lines.len();
+            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size, lines }
         } else {
+            if !opts.lines.is_empty() {
+                return Err(bad("lines name a capture's destinations; a BinaryFILE has none".into()));
+            }
             let data = open_whole(path)?.ok_or_else(|| bad("not a BinaryFILE".into()))?;
             let asked = if opts.infer_length { Framing::InferLength } else { Framing::LengthPrefixed };
             let framing = crate::binaryfile::framing_for(&data, asked);
@@ -475,11 +507,16 @@ impl<'p> EventReader<'p> {
             ..ReadStats::default()
         };
         match &self.src {
-            Src::Capture { reader, arb, frames, .. } => {
+            Src::Capture { reader, arb, frames, lines, .. } => {
                 st.cut_short_frames = reader.cut_short().frames;
                 let f = self.down.feed.stats();
-                let a = &arb.stats().inputs[0];
-                (st.frames, st.other_frames, st.duplicates, st.late) = (*frames, a.other, a.duplicates, a.late);
+                let inputs = arb.stats().inputs;
+                let sum = |f: fn(&InputStats) -> u64| inputs.iter().map(f).sum::<u64>();
+                // With two lines every frame went to both inputs: one of a line's is other
+                // on the other line's input, and a frame of neither is other on both.
+                let other = if *lines == 2 { sum(|i| i.other).saturating_sub(*frames) } else { sum(|i| i.other) };
+                (st.frames, st.other_frames, st.duplicates, st.late) =
+                    (*frames, other, sum(|i| i.duplicates), sum(|i| i.late));
                 (st.packets, st.messages, st.decoded, st.undecodable) =
                     (f.packets_in, f.messages_in, f.decoded, f.undecodable);
             }
@@ -573,7 +610,7 @@ impl<'p> EventReader<'p> {
                     self.done = true;
                 }
             }
-            Src::Capture { reader, arb, now, frames, bytes, .. } => {
+            Src::Capture { reader, arb, now, frames, bytes, lines, .. } => {
                 let start = self.down.kept.pending.len();
                 // Frames until some events are waiting (or the file ends).
                 while self.down.kept.pending.len() == start {
@@ -588,6 +625,27 @@ impl<'p> EventReader<'p> {
                     *bytes += 16 + frame.data.len() as u64;
                     *now = (*now).max(frame.ts_ns);
                     arb.process(*now, 0, frame.data, &mut self.down);
+                    if *lines == 2 {
+                        // Each line's input takes its own destination's packets and
+                        // filters the other's.
+                        arb.process(*now, 1, frame.data, &mut self.down);
+                    }
+                    if let Some(c) = arb.destination_conflict() {
+                        return Err(PcapError {
+                            path: self.path.clone(),
+                            frame: Some(*frames),
+                            offset: None,
+                            reason: format!(
+                                "well-formed packets of the protocol to two destinations, {a} (the first) and \
+                                 {b}: name the line to read (lines=[\"{a}\"] in Python, --lines {a}), or give \
+                                 both, the A and B lines of one feed, to read them arbitrated \
+                                 (lines=[\"{a}\", \"{b}\"], --lines {a},{b})",
+                                a = c.first,
+                                b = c.second
+                            ),
+                        }
+                        .into());
+                    }
                 }
             }
         }

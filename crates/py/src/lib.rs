@@ -291,7 +291,7 @@ impl Reader {
 }
 
 #[pyfunction]
-#[pyo3(signature = (path, feed="itch50", date="auto", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None))]
+#[pyo3(signature = (path, feed="itch50", date="auto", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None, lines=None))]
 #[allow(clippy::too_many_arguments)]
 fn open_reader(
     path: PathBuf,
@@ -304,8 +304,11 @@ fn open_reader(
     templates: Option<PathBuf>,
     header_bytes: usize,
     max_orders: Option<usize>,
+    lines: Option<Vec<String>>,
 ) -> PyResult<Reader> {
-    let (o, program) = options(feed, date, infer_length, symbols, actions, types, templates, header_bytes, max_orders)?;
+    let (mut o, program) =
+        options(feed, date, infer_length, symbols, actions, types, templates, header_bytes, max_orders)?;
+    o.set_lines(&lines.unwrap_or_default()).map_err(bad_arg)?;
     let inner = EventReader::open(&path, &o, program).map_err(err)?;
     Ok(Reader { inner })
 }
@@ -314,7 +317,7 @@ fn open_reader(
 /// JSON lines; the
 /// export's report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="auto", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5))]
+#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="auto", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5, lines=None))]
 #[allow(clippy::too_many_arguments)]
 fn export(
     py: Python<'_>,
@@ -329,6 +332,7 @@ fn export(
     actions: Option<Vec<String>>,
     templates: Option<PathBuf>,
     header_bytes: usize,
+    lines: Option<Vec<String>>,
 ) -> PyResult<String> {
     let format = match (format, schema) {
         ("dbn", "mbo") => ExportFormat::DbnMbo,
@@ -339,7 +343,8 @@ fn export(
         ("jsonl", _) => ExportFormat::Jsonl,
         (f, _) => return Err(bad_arg(format!("format {f:?}: one of \"dbn\", \"parquet\", \"nautilus\", \"jsonl\""))),
     };
-    let (o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
+    let (mut o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
+    o.set_lines(&lines.unwrap_or_default()).map_err(bad_arg)?;
     let mut reader = EventReader::open(&path, &o, program).map_err(err)?;
     let mut interrupted = None;
     let report = export_events(&mut reader, format, &out, |_, _| {

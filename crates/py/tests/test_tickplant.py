@@ -478,6 +478,75 @@ def test_the_trading_day_is_told_from_the_capture(day, tmp_path):
         tickplant.read(day / "day.pcap", date="20261120")
 
 
+def _to_group(src, dst, last_octet):
+    """A classic pcap of Ethernet/IPv4/UDP frames sent to another group (its last octet),
+    IPv4 checksum made anew, UDP checksum off."""
+    raw = bytearray(src.read_bytes())
+    pos = 24
+    while pos < len(raw):
+        incl = struct.unpack_from("<I", raw, pos + 8)[0]
+        ip = pos + 16 + 14
+        raw[ip + 19] = last_octet
+        raw[ip + 10:ip + 12] = b"\0\0"
+        total = sum(struct.unpack_from(">10H", raw, ip))
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        struct.pack_into(">H", raw, ip + 10, ~total & 0xFFFF)
+        udp = ip + (raw[ip] & 15) * 4
+        raw[udp + 6:udp + 8] = b"\0\0"
+        pos += 16 + incl
+    dst.write_bytes(bytes(raw))
+
+
+def test_a_capture_of_both_lines(day, tmp_path):
+    """One capture holding a feed's A and B lines (two groups), as a tap records them: read
+    as it is, it is an error naming both; one line named, that line; both named, arbitrated:
+    every message either line carried, a gap record exactly where both lost a packet."""
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
+    cli("sim", "impair", "--in", day / "day.pcap", "--out-a", a, "--out-b", b, "--loss-a", 0.03,
+        "--loss-b", 0.03, "--reorder", 0.01, "--skew-us", "0..40", "--seed", 3, "--truth", tmp_path / "truth.csv")
+    _to_group(b, tmp_path / "b2.pcap", 112)
+    # Both lines in one file, in capture-time order (a stable sort on the record times).
+    recs = []
+    for f in (a, tmp_path / "b2.pcap"):
+        raw, pos = f.read_bytes(), 24
+        while pos < len(raw):
+            sec, frac, incl, _ = struct.unpack_from("<IIII", raw, pos)
+            recs.append(((sec, frac), raw[pos:pos + 16 + incl]))
+            pos += 16 + incl
+    recs.sort(key=lambda r: r[0])
+    both = tmp_path / "ab.pcap"
+    both.write_bytes(a.read_bytes()[:24] + b"".join(r for _, r in recs))
+    lines = ["233.54.12.111:26400", "233.54.12.112:26400"]
+
+    with pytest.raises(tickplant.TickplantError, match=r"two destinations.*--lines 233\.54\.12\.11[12]:26400,233\.54\.12\.11[12]:26400"):
+        tickplant.read(both, date=DATE)
+    ev = tickplant.read(both, date=DATE, lines=lines)
+    full = tickplant.read(day / "day.pcap", date=DATE)
+    import csv
+    with open(tmp_path / "truth.csv") as f:
+        lost = [r for r in csv.DictReader(f) if r["a_copies"] == "0" and r["b_copies"] == "0"]
+    gaps = ev[ev["action"] == 11]
+    assert int(gaps["size"].sum()) == sum(int(r["count"]) for r in lost) > 0
+    missing = set()
+    for g in gaps:
+        missing.update(range(int(g["sequence"]), int(g["order_id"]) + 1))
+    kept = full[[int(q) not in missing for q in full["sequence"]]]
+    data = ev[ev["action"] != 11]
+    assert len(data) == len(kept)
+    # What the messages carry is the day's; what the books fill in (the price and side of
+    # an order whose add was lost, the stale flags) is not, after a gap.
+    for name in ("sequence", "ts_event", "order_id", "instrument_id", "action", "msg_type"):
+        assert np.array_equal(data[name], kept[name]), name
+    # One line alone: that line's losses are its gaps.
+    only_b = tickplant.read(both, date=DATE, lines="233.54.12.112:26400")
+    assert (only_b["action"] == 11).sum() > len(gaps)
+    report = tickplant.export(both, "jsonl", tmp_path / "ab.jsonl", date=DATE, lines=lines)
+    assert report["events"] == len(ev) and report["read"]["other_frames"] == 0
+    with pytest.raises(ValueError, match="lines"):
+        tickplant.read(both, lines=["nowhere"])
+
+
 def test_a_compressed_capture_reads_as_the_capture(day, tmp_path):
     import gzip
     (tmp_path / "day.pcap.gz").write_bytes(gzip.compress((day / "day.pcap").read_bytes()))

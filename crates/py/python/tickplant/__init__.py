@@ -194,7 +194,7 @@ def _split_types(types: Optional[Sequence[Union[str, int]]]):
     return actions or None, codes or None
 
 
-def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders):
+def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines):
     if feed not in _FEEDS:
         raise ValueError(f"feed={feed!r}: one of {', '.join(_FEEDS)}")
     actions, codes = _split_types(types)
@@ -202,7 +202,7 @@ def _open(path, feed, symbols, types, date, infer_length, templates, header_byte
         str(path), feed=feed, date=date, infer_length=infer_length,
         symbols=_names(symbols) or None, actions=actions, types=codes,
         templates=None if templates is None else str(templates), header_bytes=header_bytes,
-        max_orders=max_orders,
+        max_orders=max_orders, lines=_names(lines),
     )
 
 
@@ -262,6 +262,7 @@ def read(
     header_bytes: int = 5,
     max_orders: Optional[int] = None,
     progress: bool = False,
+    lines: Optional[Sequence[str]] = None,
 ) -> Union[EventArray, Iterator[EventArray]]:
     """Normalized events of a file, as a numpy structured array of ``EVENT_DTYPE``.
 
@@ -273,8 +274,11 @@ def read(
     the capture was received on (a BinaryFILE has none: give it). ``infer_length``: for BinaryFILEs whose
     length prefixes are wrong. ``templates``/``header_bytes``: OPRA FAST.
     ``progress``: percentage lines on stderr. A gap in a capture is a ``gap`` record.
+    ``lines``: in a capture, the destination to read (``"233.54.12.111:26400"``), or the
+    two of one feed's A and B lines, read arbitrated; by default the one the first packet
+    goes to (a capture holding another is an error that names both).
     """
-    reader = _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders)
+    reader = _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines)
     if chunk is not None:
         if chunk <= 0:
             raise ValueError("chunk must be at least 1")
@@ -307,6 +311,7 @@ def export(
     infer_length: bool = False,
     templates=None,
     header_bytes: int = 5,
+    lines: Optional[Sequence[str]] = None,
 ) -> dict:
     """Write a file's events as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
     (tickplant's events, a catalog directory), ``"nautilus"`` (NautilusTrader's order book
@@ -319,6 +324,7 @@ def export(
             infer_length=infer_length, symbols=_names(symbols) or None,
             actions=_names(actions) or None,
             templates=None if templates is None else str(templates), header_bytes=header_bytes,
+            lines=_names(lines),
         )
     )
     _warn_unnamed(report["unnamed"])
