@@ -408,7 +408,11 @@ pub fn book(a: &BookArgs) -> Result<()> {
     let mut w = out_writer(None)?;
     let mut failure: Option<anyhow::Error> = None;
     let mut line = String::new();
+    let mut once = Once::default();
     let st = read_itch(&a.input.file, a.input.framing(), |msg| {
+        if !once.first_time(msg) {
+            return true;
+        }
         let m = match Message::parse(msg.bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -450,7 +454,58 @@ pub fn book(a: &BookArgs) -> Result<()> {
         return Err(e);
     }
     warn_cut_short(&a.input.file, &st);
+    once.warn(&a.input.file);
     finish_books(a, &books, &dir, &symbols, &mut w)
+}
+
+/// Each sequence number of a capture applied once, in the order read: a capture of both
+/// lines, or with duplicates, carries messages more than once, and books that applied every
+/// copy are not the feed's (`itch book` made crossed books of such a capture).
+#[derive(Debug, Default)]
+struct Once {
+    session: [u8; 10],
+    next: Option<u64>,
+    /// Copies of messages already applied, skipped.
+    repeated: u64,
+    /// Sequence numbers passed over when a later one came first: lost, or out of order.
+    skipped: u64,
+}
+
+impl Once {
+    /// Whether to apply `m`: true for the first copy of its sequence number (files: always).
+    fn first_time(&mut self, m: &tickplant_io::itch::ItchMessage<'_>) -> bool {
+        if m.frame == 0 {
+            return true;
+        }
+        if m.session != self.session {
+            // A new session numbers its messages from the start again.
+            (self.session, self.next) = (m.session, None);
+        }
+        let next = self.next.unwrap_or(m.seq);
+        if m.seq < next {
+            self.repeated += 1;
+            return false;
+        }
+        self.skipped += m.seq - next;
+        self.next = Some(m.seq + 1);
+        true
+    }
+    fn warn(&self, file: &std::path::Path) {
+        if self.repeated > 0 {
+            eprintln!(
+                "itch book: {}: {} messages came again (duplicates, or the other line's copies in a capture of both): each sequence number applied once",
+                file.display(),
+                self.repeated
+            );
+        }
+        if self.skipped > 0 {
+            eprintln!(
+                "warning: {}: {} sequence numbers were passed over by a later one (lost, or out of order in the capture): the books miss them; `tickplant run` and `tickplant.read` report gaps and wait for late packets",
+                file.display(),
+                self.skipped
+            );
+        }
+    }
 }
 
 #[cfg(test)]

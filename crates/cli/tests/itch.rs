@@ -152,6 +152,28 @@ fn simulated_day_books_equal_the_truth_from_file_and_capture() {
             |s: &str| s.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
         assert_eq!(parse(&books), parse(&truth), "{out}");
     }
+    // A capture that carries every packet twice (both lines, or duplicates): each sequence
+    // number applied once, the same books, and said; a capture missing a packet: said.
+    let raw = std::fs::read(p.join("day.pcap")).unwrap();
+    let (mut twice, mut less, mut pos, mut n) = (raw[..24].to_vec(), raw[..24].to_vec(), 24, 0);
+    while pos < raw.len() {
+        let incl = u32::from_le_bytes(raw[pos + 8..pos + 12].try_into().unwrap()) as usize;
+        let rec = &raw[pos..pos + 16 + incl];
+        twice.extend_from_slice(rec);
+        twice.extend_from_slice(rec);
+        n += 1;
+        if n != 100 {
+            less.extend_from_slice(rec);
+        }
+        pos += 16 + incl;
+    }
+    std::fs::write(p.join("twice.pcap"), twice).unwrap();
+    std::fs::write(p.join("less.pcap"), less).unwrap();
+    let (books, err) = ok(p, &["itch", "book", "twice.pcap", "--final", "--depth", "1000000"]);
+    assert_eq!(books, ok(p, &["itch", "book", "day.pcap", "--final", "--depth", "1000000"]).0);
+    assert!(err.contains("60000 messages came again"), "{err}");
+    let (_, err) = ok(p, &["itch", "book", "less.pcap", "--final"]);
+    assert!(err.contains("warning") && err.contains("sequence numbers were passed over"), "{err}");
     // Symbol and depth filters.
     let (books, _) = ok(p, &["itch", "book", "day.itch", "--final", "--depth", "2", "--symbols", "AAAB"]);
     let v: Vec<serde_json::Value> = books.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

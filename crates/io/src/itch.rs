@@ -32,6 +32,8 @@ pub struct ItchMessage<'a> {
     pub ts_recv: u64,
     /// MoldUDP64 sequence number (captures), or the message's index in the file from 1.
     pub seq: u64,
+    /// MoldUDP64 session (captures; zeros for files).
+    pub session: [u8; 10],
     /// The last message of its packet (always true for files).
     pub last_in_packet: bool,
 }
@@ -182,6 +184,7 @@ pub fn read_stream(
                         frame: 0,
                         ts_recv: 0,
                         seq: st.messages,
+                        session: [0; 10],
                         last_in_packet: true,
                     };
                     start += total;
@@ -271,6 +274,7 @@ fn read_capture(path: &Path, f: &mut dyn FnMut(&ItchMessage<'_>) -> bool) -> Res
                 frame: frame_no,
                 ts_recv: fr.ts_ns,
                 seq: info.seq + k as u64,
+                session: info.session,
                 last_in_packet: k as u64 + 1 == n,
             };
             if !f(&m) {
