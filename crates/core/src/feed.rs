@@ -277,7 +277,7 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     midnight_ns: u64,
     infer_day: bool,
     /// How long after the day's midnight the packet that told it came (inferred days).
-    day_lag_ns: Option<u64>,
+    day_lag_ns: Option<i64>,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).
     named: itch::NamedQueue,
@@ -337,10 +337,10 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     pub fn session_midnight(&self) -> Option<u64> {
         (!self.infer_day).then_some(self.midnight_ns)
     }
-    /// For a day told from the capture, how long after its midnight the packet that told
-    /// it came (a live capture's: the feed's latency; hours: a replay, or another day's
-    /// messages).
-    pub fn day_lag_ns(&self) -> Option<u64> {
+    /// For a day told from the capture, how long after its first message's time the packet
+    /// that told it came (a live capture's: the feed's latency; hours, or negative beyond
+    /// the clocks' disagreement: a replay, or another day's messages).
+    pub fn day_lag_ns(&self) -> Option<i64> {
         self.day_lag_ns
     }
     /// Tell the session's day from a packet's receive time and its first message's ITCH

@@ -558,16 +558,16 @@ pub const CLOCK_LEEWAY_NS: u64 = 3_600 * 1_000_000_000;
 
 /// The midnight a packet received at `arrival_ns` implies when its first message was sent
 /// `itch_ts` ns after its day's midnight ([`SessionDay::FromCapture`]), and how long after
-/// that midnight the packet came (its lag, about the feed's latency on a live capture);
-/// `None` when `arrival_ns` is no clock time (under a day: a BinaryFILE's frames carry
-/// the ITCH time itself).
-pub fn implied_midnight(arrival_ns: u64, itch_ts: u64) -> Option<(u64, u64)> {
+/// its message's time the packet came (its lag: about the feed's latency on a live
+/// capture; negative when the capture's clock is behind); `None` when `arrival_ns` is no
+/// clock time (under a day: a BinaryFILE's frames carry the ITCH time itself).
+pub fn implied_midnight(arrival_ns: u64, itch_ts: u64) -> Option<(u64, i64)> {
     if arrival_ns < DAY_NS {
         return None;
     }
     let sent_midnight = arrival_ns.saturating_sub(itch_ts);
     let m = eastern_midnight_at_or_before(sent_midnight + CLOCK_LEEWAY_NS);
-    Some((m, sent_midnight.saturating_sub(m)))
+    Some((m, sent_midnight as i64 - m as i64))
 }
 
 /// Midnight in New York on `date` ("YYYY-MM-DD") as UNIX nanoseconds: ITCH timestamps
@@ -610,9 +610,9 @@ mod tests {
             assert_eq!(eastern_date(m + t), if m == nov20 { "2026-11-20" } else { "2024-07-01" });
         }
         // A capture clock 10 minutes behind the exchange's still finds the day.
-        assert_eq!(implied_midnight(nov20 + 4 * h - 600_000_000_000, 4 * h).map(|x| x.0), Some(nov20));
+        assert_eq!(implied_midnight(nov20 + 4 * h - 600_000_000_000, 4 * h), Some((nov20, -600_000_000_000)));
         // A replay at 20:00 of messages sent at 09:30: the day it was received, 10.5 h late.
-        assert_eq!(implied_midnight(nov20 + 20 * h, 9 * h + h / 2), Some((nov20, 10 * h + h / 2)));
+        assert_eq!(implied_midnight(nov20 + 20 * h, 9 * h + h / 2), Some((nov20, (10 * h + h / 2) as i64)));
         // A BinaryFILE's frames carry the ITCH time, no clock: no day to tell.
         assert_eq!(implied_midnight(9 * h, 9 * h), None);
         // The nights of the clock changes: 2026-03-08 and 2026-11-01 are the Sundays.

@@ -466,11 +466,13 @@ impl<'p> EventReader<'p> {
                     "{path}: no receive times to tell the trading day from, and no day given: \
                      ts_event counts from 1970-01-01 (give the day: --date, date=, [source] date)"
                 )),
-                (Some(m), Some(lag)) if lag > tickplant_core::itch::CLOCK_LEEWAY_NS => w.push(format!(
-                    "{path}: packets were received {:.1} hours after their messages' times: ts_event is \
-                     put on the day they were received, {}; if the messages are of another day, give \
-                     it (--date, date=, [source] date)",
-                    lag as f64 / 3.6e12,
+                // An hour after their times, or a second before: not a live capture's clock.
+                (Some(m), Some(lag)) if !(-1_000_000_000..=3_600_000_000_000).contains(&lag) => w.push(format!(
+                    "{path}: packets were received {:.1} hours {} their messages' times (a replay, or \
+                     a capture clock that is off): ts_event is put on {}; if the messages are of another \
+                     day, give it (--date, date=, [source] date)",
+                    lag.unsigned_abs() as f64 / 3.6e12,
+                    if lag < 0 { "before" } else { "after" },
                     tickplant_core::itch::eastern_date(m)
                 )),
                 _ => {}

@@ -474,6 +474,18 @@ def test_the_trading_day_is_told_from_the_capture(day, tmp_path):
     with pytest.warns(UserWarning, match=r"received 6\.0 hours after their messages' times.*2026-11-21"):
         later = tickplant.read(tmp_path / "later.pcap")
     assert np.array_equal(later["ts_event"], given["ts_event"] + 86_400 * 10**9)
+    # Received half an hour before they were sent (a clock that is behind): the day is
+    # still found, and the clock's disagreement said.
+    raw = bytearray((day / "day.pcap").read_bytes())
+    pos = 24
+    while pos < len(raw):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", raw, pos)
+        struct.pack_into("<I", raw, pos, sec - 1800)
+        pos += 16 + incl
+    (tmp_path / "early.pcap").write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match=r"received 0\.5 hours before their messages' times.*2026-11-20"):
+        early = tickplant.read(tmp_path / "early.pcap")
+    assert np.array_equal(early["ts_event"], given["ts_event"])
     with pytest.raises(ValueError, match="YYYY-MM-DD or auto"):
         tickplant.read(day / "day.pcap", date="20261120")
 
