@@ -49,6 +49,37 @@ def day(tmp_path_factory):
     return d
 
 
+def test_the_stubs_are_the_native_modules():
+    """_native.pyi (what editors and type checkers read) names every function, class and
+    method of the Rust module, with the parameters it takes."""
+    import ast
+    import inspect
+    native = tickplant._native
+    tree = ast.parse((pathlib.Path(tickplant.__file__).parent / "_native.pyi").read_text())
+
+    def params(fn):
+        a = fn.args
+        return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg != "self"]
+
+    def actual(obj):
+        return [p for p in inspect.signature(obj).parameters if p != "self"]
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            assert params(node) == actual(getattr(native, node.name)), node.name
+        elif isinstance(node, ast.ClassDef):
+            cls = getattr(native, node.name)
+            stubbed = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            public = {m for m, v in vars(cls).items() if not m.startswith("_") and callable(v)}
+            assert public <= stubbed, (node.name, public - stubbed)
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and not f.name.startswith("__") and f.name in public:
+                    assert params(f) == actual(getattr(cls, f.name)), (node.name, f.name)
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    public = {m for m in dir(native) if not m.startswith("_") and callable(getattr(native, m))}
+    assert public <= names, public - names
+
+
 def test_dtype_is_the_rust_layout():
     layout = tickplant._native.event_layout()
     assert tickplant.EVENT_DTYPE.itemsize == tickplant._native.EVENT_BYTES == 64
