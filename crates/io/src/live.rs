@@ -205,11 +205,18 @@ pub fn open_receiver(url: &UdpUrl) -> io::Result<Socket> {
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     set_rcvbuf(&s, url.rcvbuf.unwrap_or(DEFAULT_RCVBUF))?;
+    let because = |what: String, e: io::Error| io::Error::new(e.kind(), format!("{what}: {e}"));
+    s.bind(&SockAddr::from(SocketAddrV4::new(url.group, url.port)))
+        .map_err(|e| because(format!("bind {}:{}", url.group, url.port), e))?;
     if url.group.is_multicast() {
-        s.bind(&SockAddr::from(SocketAddrV4::new(url.group, url.port)))?;
-        s.join_multicast_v4(&url.group, &url.iface.unwrap_or(Ipv4Addr::UNSPECIFIED))?;
-    } else {
-        s.bind(&SockAddr::from(SocketAddrV4::new(url.group, url.port)))?;
+        let iface = url.iface.unwrap_or(Ipv4Addr::UNSPECIFIED);
+        s.join_multicast_v4(&url.group, &iface).map_err(|e| match (e.raw_os_error(), url.iface) {
+            (Some(libc::ENODEV | libc::EADDRNOTAVAIL), Some(a)) => because(
+                format!("join {} on the interface with address {a} (no interface has it: iface= names the interface by one of its IPv4 addresses, `ip -4 addr` lists them)", url.group),
+                e,
+            ),
+            _ => because(format!("join {} on {}", url.group, if url.iface.is_some() { iface.to_string() } else { "the default interface".into() }), e),
+        })?;
     }
     set_int(&s, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     set_int(&s, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
@@ -783,6 +790,17 @@ pub fn udp_payload(frame: &[u8], payload_offset: u16) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_that_cannot_be_joined_says_why() {
+        // 192.0.2.1 (TEST-NET-1) is no interface's address.
+        let u: UdpUrl = "udp://239.1.2.3:45678?iface=192.0.2.1".parse().unwrap();
+        let e = open_receiver(&u).unwrap_err().to_string();
+        assert!(e.contains("join 239.1.2.3") && e.contains("no interface has it"), "{e}");
+        let u: UdpUrl = "udp://192.0.2.1:45678".parse().unwrap();
+        let e = open_receiver(&u).unwrap_err().to_string();
+        assert!(e.contains("bind 192.0.2.1:45678"), "{e}");
+    }
 
     #[test]
     fn urls_parse_print_and_say_what_is_wrong() {
