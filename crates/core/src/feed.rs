@@ -276,7 +276,8 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     /// packet with a receive time (see [`SessionDay::FromCapture`]).
     midnight_ns: u64,
     infer_day: bool,
-    /// How long after the day's midnight the packet that told it came (inferred days).
+    /// How long after its first message's time the packet that told the day came (days
+    /// told from the capture).
     day_lag_ns: Option<i64>,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).

@@ -4,7 +4,8 @@
 //! replaces carry no side or price in ITCH: [`crate::book::Books::apply`] fills them in from
 //! the order it knows. Prices go from Price(4) to 1e-9 units exactly (times 100,000).
 //! `ts_event` is the message's nanoseconds since midnight plus the session's midnight
-//! (US Eastern) as UNIX nanoseconds, from [`midnight_eastern_ns`].
+//! (US Eastern) as UNIX nanoseconds: a day given ([`midnight_eastern_ns`]) or told from
+//! the capture ([`SessionDay`]).
 
 use std::collections::HashMap;
 

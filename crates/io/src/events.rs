@@ -121,7 +121,7 @@ pub struct ReadOptions {
     /// OPRA FAST: bytes before each block's SOH (the sequence header; 5 for `tickplant sim
     /// opra-fast`). Its templates are given to [`EventReader::open`].
     pub opra_fast_skip: usize,
-    /// Captures: the destinations to read. None: the one the first packet goes to (a
+    /// Captures: the destinations to read. Empty: the one the first packet goes to (a
     /// packet of the protocol to another is an error that names both); one: that line
     /// alone; two: the A and B lines of one feed, arbitrated (a message either carried is
     /// read, waiting up to [`LINES_WINDOW_NS`] of capture time for the other line).
@@ -468,10 +468,10 @@ impl<'p> EventReader<'p> {
                 )),
                 // An hour after their times, or a second before: not a live capture's clock.
                 (Some(m), Some(lag)) if !(-1_000_000_000..=3_600_000_000_000).contains(&lag) => w.push(format!(
-                    "{path}: packets were received {:.1} hours {} their messages' times (a replay, or \
-                     a capture clock that is off): ts_event is put on {}; if the messages are of another \
-                     day, give it (--date, date=, [source] date)",
-                    lag.unsigned_abs() as f64 / 3.6e12,
+                    "{path}: packets were received {} {} their messages' times (a replay, or a capture \
+                     clock that is off): ts_event is put on {}; if the messages are of another day, give \
+                     it (--date, date=, [source] date)",
+                    span(lag.unsigned_abs()),
                     if lag < 0 { "before" } else { "after" },
                     tickplant_core::itch::eastern_date(m)
                 )),
@@ -652,6 +652,16 @@ impl<'p> EventReader<'p> {
             }
         }
         Ok(())
+    }
+}
+
+/// A span of time in the unit a person would say it in.
+fn span(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    match s {
+        s if s < 120.0 => format!("{s:.1} seconds"),
+        s if s < 7_200.0 => format!("{:.1} minutes", s / 60.0),
+        s => format!("{:.1} hours", s / 3_600.0),
     }
 }
 

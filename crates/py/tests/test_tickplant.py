@@ -514,7 +514,7 @@ def test_the_trading_day_is_told_from_the_capture(day, tmp_path):
         struct.pack_into("<I", raw, pos, sec - 1800)
         pos += 16 + incl
     (tmp_path / "early.pcap").write_bytes(bytes(raw))
-    with pytest.warns(UserWarning, match=r"received 0\.5 hours before their messages' times.*2026-11-20"):
+    with pytest.warns(UserWarning, match=r"received 30\.0 minutes before their messages' times.*2026-11-20"):
         early = tickplant.read(tmp_path / "early.pcap")
     assert np.array_equal(early["ts_event"], given["ts_event"])
     with pytest.raises(ValueError, match="YYYY-MM-DD or auto"):
