@@ -371,6 +371,9 @@ pub fn summary(r: &ArbReport, policy: &Policy) -> String {
             let _ = writeln!(s, "  warning: {w}");
         }
     }
+    for w in r.live.iter().filter_map(LiveInputStats::warning) {
+        let _ = writeln!(s, "  warning: {w}");
+    }
     let _ = writeln!(
         s,
         "  {:<9} {:>7} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8}",

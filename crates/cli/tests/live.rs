@@ -288,3 +288,46 @@ fn the_relay_impairs_live_as_its_truth_says() {
     let last = *carried.iter().next_back().unwrap();
     assert_eq!(reported, both_lost.into_iter().filter(|&s| s < last).collect::<BTreeSet<u64>>());
 }
+
+/// A receive buffer the kernel caps below what was asked (`net.core.rmem_max`, for a
+/// process without CAP_NET_ADMIN: `setpriv` drops it) is warned of, at the start and in the
+/// summary, with the figures and the way out; with the capability, no warning.
+#[test]
+fn a_receive_buffer_capped_by_the_kernel_is_warned_of() {
+    let Ok(max) = std::fs::read_to_string("/proc/sys/net/core/rmem_max") else {
+        eprintln!("skipped: no /proc/sys/net/core/rmem_max");
+        return;
+    };
+    let asked = (max.trim().parse::<u64>().unwrap() * 2 + (1 << 20)).min(i32::MAX as u64 / 2);
+    let url = format!("udp://239.1.2.3:45681?rcvbuf={asked}");
+    let d = tempfile::tempdir().unwrap();
+    let ll = d.path().join("ll.pcap");
+    let run = |capped: bool| {
+        let mut c = if capped {
+            let mut c = Command::new("setpriv");
+            c.args(["--bounding-set=-net_admin", BIN]);
+            c
+        } else {
+            Command::new(BIN)
+        };
+        let o = c.args(["arb", "--a", &url, "--duration", "0.2", "--ll-out", ll.to_str().unwrap()]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+    if !root || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root (CAP_NET_ADMIN to drop) and setpriv");
+        return;
+    }
+    let w = format!("not the {asked} asked: net.core.rmem_max caps it");
+    let free = run(false);
+    if free.contains(&w) {
+        // No CAP_NET_ADMIN here even as root (a container without it): capped already.
+        assert_eq!(free.matches(&w).count(), 2, "at the start and in the summary: {free}");
+        return;
+    }
+    assert!(!free.contains("receive buffer is"), "{free}");
+    let err = run(true);
+    assert_eq!(err.matches(&w).count(), 2, "at the start and in the summary: {err}");
+}

@@ -279,12 +279,30 @@ pub struct LiveInputStats {
     pub truncated: u64,
     /// Datagrams without a kernel time stamp (stamped on receipt instead).
     pub unstamped: u64,
+    /// The socket's receive buffer, bytes: asked (`rcvbuf=`, or the default), and what the
+    /// kernel gave (less when `net.core.rmem_max` caps a process without CAP_NET_ADMIN).
+    pub rcvbuf_asked: u64,
+    pub rcvbuf: u64,
     /// The re-request input: requests sent to the retransmission server, and those the
     /// socket refused.
     #[serde(skip_serializing_if = "is_zero")]
     pub requests_sent: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub request_errors: u64,
+}
+
+impl LiveInputStats {
+    /// What the run should warn of: a receive buffer the kernel gave less of than asked.
+    pub fn warning(&self) -> Option<String> {
+        (self.rcvbuf < self.rcvbuf_asked).then(|| {
+            format!(
+                "{}: the socket's receive buffer is {} bytes, not the {} asked: net.core.rmem_max caps it \
+                 for a process without CAP_NET_ADMIN (raise it: sysctl -w net.core.rmem_max={}, or grant \
+                 the capability); bursts beyond it are dropped in the kernel",
+                self.input, self.rcvbuf, self.rcvbuf_asked, self.rcvbuf_asked
+            )
+        })
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -387,10 +405,17 @@ impl LiveSource {
         let inputs = sockets
             .into_iter()
             .map(|(u, socket, name)| {
+                let asked = u.rcvbuf.unwrap_or(DEFAULT_RCVBUF) as u64;
+                // The kernel reports twice what it grants (its bookkeeping's share).
+                let granted = socket.recv_buffer_size().map_or(0, |b| b as u64 / 2);
+                let stats = LiveInputStats { input: name, rcvbuf_asked: asked, rcvbuf: granted, ..Default::default() };
+                if let Some(w) = stats.warning() {
+                    tracing::warn!("{w}");
+                }
                 Ok(LiveInput {
                     url: u,
                     socket,
-                    stats: LiveInputStats { input: name, ..Default::default() },
+                    stats,
                     drops_seen: 0,
                     slots: (0..BATCH)
                         .map(|_| Slot {

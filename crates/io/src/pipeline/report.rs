@@ -335,6 +335,9 @@ pub fn summary(r: &Report) -> String {
             "  live {}: {} datagrams, {} dropped in the kernel, {} truncated",
             l.input, l.datagrams, l.kernel_drops, l.truncated
         );
+        if let Some(w) = l.warning() {
+            let _ = writeln!(s, "  warning: {w}");
+        }
     }
     if let (Some(j), Some(l)) = (&r.late_join, &r.snapshot) {
         let _ = writeln!(
