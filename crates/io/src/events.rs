@@ -124,13 +124,15 @@ pub struct ReadOptions {
     /// Captures: the destinations to read. Empty: the one the first packet goes to (a
     /// packet of the protocol to another is an error that names both); one: that line
     /// alone; two: the A and B lines of one feed, arbitrated (a message either carried is
-    /// read, waiting up to [`LINES_WINDOW_NS`] of capture time for the other line).
+    /// read).
     pub lines: Vec<Endpoint>,
 }
 
-/// How long (capture time) a read of two lines waits for a packet one line lost to come on
-/// the other: A/B skews are microseconds to a few milliseconds; a file has time to spare.
-pub const LINES_WINDOW_NS: u64 = 100_000_000;
+/// How long (capture time) a read waits for a packet that came out of order, or that one
+/// line lost and the other brings: A/B skews are microseconds to a few milliseconds, and a
+/// file has time to spare. (A capture of both lines sent to one group, or a packet the
+/// capture holds out of order, is read whole, not as a gap and a late copy.)
+pub const READ_WINDOW_NS: u64 = 100_000_000;
 
 impl ReadOptions {
     pub fn new(feed: Feed) -> ReadOptions {
@@ -379,9 +381,7 @@ impl<'p> EventReader<'p> {
                 inputs: if two { 2 } else { 1 },
                 low_latency: false,
                 high_reliability: true,
-                // One line: nothing to wait for. Two: a packet one lost, the other may
-                // bring a little later.
-                policy: if two { Policy::Time { timeout_ns: LINES_WINDOW_NS } } else { Policy::LowLatency },
+                policy: Policy::Time { timeout_ns: READ_WINDOW_NS },
                 input_accept: opts.lines.iter().map(|&e| Some(e)).collect(),
                 ..ArbConfig::default()
             };

@@ -541,6 +541,20 @@ def _to_group(src, dst, last_octet):
     dst.write_bytes(bytes(raw))
 
 
+def _merged(dst, *srcs):
+    """Classic pcaps' records in one file, in capture-time order (a stable sort)."""
+    recs = []
+    for f in srcs:
+        raw, pos = f.read_bytes(), 24
+        while pos < len(raw):
+            sec, frac, incl, _ = struct.unpack_from("<IIII", raw, pos)
+            recs.append(((sec, frac), raw[pos:pos + 16 + incl]))
+            pos += 16 + incl
+    recs.sort(key=lambda r: r[0])
+    dst.write_bytes(srcs[0].read_bytes()[:24] + b"".join(r for _, r in recs))
+    return dst
+
+
 def test_a_capture_of_both_lines(day, tmp_path):
     """One capture holding a feed's A and B lines (two groups), as a tap records them: read
     as it is, it is an error naming both; one line named, that line; both named, arbitrated:
@@ -549,17 +563,7 @@ def test_a_capture_of_both_lines(day, tmp_path):
     cli("sim", "impair", "--in", day / "day.pcap", "--out-a", a, "--out-b", b, "--loss-a", 0.03,
         "--loss-b", 0.03, "--reorder", 0.01, "--skew-us", "0..40", "--seed", 3, "--truth", tmp_path / "truth.csv")
     _to_group(b, tmp_path / "b2.pcap", 112)
-    # Both lines in one file, in capture-time order (a stable sort on the record times).
-    recs = []
-    for f in (a, tmp_path / "b2.pcap"):
-        raw, pos = f.read_bytes(), 24
-        while pos < len(raw):
-            sec, frac, incl, _ = struct.unpack_from("<IIII", raw, pos)
-            recs.append(((sec, frac), raw[pos:pos + 16 + incl]))
-            pos += 16 + incl
-    recs.sort(key=lambda r: r[0])
-    both = tmp_path / "ab.pcap"
-    both.write_bytes(a.read_bytes()[:24] + b"".join(r for _, r in recs))
+    both = _merged(tmp_path / "ab.pcap", a, tmp_path / "b2.pcap")
     lines = ["233.54.12.111:26400", "233.54.12.112:26400"]
 
     with pytest.raises(tickplant.TickplantError, match=r"two destinations.*--lines 233\.54\.12\.11[12]:26400,233\.54\.12\.11[12]:26400"):
@@ -581,6 +585,11 @@ def test_a_capture_of_both_lines(day, tmp_path):
     # an order whose add was lost, the stale flags) is not, after a gap.
     for name in ("sequence", "ts_event", "order_id", "instrument_id", "action", "msg_type"):
         assert np.array_equal(data[name], kept[name]), name
+    # Both lines sent to one group (as `sim impair` writes them), read as one: the copies
+    # a line brings late fill what the other lost, as arbitrated.
+    merged = tickplant.read(_merged(tmp_path / "one-group.pcap", a, b), date=DATE)
+    for name in ("sequence", "ts_event", "order_id", "instrument_id", "action", "msg_type", "size"):
+        assert np.array_equal(merged[name], ev[name]), name
     # One line alone: that line's losses are its gaps.
     only_b = tickplant.read(both, date=DATE, lines="233.54.12.112:26400")
     assert (only_b["action"] == 11).sum() > len(gaps)
