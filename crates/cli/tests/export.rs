@@ -208,6 +208,12 @@ fn the_trading_day_is_told_from_the_capture() {
         out.to_str().unwrap(),
     ]);
     assert!(!err.contains("warning"), "{err}");
+    // A day given for a feed with times of its own is said to go unused.
+    let opra = dir.path().join("opra.pcap");
+    let opra = opra.to_str().unwrap();
+    tp(&["sim", "opra", "--messages", "2000", "--out", opra]);
+    let err = tp(&["export", "jsonl", "--feed", "opra-binary", "--date", DATE, opra, "--out", out.to_str().unwrap()]);
+    assert!(err.contains("opra-binary's event times do not use it"), "{err}");
 }
 
 #[test]

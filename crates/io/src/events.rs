@@ -252,6 +252,8 @@ pub struct EventReader<'p> {
     src: Src,
     down: Down<'p>,
     done: bool,
+    /// A trading day given for a feed that carries its own dates (not ITCH).
+    day_unused: bool,
 }
 
 #[derive(Debug)]
@@ -401,7 +403,8 @@ impl<'p> EventReader<'p> {
             let framing = crate::binaryfile::framing_for(&data, asked);
             Src::Whole { data, pos: 0, framing, n: 0, decoded: 0 }
         };
-        Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false })
+        let day_unused = opts.feed != Feed::Itch50 && matches!(opts.day, SessionDay::Midnight(_));
+        Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false, day_unused })
     }
 
     /// Append at most `max` more events to `out`; 0 at the end of the file.
@@ -459,6 +462,13 @@ impl<'p> EventReader<'p> {
         let mut w = Vec::new();
         if let Src::Capture { reader, .. } = &self.src {
             w.extend(reader.cut_short().warning(&path));
+        }
+        if self.day_unused {
+            w.push(format!(
+                "{path}: the trading day given is for ITCH (its times count from the day's midnight); \
+                 {}'s event times do not use it",
+                self.read_as
+            ));
         }
         if let AnyFeed::Itch50(f) = self.feed() {
             match (f.session_midnight(), f.day_lag_ns()) {
