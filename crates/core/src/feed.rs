@@ -279,6 +279,10 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     /// How long after its first message's time the packet that told the day came (days
     /// told from the capture).
     day_lag_ns: Option<i64>,
+    /// The MoldUDP64 session whose packet told the day (days told from the capture): a
+    /// session is a trading day, and a capture that runs into the next one tells its day
+    /// again.
+    day_session: Option<[u8; 10]>,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).
     named: itch::NamedQueue,
@@ -314,6 +318,7 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
             midnight_ns,
             infer_day,
             day_lag_ns: None,
+            day_session: None,
             by_type: [0; 256],
             named: itch::NamedQueue::default(),
         }
@@ -350,12 +355,17 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     #[inline(never)]
     fn tell_day(&mut self, p: &Packet<'_>) {
         let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else { return };
+        if self.day_session.is_some_and(|s| s == pk.session()) {
+            return;
+        }
         let Some(Ok((_, b))) = pk.messages().next() else { return };
         let Some(ts) = b.get(5..11) else { return };
         let ts = ts.iter().fold(0u64, |t, &x| t << 8 | u64::from(x));
         if let Some((m, lag)) = itch::implied_midnight(p.arrival_ns, ts) {
             self.midnight_ns = m;
-            self.day_lag_ns = Some(lag);
+            // The first day's lag is the one a warning reads.
+            self.day_lag_ns = self.day_lag_ns.or(Some(lag));
+            self.day_session = Some(pk.session());
             self.infer_day = false;
         }
     }
@@ -414,6 +424,9 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
             d.undecodable = announced;
             return d;
         };
+        if self.day_session.is_some_and(|s| s != pk.session()) {
+            self.tell_day(p);
+        }
         // Ask for every order (table slot) the packet's messages name, so that the cache
         // misses overlap, then decode and apply each message.
         if BOOKS && !p.prefetched {
@@ -736,6 +749,42 @@ mod tests {
         m[24..32].copy_from_slice(stock);
         m[32..36].copy_from_slice(&price.to_be_bytes());
         m
+    }
+
+    /// The trading day told from the capture: from the first packet with a receive time,
+    /// and again when a new MoldUDP64 session (the next day) starts.
+    #[test]
+    fn the_day_is_told_again_at_a_new_session() {
+        let books = Books::new(BookConfig { max_orders: 1024, max_instruments: 16, ..BookConfig::default() });
+        let mut h = FeedHandler::new(ItchFeed::new(books, SessionDay::FromCapture));
+        let days = [itch::midnight_eastern_ns("2026-11-20").unwrap(), itch::midnight_eastern_ns("2026-11-23").unwrap()];
+        let at = 10 * 3_600_000_000_000u64; // 10:00
+        let mut a = add(3, 7, 1_000_000, b"AAPL    ");
+        a[5..11].copy_from_slice(&at.to_be_bytes()[2..]);
+        let mut seen = Vec::new();
+        for (k, (session, day)) in
+            [(b"SESSION001", days[0]), (b"SESSION001", days[0]), (b"SESSION002", days[1])].iter().enumerate()
+        {
+            let payload = tickplant_wire::build::moldudp64_payload(session, k as u64 + 1, &[&a]);
+            let arrival = day + at + 1_000 * (k as u64 + 1);
+            h.handle_packet(&Packet {
+                payload: &payload,
+                seq: k as u64 + 1,
+                count: 1,
+                arrival_ns: arrival,
+                prefetched: false,
+            });
+            seen.push(h.events()[0].ts_event);
+            assert_eq!(h.decoder().session_midnight(), Some(*day));
+        }
+        assert_eq!(seen, [days[0] + at, days[0] + at, days[1] + at]);
+        assert_eq!(h.decoder().day_lag_ns(), Some(1_000));
+        // A BinaryFILE's frames (times since midnight, no clock): no day to tell.
+        let books = Books::new(BookConfig { max_orders: 16, max_instruments: 16, ..BookConfig::default() });
+        let mut f = FeedHandler::new(ItchFeed::new(books, SessionDay::FromCapture));
+        let payload = tickplant_wire::build::moldudp64_payload(b"BINARYFILE", 1, &[&a]);
+        f.handle_packet(&Packet { payload: &payload, seq: 1, count: 1, arrival_ns: at, prefetched: false });
+        assert_eq!((f.decoder().session_midnight(), f.events()[0].ts_event), (None, at));
     }
 
     /// Every message counted once; books built; the last event flagged; a symbol named once;
