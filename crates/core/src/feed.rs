@@ -279,10 +279,15 @@ pub struct ItchFeed<const BOOKS: bool = true> {
     /// How long after its first message's time the packet that told the day came (days
     /// told from the capture).
     day_lag_ns: Option<i64>,
-    /// The MoldUDP64 session whose packet told the day (days told from the capture): a
-    /// session is a trading day, and a capture that runs into the next one tells its day
-    /// again.
-    day_session: Option<[u8; 10]>,
+    /// The day is told from the capture (`SessionDay::FromCapture`): told again at each
+    /// new session.
+    auto_day: bool,
+    /// The MoldUDP64 session of the packets so far (zeros before the first). A session is
+    /// a trading day: at a new one, every order of the last is gone (ITCH sends no deletes
+    /// for them, and its order numbers start again), and the day is told again.
+    session: [u8; 10],
+    /// New sessions taken on after the first.
+    new_sessions: u64,
     by_type: [u64; 256],
     /// Instruments named and not yet taken ([`FeedDecoder::take_named`]).
     named: itch::NamedQueue,
@@ -318,7 +323,9 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
             midnight_ns,
             infer_day,
             day_lag_ns: None,
-            day_session: None,
+            auto_day: infer_day,
+            session: [0; 10],
+            new_sessions: 0,
             by_type: [0; 256],
             named: itch::NamedQueue::default(),
         }
@@ -355,9 +362,6 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     #[inline(never)]
     fn tell_day(&mut self, p: &Packet<'_>) {
         let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else { return };
-        if self.day_session.is_some_and(|s| s == pk.session()) {
-            return;
-        }
         let Some(Ok((_, b))) = pk.messages().next() else { return };
         let Some(ts) = b.get(5..11) else { return };
         let ts = ts.iter().fold(0u64, |t, &x| t << 8 | u64::from(x));
@@ -365,9 +369,31 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
             self.midnight_ns = m;
             // The first day's lag is the one a warning reads.
             self.day_lag_ns = self.day_lag_ns.or(Some(lag));
-            self.day_session = Some(pk.session());
             self.infer_day = false;
         }
+    }
+    /// A packet of another MoldUDP64 session than the last (the arbitrator has confirmed
+    /// it): a new trading day, whose orders start afresh. A session of zeros is not one (a
+    /// snapshot's messages, framed as packets by the pipeline) and changes nothing.
+    #[cold]
+    #[inline(never)]
+    fn new_session(&mut self, s: [u8; 10]) {
+        if s == [0; 10] {
+            return;
+        }
+        if self.session != [0; 10] {
+            self.new_sessions += 1;
+            if BOOKS {
+                self.books.reset();
+            }
+            self.infer_day = self.auto_day;
+        }
+        self.session = s;
+    }
+    /// New MoldUDP64 sessions taken on after the first (each a new day: the books were
+    /// emptied).
+    pub fn new_sessions(&self) -> u64 {
+        self.new_sessions
     }
     /// Decoded messages by type letter.
     pub fn by_type(&self) -> BTreeMap<String, u64> {
@@ -417,14 +443,14 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
     fn decode(&mut self, p: &Packet<'_>, out: &mut EventBatch) -> Decoded {
         let announced = u64::from(p.count);
         let mut d = Decoded { messages: announced, ..Decoded::default() };
-        if self.infer_day {
-            self.tell_day(p);
-        }
         let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else {
             d.undecodable = announced;
             return d;
         };
-        if self.day_session.is_some_and(|s| s != pk.session()) {
+        if pk.session() != self.session {
+            self.new_session(pk.session());
+        }
+        if self.infer_day {
             self.tell_day(p);
         }
         // Ask for every order (table slot) the packet's messages name, so that the cache
@@ -779,6 +805,22 @@ mod tests {
         }
         assert_eq!(seen, [days[0] + at, days[0] + at, days[1] + at]);
         assert_eq!(h.decoder().day_lag_ns(), Some(1_000));
+        // The new session (day) started with empty books: its order 7 is the only one, not
+        // a duplicate of the last day's (which ITCH never deleted).
+        assert_eq!(h.decoder().new_sessions(), 1);
+        let (bbo, _) = h.decoder().market(3);
+        assert_eq!((bbo.bid_price, bbo.bid_size), (100_000_000_000, 100));
+        // (The one duplicate: the first day's second packet, the same add again.)
+        assert_eq!(h.decoder().books().map(|b| b.stats().duplicate_order), Some(1));
+        // A snapshot's messages (a session of zeros, as the pipeline frames them) are not a
+        // new session: the books they built stay.
+        let b = add(3, 9, 1_010_000, b"AAPL    ");
+        let snap = tickplant_wire::build::moldudp64_payload(&[0; 10], 0, &[&b]);
+        h.handle_packet(&Packet { payload: &snap, seq: 0, count: 1, arrival_ns: days[1] + at, prefetched: false });
+        let payload = tickplant_wire::build::moldudp64_payload(b"SESSION002", 2, &[&add(3, 10, 990_000, b"AAPL    ")]);
+        h.handle_packet(&Packet { payload: &payload, seq: 2, count: 1, arrival_ns: days[1] + at, prefetched: false });
+        assert_eq!(h.decoder().new_sessions(), 1);
+        assert_eq!(h.decoder().market(3).0.bid_price, 101_000_000_000);
         // A BinaryFILE's frames (times since midnight, no clock): no day to tell.
         let books = Books::new(BookConfig { max_orders: 16, max_instruments: 16, ..BookConfig::default() });
         let mut f = FeedHandler::new(ItchFeed::new(books, SessionDay::FromCapture));
