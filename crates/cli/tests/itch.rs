@@ -908,3 +908,38 @@ fn two_feeds_in_one_run_each_equal_their_truth() {
         assert!(!o.status.success() && err.contains("bad.toml") && err.contains(says), "{err}");
     }
 }
+
+/// A capture that runs from one trading day's MoldUDP64 session into the next: the run
+/// empties the books at the new session (ITCH deletes none of the last day's orders, and
+/// its order numbers start again), so the books at the end are the second day's alone, and
+/// the day its times count from is told again.
+#[test]
+fn a_capture_into_the_next_session_starts_the_books_afresh() {
+    use tickplant_io::{Format, FrameReader, FrameWriter};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &words("sim itch --seed 5 --symbols 8 --messages 6000 --date 2026-11-20 --out day.pcap --truth truth.jsonl"));
+    let mut w = FrameWriter::create(p.join("two.pcap"), tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
+    for (day, session) in [(0u64, b"SESSION001"), (3, b"SESSION002")] {
+        let mut r = FrameReader::open(p.join("day.pcap")).unwrap();
+        while let Some(f) = r.next_frame().unwrap() {
+            let mut frame = f.data.to_vec();
+            // Ethernet 14, IPv4 20, UDP 8: the MoldUDP64 session, then no UDP checksum.
+            frame[42..52].copy_from_slice(session);
+            frame[40..42].copy_from_slice(&[0, 0]);
+            w.write(f.ts_ns + day * 86_400_000_000_000, &frame).unwrap();
+        }
+    }
+    w.finish().unwrap();
+    let cfg = "[source]\na = \"two.pcap\"\n[book]\nfinal-books = \"books.jsonl\"\ndepth = 1000000\n[run]\nreport = \"r.json\"\n";
+    std::fs::write(p.join("c.toml"), cfg).unwrap();
+    let (_, err) = ok(p, &["run", "c.toml", "--quiet"]);
+    assert!(err.contains("1 new MoldUDP64 session(s) after the first") && err.contains("2026-11-23"), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("r.json")).unwrap()).unwrap();
+    assert_eq!((r["new_sessions"].as_u64(), r["date"].as_str()), (Some(1), Some("2026-11-23")), "{r}");
+    assert_eq!(r["book"]["duplicate_order"].as_u64(), Some(0), "{}", r["book"]);
+    assert_eq!(
+        std::fs::read_to_string(p.join("books.jsonl")).unwrap(),
+        std::fs::read_to_string(p.join("truth.jsonl")).unwrap()
+    );
+}

@@ -371,8 +371,10 @@ struct Finished {
     opra_binary: Option<OpraBinaryStats>,
     opra_series: Vec<(OpraSeries, Bbo, bool)>,
     nyse: Option<NyseStats>,
-    /// ITCH: the trading day its times counted from.
+    /// ITCH: the trading day its times counted from, and the new MoldUDP64 sessions (days)
+    /// taken on after the first, each of which emptied the books.
     date: Option<String>,
+    new_sessions: u64,
 }
 
 fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
@@ -386,6 +388,7 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
         opra_series: Vec::new(),
         nyse: None,
         date: None,
+        new_sessions: 0,
     };
     let date = |m: Option<u64>| m.map(tickplant_core::itch::eastern_date);
     match d {
@@ -405,13 +408,15 @@ fn finish_feed(d: AnyFeed<'_>, specialised: usize) -> Finished {
             Finished { books: Some(books), symbols, nyse: Some(st.clone()), ..none(st.by_type, n) }
         }
         AnyFeed::Itch50(f) => {
-            let (by_type, n, day) = (f.by_type(), f.dir.len() as u64, date(f.session_midnight()));
+            let (by_type, n, day, new_sessions) =
+                (f.by_type(), f.dir.len() as u64, date(f.session_midnight()), f.new_sessions());
             let (books, symbols) = f.into_books();
-            Finished { books, symbols, date: day, ..none(by_type, n) }
+            Finished { books, symbols, date: day, new_sessions, ..none(by_type, n) }
         }
         AnyFeed::Itch50Events(f) => {
-            let (by_type, n, day) = (f.by_type(), f.dir.len() as u64, date(f.session_midnight()));
-            Finished { symbols: f.dir, date: day, ..none(by_type, n) }
+            let (by_type, n, day, new_sessions) =
+                (f.by_type(), f.dir.len() as u64, date(f.session_midnight()), f.new_sessions());
+            Finished { symbols: f.dir, date: day, new_sessions, ..none(by_type, n) }
         }
     }
 }
@@ -918,8 +923,18 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
     let stats = arb.stats();
     let (decoder, fed, gaps) = feed.into_parts();
     let feed_name = decoder.feed();
-    let Finished { books: hr_books, symbols, by_type, instruments, opra_fast, opra_binary, opra_series, nyse, date } =
-        finish_feed(decoder, specialised);
+    let Finished {
+        books: hr_books,
+        symbols,
+        by_type,
+        instruments,
+        opra_fast,
+        opra_binary,
+        opra_series,
+        nyse,
+        date,
+        new_sessions,
+    } = finish_feed(decoder, specialised);
     let (ll, ll_books) = match ll.map(FeedHandler::into_parts) {
         Some((d, st, gaps)) => {
             let books = finish_feed(d, specialised).books;
@@ -954,6 +969,7 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         opra_binary,
         nyse,
         date,
+        new_sessions,
         gaps,
         messages_in: fed.messages_in,
         decoded: fed.decoded,

@@ -201,6 +201,10 @@ pub struct Report {
     /// the capture; absent while none is known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
+    /// ITCH: new MoldUDP64 sessions (trading days) taken on after the first; each emptied
+    /// the books (written when not 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub new_sessions: u64,
     pub consumers: Vec<ConsumerReport>,
     pub wall_s: f64,
     pub messages_per_s: f64,
@@ -321,6 +325,14 @@ pub fn summary(r: &Report) -> String {
         if let Some(w) = c.warning(input) {
             let _ = writeln!(s, "  warning: {w}");
         }
+    }
+    if r.new_sessions > 0 {
+        let _ = writeln!(
+            s,
+            "  {} new MoldUDP64 session(s) after the first: a new trading day each, the books emptied{}",
+            r.new_sessions,
+            r.date.as_ref().map_or(String::new(), |d| format!(" (the last day: {d})"))
+        );
     }
     if r.feed == "itch50" && r.date.is_none() && r.decoded > 0 {
         let _ = writeln!(
