@@ -122,6 +122,10 @@ fn a_live_run_scraped_parses_grows_and_ends_at_the_report() {
         let l = [("feed", "itch50"), ("input", name)];
         assert_eq!(value(&last, "tickplant_input_packets_total", &l), r["arbitration"]["inputs"][i]["packets"]);
         assert_eq!(value(&last, "tickplant_input_wins_total", &l), r["arbitration"]["inputs"][i]["wins"]);
+        let live = [("feed", "itch50"), ("input", r["live"][i]["input"].as_str().unwrap())];
+        assert_eq!(value(&last, "tickplant_live_rcvbuf_bytes", &live), r["live"][i]["rcvbuf"]);
+        assert_eq!(value(&last, "tickplant_live_rcvbuf_asked_bytes", &live), r["live"][i]["rcvbuf_asked"]);
+        assert!(r["live"][i]["rcvbuf"].as_u64().unwrap() > 0);
     }
     let hr = [("feed", "itch50"), ("output", "hr")];
     assert_eq!(value(&last, "tickplant_output_messages_total", &hr), r["arbitration"]["hr"]["messages"]);

@@ -388,6 +388,15 @@ fn render_producer(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) 
                 live.iter().map(|(feed, l)| (vec![("feed", *feed), ("input", l.input.as_str())], f(l))).collect();
             out.counters(name, help, rows);
         }
+        let gauges: [(&str, &str, LiveField); 2] = [
+            ("tickplant_live_rcvbuf_bytes", "The socket's receive buffer the kernel gave.", |l| l.rcvbuf),
+            ("tickplant_live_rcvbuf_asked_bytes", "The socket's receive buffer asked for.", |l| l.rcvbuf_asked),
+        ];
+        for (name, help, f) in gauges {
+            let rows: Rows<'_> =
+                live.iter().map(|(feed, l)| (vec![("feed", *feed), ("input", l.input.as_str())], f(l))).collect();
+            out.gauges(name, help, rows);
+        }
     }
     let frames: Rows<'_> = prods.iter().map(|(f, p)| (vec![("feed", *f)], p.frames)).collect();
     out.counters("tickplant_frames_total", "Frames through the arbitrator.", frames);
