@@ -360,12 +360,11 @@ impl<const BOOKS: bool> ItchFeed<BOOKS> {
     /// time ([`SessionDay::FromCapture`]); nothing when the packet has neither.
     #[cold]
     #[inline(never)]
-    fn tell_day(&mut self, p: &Packet<'_>) {
-        let Ok(pk) = moldudp64::Packet::new_checked(p.payload) else { return };
+    fn tell_day(&mut self, pk: &moldudp64::Packet<&[u8]>, arrival_ns: u64) {
         let Some(Ok((_, b))) = pk.messages().next() else { return };
         let Some(ts) = b.get(5..11) else { return };
         let ts = ts.iter().fold(0u64, |t, &x| t << 8 | u64::from(x));
-        if let Some((m, lag)) = itch::implied_midnight(p.arrival_ns, ts) {
+        if let Some((m, lag)) = itch::implied_midnight(arrival_ns, ts) {
             self.midnight_ns = m;
             // The first day's lag is the one a warning reads.
             self.day_lag_ns = self.day_lag_ns.or(Some(lag));
@@ -451,7 +450,7 @@ impl<const BOOKS: bool> FeedDecoder for ItchFeed<BOOKS> {
             self.new_session(pk.session());
         }
         if self.infer_day {
-            self.tell_day(p);
+            self.tell_day(&pk, p.arrival_ns);
         }
         // Ask for every order (table slot) the packet's messages name, so that the cache
         // misses overlap, then decode and apply each message.

@@ -259,7 +259,13 @@ pub struct EventReader<'p> {
 #[derive(Debug)]
 enum Src {
     /// An ITCH BinaryFILE: `n` messages framed so far, `decoded` of them decoded.
-    Whole { data: WholeFile, pos: usize, framing: Framing, n: u64, decoded: u64 },
+    Whole {
+        data: WholeFile,
+        pos: usize,
+        framing: Framing,
+        n: u64,
+        decoded: u64,
+    },
     Capture {
         reader: Box<FrameReader>,
         arb: Box<Arbitrator>,
@@ -267,8 +273,6 @@ enum Src {
         frames: u64,
         bytes: u64,
         size: u64,
-        /// Lines given (`ReadOptions::lines`): with two, every frame goes to both inputs.
-        lines: usize,
     },
 }
 
@@ -388,12 +392,11 @@ impl<'p> EventReader<'p> {
                 ..ArbConfig::default()
             };
             let mut arb = Arbitrator::new(cfg, seq).map_err(|e| bad(e.to_string()))?;
-            for i in 0..usize::from(two) + 1 {
+            for i in 0..arb.config().inputs {
                 arb.set_link(i, reader.link_type());
             }
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            let lines = opts.lines.len();
-            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size, lines }
+            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size }
         } else {
             if !opts.lines.is_empty() {
                 return Err(bad("lines name a capture's destinations; a BinaryFILE has none".into()));
@@ -472,10 +475,7 @@ impl<'p> EventReader<'p> {
         }
         if let AnyFeed::Itch50(f) = self.feed() {
             match (f.session_midnight(), f.day_lag_ns()) {
-                (None, _) if self.stats().decoded > 0 => w.push(format!(
-                    "{path}: no receive times to tell the trading day from, and no day given: \
-                     ts_event counts from 1970-01-01 (give the day: --date, date=, [source] date)"
-                )),
+                (None, _) if self.stats().decoded > 0 => w.push(no_day_warning(&path)),
                 // An hour after their times, or a second before: not a live capture's clock.
                 (Some(m), Some(lag)) if !(-1_000_000_000..=3_600_000_000_000).contains(&lag) => w.push(format!(
                     "{path}: packets were received {} {} their messages' times (a replay, or a capture \
@@ -519,14 +519,15 @@ impl<'p> EventReader<'p> {
             ..ReadStats::default()
         };
         match &self.src {
-            Src::Capture { reader, arb, frames, lines, .. } => {
+            Src::Capture { reader, arb, frames, .. } => {
                 st.cut_short_frames = reader.cut_short().frames;
                 let f = self.down.feed.stats();
                 let inputs = arb.stats().inputs;
                 let sum = |f: fn(&InputStats) -> u64| inputs.iter().map(f).sum::<u64>();
                 // With two lines every frame went to both inputs: one of a line's is other
                 // on the other line's input, and a frame of neither is other on both.
-                let other = if *lines == 2 { sum(|i| i.other).saturating_sub(*frames) } else { sum(|i| i.other) };
+                let other =
+                    if arb.config().inputs == 2 { sum(|i| i.other).saturating_sub(*frames) } else { sum(|i| i.other) };
                 (st.frames, st.other_frames, st.duplicates, st.late) =
                     (*frames, other, sum(|i| i.duplicates), sum(|i| i.late));
                 (st.packets, st.messages, st.decoded, st.undecodable) =
@@ -622,7 +623,7 @@ impl<'p> EventReader<'p> {
                     self.done = true;
                 }
             }
-            Src::Capture { reader, arb, now, frames, bytes, lines, .. } => {
+            Src::Capture { reader, arb, now, frames, bytes, .. } => {
                 let start = self.down.kept.pending.len();
                 // Frames until some events are waiting (or the file ends).
                 while self.down.kept.pending.len() == start {
@@ -637,8 +638,8 @@ impl<'p> EventReader<'p> {
                     *bytes += 16 + frame.data.len() as u64;
                     *now = (*now).max(frame.ts_ns);
                     arb.process(*now, 0, frame.data, &mut self.down);
-                    if *lines == 2 {
-                        // Each line's input takes its own destination's packets and
+                    if arb.config().inputs == 2 {
+                        // Two lines given (`ReadOptions::lines`): each line's input takes its own destination's packets and
                         // filters the other's.
                         arb.process(*now, 1, frame.data, &mut self.down);
                     }
@@ -663,6 +664,14 @@ impl<'p> EventReader<'p> {
         }
         Ok(())
     }
+}
+
+/// An ITCH read or run with no day given and none to tell (no receive times: a BinaryFILE).
+pub fn no_day_warning(input: &str) -> String {
+    format!(
+        "{input}: no receive times to tell the trading day from, and no day given: ts_event counts \
+         from 1970-01-01 (give the day: --date, date=, [source] date)"
+    )
 }
 
 /// A span of time in the unit a person would say it in.

@@ -378,24 +378,24 @@ fn render_producer(out: &mut Exposition, feeds: &BTreeMap<String, FeedMetrics>) 
         prods.iter().flat_map(|(f, p)| p.live.iter().map(move |l| (*f, l))).collect();
     if !live.is_empty() {
         type LiveField = fn(&LiveInputStats) -> u64;
-        let fields: [(&str, &str, LiveField); 3] = [
-            ("tickplant_live_datagrams_total", "Datagrams a live input received.", |l| l.datagrams),
-            ("tickplant_live_bytes_total", "Bytes a live input received.", |l| l.bytes),
-            ("tickplant_live_kernel_drops_total", "Datagrams the kernel dropped on the socket.", |l| l.kernel_drops),
+        // (name, help, a gauge rather than a counter, the field)
+        let fields: [(&str, &str, bool, LiveField); 5] = [
+            ("tickplant_live_datagrams_total", "Datagrams a live input received.", false, |l| l.datagrams),
+            ("tickplant_live_bytes_total", "Bytes a live input received.", false, |l| l.bytes),
+            ("tickplant_live_kernel_drops_total", "Datagrams the kernel dropped on the socket.", false, |l| {
+                l.kernel_drops
+            }),
+            ("tickplant_live_rcvbuf_bytes", "The socket's receive buffer the kernel gave.", true, |l| l.rcvbuf),
+            ("tickplant_live_rcvbuf_asked_bytes", "The socket's receive buffer asked for.", true, |l| l.rcvbuf_asked),
         ];
-        for (name, help, f) in fields {
+        for (name, help, gauge, f) in fields {
             let rows: Rows<'_> =
                 live.iter().map(|(feed, l)| (vec![("feed", *feed), ("input", l.input.as_str())], f(l))).collect();
-            out.counters(name, help, rows);
-        }
-        let gauges: [(&str, &str, LiveField); 2] = [
-            ("tickplant_live_rcvbuf_bytes", "The socket's receive buffer the kernel gave.", |l| l.rcvbuf),
-            ("tickplant_live_rcvbuf_asked_bytes", "The socket's receive buffer asked for.", |l| l.rcvbuf_asked),
-        ];
-        for (name, help, f) in gauges {
-            let rows: Rows<'_> =
-                live.iter().map(|(feed, l)| (vec![("feed", *feed), ("input", l.input.as_str())], f(l))).collect();
-            out.gauges(name, help, rows);
+            if gauge {
+                out.gauges(name, help, rows);
+            } else {
+                out.counters(name, help, rows);
+            }
         }
     }
     let frames: Rows<'_> = prods.iter().map(|(f, p)| (vec![("feed", *f)], p.frames)).collect();

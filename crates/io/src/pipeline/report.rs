@@ -335,11 +335,7 @@ pub fn summary(r: &Report) -> String {
         );
     }
     if r.feed == "itch50" && r.date.is_none() && r.decoded > 0 {
-        let _ = writeln!(
-            s,
-            "  warning: no receive times to tell the trading day from (a BinaryFILE), and no day \
-             given: ts_event counts from 1970-01-01 (give the day: [source] date)"
-        );
+        let _ = writeln!(s, "  warning: {}", crate::events::no_day_warning(&r.inputs.join(" + ")));
     }
     for l in &r.live {
         let _ = writeln!(
