@@ -177,6 +177,11 @@ pub struct TradeArgs {
     /// restart goes on from them (default: in memory).
     #[arg(long)]
     pub store: Option<PathBuf>,
+    /// Ask the exchange at logon to start both sides' sequence numbers at 1
+    /// (ResetSeqNumFlag 141=Y), where the venue allows it; with --store, the store starts
+    /// afresh too.
+    #[arg(long)]
+    pub reset_seq: bool,
     /// Kill switch: while this file exists every order is refused (counted as
     /// kill_switch); create it to stop trading, remove it to resume.
     #[arg(long)]
@@ -225,6 +230,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         duration: a.duration,
         heartbeat_s: a.heartbeat_s,
         store: a.store.clone(),
+        reset_seq: a.reset_seq,
         kill_file: a.kill_file.clone(),
         triggers: a.triggers.clone(),
         limits: RiskLimits {

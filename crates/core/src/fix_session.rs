@@ -149,7 +149,9 @@ pub enum SessionEvent {
         seq: u64,
         reason: String,
     },
-    /// The session is over; close the connection.
+    /// The session is over; close the connection. `reason` says who ended it and why
+    /// ("the counterparty logged out: TEXT" with the Text of its Logout, "we logged out:
+    /// ..." when a fault of the counterparty's ended it here).
     LoggedOut {
         reason: String,
     },
@@ -312,7 +314,7 @@ impl<S: SessionStore> Session<S> {
     pub fn handle_timeout(&mut self, now: u64) {
         if let Some(t) = self.logout_at {
             if now >= t && self.state == State::LogoutSent {
-                self.close("no Logout in answer to ours".into());
+                self.close("we logged out (no Logout came in answer)".into());
                 return;
             }
         }
@@ -331,7 +333,10 @@ impl<S: SessionStore> Session<S> {
                 self.test_request = Some(now);
             }
             Some(sent) if now >= sent + hb => {
-                self.close("no answer to a TestRequest".into());
+                self.close(format!(
+                    "we ended the session: the counterparty was silent for {} s and did not answer a TestRequest",
+                    silent / 1_000_000_000
+                ));
             }
             _ => {}
         }
@@ -399,7 +404,7 @@ impl<S: SessionStore> Session<S> {
         if self.state != State::Closed && self.state != State::Disconnected {
             self.admin(now, "5", &[(58, reason.as_bytes())]);
         }
-        self.close(reason.to_string());
+        self.close(format!("we logged out: {reason}"));
     }
 
     fn on_message(&mut self, now: u64, bytes: &[u8]) {
@@ -433,6 +438,16 @@ impl<S: SessionStore> Session<S> {
 
         // Logon first.
         if matches!(self.state, State::AwaitingLogon | State::LogonSent) {
+            if msg_type == b"5" {
+                // A refused Logon: the counterparty says why in Text (a sequence number it
+                // did not expect, an unknown CompID) and disconnects; nothing to answer.
+                let text = ix.get(58).map_or(String::new(), |f| String::from_utf8_lossy(f.value).into_owned());
+                return self.close(if text.is_empty() {
+                    "the counterparty logged out before logging on (it gave no reason)".into()
+                } else {
+                    format!("the counterparty logged out before logging on: {text}")
+                });
+            }
             if msg_type != b"A" {
                 return self.fatal(now, "the first message must be a Logon");
             }
@@ -473,7 +488,7 @@ impl<S: SessionStore> Session<S> {
         if seq > expected {
             if msg_type == b"5" {
                 // A Logout ends the session whatever its number.
-                return self.on_logout(now);
+                return self.on_logout(now, &ix);
             }
             if self.queued.len() >= self.cfg.max_queued {
                 return self.fatal(now, "too many messages after a gap");
@@ -548,7 +563,7 @@ impl<S: SessionStore> Session<S> {
             }
             b"5" => {
                 self.store.set_next_target_seq(seq + 1);
-                return self.on_logout(now);
+                return self.on_logout(now, ix);
             }
             _ => {}
         }
@@ -574,11 +589,17 @@ impl<S: SessionStore> Session<S> {
         }
     }
 
-    fn on_logout(&mut self, now: u64) {
-        if self.state != State::LogoutSent {
-            self.admin(now, "5", &[]);
+    fn on_logout(&mut self, now: u64, ix: &FieldIndex<'_>) {
+        if self.state == State::LogoutSent {
+            return self.close("we logged out (the counterparty answered)".into());
         }
-        self.close("the counterparty logged out".into());
+        self.admin(now, "5", &[]);
+        let text = ix.get(58).map_or(String::new(), |f| String::from_utf8_lossy(f.value).into_owned());
+        self.close(if text.is_empty() {
+            "the counterparty logged out".into()
+        } else {
+            format!("the counterparty logged out: {text}")
+        });
     }
 
     /// Resend `from..=to` (0: up to the last sent): application messages again with
@@ -724,6 +745,45 @@ mod tests {
         pump(T0, &mut a, &mut b);
         assert!(a.is_closed() && b.is_closed());
         assert!(matches!(&events(&mut b)[..], [SessionEvent::LoggedOut { .. }]));
+    }
+
+    /// Who ended a session and why, in its reason: a Logon refused with a Text (what a
+    /// QuickFIX acceptor sends for a sequence number it did not expect), a Logout with one,
+    /// and a fault of the counterparty's that ends it here.
+    #[test]
+    fn logouts_say_who_and_why() {
+        let reason = |s: &mut Session<MemoryStore>| match &events(s)[..] {
+            [.., SessionEvent::LoggedOut { reason }] => reason.clone(),
+            other => panic!("{other:?}"),
+        };
+        // Refused at logon: the Text, and no Logout sent back.
+        let (mut a, mut b) = pair();
+        a.handle_connected(T0);
+        let _logon = a.poll_transmit().unwrap();
+        b.handle_connected(T0);
+        b.admin(T0, "5", &[(58, b"MsgSeqNum too low, expecting 17 but received 1")]);
+        pump(T0, &mut a, &mut b);
+        assert!(a.is_closed());
+        assert_eq!(
+            reason(&mut a),
+            "the counterparty logged out before logging on: MsgSeqNum too low, expecting 17 but received 1"
+        );
+        assert!(a.poll_transmit().is_none());
+
+        // A Logout with a Text once logged on: answered, and the Text told.
+        let (mut a, mut b) = logged_on();
+        b.logout(T0, "end of day");
+        pump(T0, &mut a, &mut b);
+        assert_eq!(reason(&mut a), "the counterparty logged out: end of day");
+        assert_eq!(reason(&mut b), "we logged out (the counterparty answered)");
+
+        // A sequence number below the expected one, without PossDupFlag: we end it.
+        let (mut a, mut b) = logged_on();
+        b.store.set_next_sender_seq(1);
+        b.send(T0, "8", &[(11, b"1")]);
+        pump(T0, &mut a, &mut b);
+        assert_eq!(reason(&mut a), "we logged out: MsgSeqNum too low, expecting 2 but received 1");
+        assert_eq!(reason(&mut b), "the counterparty logged out: MsgSeqNum too low, expecting 2 but received 1");
     }
 
     #[test]

@@ -167,6 +167,11 @@ impl Fttc {
     pub fn stats(&self) -> FttcStats {
         self.stats
     }
+    /// The ClOrdID of the next order (1 unless set). A venue refuses a ClOrdID it has
+    /// seen that day: an engine that starts again must not count from 1 again.
+    pub fn set_next_cl_ord_id(&mut self, n: u64) {
+        self.cl_ord_id = n.saturating_sub(1);
+    }
     pub fn risk(&self) -> &Risk {
         &self.risk
     }
@@ -480,7 +485,16 @@ impl Fttc {
         if status != b"2" {
             return Ok(());
         }
-        let Some(i) = self.known(symbol) else { return Ok(()) };
+        if symbol.is_empty() {
+            return Ok(());
+        }
+        // A fill of a symbol whose market data has not come yet: an order sent before a
+        // restart, filled while the engine was away and resent at logon. Its SELL goes out
+        // as any other's.
+        let i = match self.known(symbol) {
+            Some(i) => i,
+            None => self.add(symbol),
+        };
         let st = &mut self.symbols[i as usize];
         let (id, px) = (i, st.last_px);
         if self.triggers.is_some() {
@@ -905,6 +919,33 @@ mod tests {
         // A broken datagram is counted, not a panic.
         assert!(f.on_market_data(0, b"8=FIX.4.4\x019=5\x01garbage", &mut seq, &mut |_: u64, _: &[u8]| {}).is_err());
         assert_eq!(f.stats().undecodable, 1);
+    }
+
+    /// After a restart: ClOrdIDs go on from where they are set, and the fill of an order
+    /// sent before (resent at logon, its symbol not yet seen in market data) sends its SELL.
+    #[test]
+    fn a_restarted_engine_neither_reuses_ids_nor_drops_earlier_fills() {
+        let mut f = fttc(RiskLimits::default());
+        f.set_next_cl_ord_id(5_000_001);
+        let mut seq = 40;
+        let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut w = Writer::new("FIX.4.4", "8");
+        w.field(49, b"EX").field(56, b"TP").field_uint(34, 9).field(43, b"Y").field(52, b"20261121-14:30:00.000");
+        w.field(39, b"2").field(54, b"1").field(55, b"NVDA").field(32, b"100");
+        f.on_execution(0, w.finish(), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec()))).unwrap();
+        assert_eq!(sent.len(), 1);
+        assert_eq!((get(&sent[0].1, 55), get(&sent[0].1, 54)), (b"NVDA".to_vec(), b"2".to_vec()));
+        assert_eq!(get(&sent[0].1, 11), b"000005000001");
+        assert_eq!(get(&sent[0].1, 34), b"000000040");
+        let s = f.stats();
+        assert_eq!((s.buy_fills, s.sells), (1, 1));
+        // Its market data, when it comes, finds the symbol known: the next id follows.
+        f.on_market_data(0, &md(1, &[("NVDA", "120.000")]), &mut seq, &mut |s: u64, b: &[u8]| {
+            sent.push((s, b.to_vec()))
+        })
+        .unwrap();
+        assert_eq!(get(&sent[1].1, 11), b"000005000002");
+        assert_eq!(f.stats().buys, 1);
     }
 
     /// A datagram whose CheckSum is wrong by one sends nothing and is counted, short or

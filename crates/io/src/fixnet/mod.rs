@@ -331,6 +331,9 @@ pub struct TradeConfig {
     pub heartbeat_s: u32,
     /// A folder for the FIX session's durable store (sequence numbers, sent orders).
     pub store: Option<std::path::PathBuf>,
+    /// Ask the exchange at logon to start both sides' sequence numbers at 1
+    /// (ResetSeqNumFlag, 141=Y); the store, if any, starts afresh too.
+    pub reset_seq: bool,
     /// The kill switch: while this file exists, every order is refused (checked about
     /// every 100 ms).
     pub kill_file: Option<std::path::PathBuf>,
@@ -421,6 +424,42 @@ impl<S: SessionStore> FttcOutput for Out<'_, S> {
     }
 }
 
+/// The error of a session that ended before we asked it to, with what to do when the
+/// two sides' sequence numbers disagree (the usual reason a venue refuses a Logon).
+pub(crate) fn session_ended(reason: &str) -> std::io::Error {
+    let hint = if reason.contains("MsgSeqNum too low") || reason.contains("MsgSeqNum too high") {
+        "; the two sides' sequence numbers disagree: `--store DIR` keeps ours from one run to \
+         the next, and `--reset-seq` asks the exchange to start both at 1 (ResetSeqNumFlag), \
+         where the venue allows it"
+    } else {
+        ""
+    };
+    std::io::Error::other(format!("the FIX session ended: {reason}{hint}"))
+}
+
+/// The ClOrdID of a run's first order. A venue refuses a ClOrdID it has seen that day, so
+/// a run must not count from 1 again: it starts above every ClOrdID in the session's store
+/// (an earlier run's orders, kept with `--store`), and at least at the seconds since
+/// midnight UTC times 1,000,000, above what any earlier run of the day used unless it
+/// averaged a million orders a second. Twelve digits hold it (the template's ClOrdID).
+pub(crate) fn first_cl_ord_id<S: SessionStore>(store: &S, now_ns: u64) -> u64 {
+    let by_time = (now_ns / 1_000_000_000 % 86_400) * 1_000_000;
+    // Our ClOrdIDs grow with MsgSeqNum: the latest order that has one holds the largest.
+    let mut seq = store.next_sender_seq();
+    let mut stored = 0;
+    while seq > 1 {
+        seq -= 1;
+        let Some(m) = store.get(seq) else { continue };
+        let Ok(msg) = tickplant_wire::fix::Message::new_checked(&m) else { continue };
+        let id = msg.fields().flatten().find(|f| f.tag == 11).and_then(|f| f.as_uint().ok());
+        if let Some(id) = id {
+            stored = id;
+            break;
+        }
+    }
+    by_time.max(stored + 1)
+}
+
 /// Run the engine until `duration` passes or `stop` is set; then log out. The FIX session
 /// keeps its sequence numbers and sent orders in `cfg.store` when given (a restart then
 /// goes on from them), in memory otherwise.
@@ -450,6 +489,9 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     let mut scfg = SessionConfig::new(Role::Initiator, &cfg.sender, &cfg.target);
     scfg.begin_string = cfg.begin_string.clone();
     scfg.heartbeat_s = cfg.heartbeat_s;
+    scfg.reset_on_logon = cfg.reset_seq;
+    // Before the Logon, which empties the store when asked to reset.
+    let first_id = first_cl_ord_id(&store, unix_ns());
     let mut s = Session::new(scfg, store);
     s.handle_connected(unix_ns());
     flush_counted(&mut s, &mut tcp, &mut sent)?;
@@ -460,6 +502,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         qty: cfg.qty,
         limits: cfg.limits,
     });
+    fttc.set_next_cl_ord_id(first_id);
     let mut clock = TscClock::start();
     let start = Instant::now();
     let mut hs = [hist(), hist(), hist(), hist(), hist()];
@@ -607,7 +650,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     }
                 }
                 SessionEvent::LoggedOut { reason } if !logging_out => {
-                    return Err(std::io::Error::other(format!("the exchange ended the session: {reason}")));
+                    return Err(session_ended(&reason));
                 }
                 _ => {}
             }

@@ -85,6 +85,7 @@ impl TriggerTrader {
             limits: cfg.limits,
         });
         fttc.set_triggers(Some(triggers));
+        fttc.set_next_cl_ord_id(first_cl_ord_id(&MemoryStore::default(), unix_ns()));
         let tcp = TcpStream::connect(cfg.exchange)
             .map_err(|e| std::io::Error::new(e.kind(), format!("exchange {}: {e}", cfg.exchange)))?;
         tcp.set_nodelay(true)?;
@@ -191,7 +192,7 @@ impl TriggerTrader {
                     }
                 }
                 SessionEvent::LoggedOut { reason } => {
-                    return Err(std::io::Error::other(format!("the exchange ended the session: {reason}")));
+                    return Err(session_ended(&reason));
                 }
                 _ => {}
             }

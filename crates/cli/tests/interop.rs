@@ -1,0 +1,231 @@
+//! FIX sessions against QuickFIX/J, the engine many desks and venues run, as the
+//! independent peer: `trade` against a QuickFIX/J exchange that validates every message
+//! against its data dictionary, and a QuickFIX/J client on `sim exchange`.
+//!
+//! QuickFIX/J and the two programs of `interop/quickfixj/` are fetched and compiled by
+//! `./tp test`, which names them in `TICKPLANT_QUICKFIXJ` (a folder holding `lib/` and
+//! `classes/`). Without it (a plain `cargo test`), these tests say so and pass.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tickplant");
+
+/// One at a time: the engine busy-polls, and the JVMs are slow to start on 2 cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn quickfixj() -> Option<String> {
+    match std::env::var("TICKPLANT_QUICKFIXJ") {
+        Ok(d) if Path::new(&d).join("classes/Exch.class").exists() => Some(format!("{d}/lib/*:{d}/classes")),
+        Ok(d) => panic!("TICKPLANT_QUICKFIXJ={d} holds no classes/Exch.class: run ./tp test"),
+        Err(_) => {
+            eprintln!("skipped: TICKPLANT_QUICKFIXJ is not set (./tp test fetches QuickFIX/J and sets it)");
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child killed when dropped, so that a failing test leaves nothing running.
+struct Kid(Option<Child>);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Kid {
+    fn spawn(cmd: &mut Command) -> Kid {
+        Kid(Some(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()))
+    }
+    /// Wait for the end (killed after `limit`); (exit code, stderr).
+    fn wait(mut self, limit: Duration) -> (Option<i32>, String) {
+        let mut c = self.0.take().unwrap();
+        let t0 = Instant::now();
+        while c.try_wait().unwrap().is_none() {
+            if t0.elapsed() > limit {
+                let _ = c.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = c.wait_with_output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+    fn kill9(mut self) {
+        let mut c = self.0.take().unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+fn java(cp: &str, args: &[&str]) -> Kid {
+    Kid::spawn(Command::new("java").arg("-cp").arg(cp).args(args))
+}
+
+fn tickplant(dir: &Path, args: &[&str]) -> Kid {
+    Kid::spawn(Command::new(BIN).args(args).current_dir(dir))
+}
+
+/// Wait until `log` has a line starting with `what`.
+fn wait_for(log: &Path, what: &str, limit: Duration) {
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(what)) {
+        assert!(t0.elapsed() < limit, "no {what} in {} within {limit:?}", log.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn lines(log: &Path, what: &str) -> Vec<String> {
+    std::fs::read_to_string(log).unwrap().lines().filter(|l| l.starts_with(what)).map(str::to_string).collect()
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// The fttc engine against a QuickFIX/J exchange whose fills come two seconds after each
+/// order: the engine is killed (-9) when the market data ends, with every fill still to
+/// come, and started again from its store. The restarted engine gets each fill (resent by
+/// QuickFIX/J at logon, or live) and sends its SELL; no ClOrdID is used twice; QuickFIX/J
+/// rejects no message. Then an engine without a store is refused at logon (its MsgSeqNum
+/// is behind the exchange's) and says what to do, and one with `--reset-seq` is let in.
+#[test]
+fn quickfixj_exchange_takes_our_orders_across_a_restart() {
+    let Some(cp) = quickfixj() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let port = free_port().to_string();
+    let exchange = format!("127.0.0.1:{port}");
+    let log = dir.join("exch.log");
+    let store = dir.join("qfj-store");
+    let ex = java(&cp, &["Exch", "FIX.4.4", &port, "2000", "40", store.to_str().unwrap(), log.to_str().unwrap()]);
+    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    let group = "239.255.7.21:31721";
+    let trade = |extra: &[&str], duration: &str, report: &str| {
+        let mut args = vec![
+            "trade",
+            "--md",
+            group,
+            "--exchange",
+            &exchange,
+            "--sender",
+            "TICKPLANT",
+            "--target",
+            "EXCH",
+            "--heartbeat-s",
+            "1",
+            "--duration",
+            duration,
+            "--report",
+            report,
+        ];
+        args.extend_from_slice(extra);
+        tickplant(dir, &args)
+    };
+    let first = trade(&["--store", "tp-store"], "60s", "first.json");
+    wait_for(&log, "LOGON", Duration::from_secs(15));
+    let md = tickplant(
+        dir,
+        &[
+            "sim",
+            "fix-md",
+            "--group",
+            group,
+            "--symbols",
+            "10",
+            "--rate",
+            "4000",
+            "--duration",
+            "2s",
+            "--truth",
+            "truth.json",
+        ],
+    );
+    let (code, err) = md.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "sim fix-md: {err}");
+    first.kill9();
+    let whole = json(&dir.join("truth.json"))["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5, "the market data should hold whole-dollar prices: {whole}");
+    let buys = lines(&log, "ORDER ");
+    assert_eq!(buys.len() as u64, whole, "one BUY a whole-dollar price before the kill: {buys:?}");
+
+    // Started again from its store, while the fills come due.
+    let (code, err) = trade(&["--store", "tp-store"], "4s", "second.json").wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "the restarted engine: {err}");
+    let r = json(&dir.join("second.json"));
+    assert_eq!(r["buy_fills"].as_u64(), Some(whole), "every BUY's fill reached the restarted engine: {r}");
+    assert_eq!(r["sells_sent"].as_u64(), Some(whole), "{r}");
+    let orders = lines(&log, "ORDER ");
+    let mut ids: Vec<&str> = orders.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(orders.iter().filter(|l| l.split(' ').nth(2) == Some("2")).count() as u64, whole, "{orders:?}");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), orders.len(), "a ClOrdID used twice: {orders:?}");
+
+    // No store: our MsgSeqNum 1 is behind what the exchange expects, and the error says so.
+    let (code, err) = trade(&[], "2s", "third.json").wait(Duration::from_secs(30));
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("the counterparty logged out before logging on: MsgSeqNum too low")
+            && err.contains("--reset-seq")
+            && err.contains("--store"),
+        "{err}"
+    );
+    // Asked to start both sides' numbers again, the exchange lets us in.
+    let (code, err) = trade(&["--reset-seq"], "2s", "fourth.json").wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "with --reset-seq: {err}");
+
+    let rejects = lines(&log, "REJECT");
+    assert!(rejects.is_empty(), "QuickFIX/J rejected messages of ours: {rejects:?}");
+    drop(ex);
+}
+
+/// A QuickFIX/J client trades on `sim exchange`, FIX 4.4 and 4.2: every order gets its
+/// acknowledgement and its fill, QuickFIX/J finds every ExecutionReport valid, and the
+/// session's heartbeats and logout go through.
+#[test]
+fn a_quickfixj_client_trades_on_the_simulated_exchange() {
+    let Some(cp) = quickfixj() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    for begin in ["FIX.4.4", "FIX.4.2"] {
+        let port = free_port().to_string();
+        let ex = tickplant(
+            d.path(),
+            &[
+                "sim",
+                "exchange",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--fill-delay-us",
+                "300",
+                "--duration",
+                "60s",
+            ],
+        );
+        let log: PathBuf = d.path().join(format!("client-{begin}.log"));
+        let (code, _) = java(&cp, &["Client", begin, &port, "30", log.to_str().unwrap()]).wait(Duration::from_secs(60));
+        assert_eq!(code, Some(0), "{begin}: {:?}", std::fs::read_to_string(&log));
+        let execs = lines(&log, "EXEC ");
+        assert_eq!(lines(&log, "DONE"), vec!["DONE 60".to_string()], "{begin}: {execs:?}");
+        for i in 0..30 {
+            let of: Vec<&String> = execs.iter().filter(|l| l.split(' ').nth(1) == Some(&format!("C{i}"))).collect();
+            assert_eq!(of.len(), 2, "{begin}: order C{i}: {of:?}");
+            assert!(of[0].ends_with(" 0 0 0"), "{begin}: the acknowledgement first: {of:?}");
+            assert!(of[1].ends_with(&format!(" 2 {}", 100 + i)), "{begin}: then the whole fill: {of:?}");
+        }
+        let rejects = lines(&log, "REJECT");
+        assert!(rejects.is_empty(), "{begin}: QuickFIX/J rejected messages of ours: {rejects:?}");
+        assert_eq!(lines(&log, "LOGOUT").len(), 1, "{begin}");
+        drop(ex);
+    }
+}
