@@ -128,7 +128,10 @@ pub fn exchange(a: &ExchangeArgs) -> Result<()> {
     };
     eprintln!("sim exchange: accepting FIX 4.2/4.4 sessions on {} as {}", a.listen, a.comp_id);
     let r = fixnet::run_exchange(&cfg, stop).with_context(|| format!("exchange on {}", a.listen))?;
-    eprintln!("sim exchange: {} sessions, {} orders, {} acks, {} fills", r.sessions, r.orders, r.acks, r.fills);
+    eprintln!(
+        "sim exchange: {} sessions, {} orders, {} acks, {} fills, {} rejects (a required field missing)",
+        r.sessions, r.orders, r.acks, r.fills, r.rejects
+    );
     Ok(())
 }
 
@@ -265,6 +268,15 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     }
     for e in &r.trigger_errors {
         eprintln!("trade: trigger file refused (the triggers in force stayed): {e}");
+    }
+    if r.rejected > 0 || r.cancelled > 0 || !r.rejections.is_empty() {
+        eprintln!(
+            "trade: WARNING: the exchange rejected {} orders and cancelled {}; what it refused, by its reason:",
+            r.rejected, r.cancelled
+        );
+        for (why, n) in &r.rejections {
+            eprintln!("    {n:>9}  {why}");
+        }
     }
     if let Some(p) = &a.report {
         std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}", p.display()))?;

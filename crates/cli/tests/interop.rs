@@ -74,6 +74,25 @@ fn tickplant(dir: &Path, args: &[&str]) -> Kid {
     Kid::spawn(Command::new(BIN).args(args).current_dir(dir))
 }
 
+/// `trade` of the market data on `group`, against `exchange` as TICKPLANT to EXCH.
+fn trade(dir: &Path, group: &str, exchange: &str, extra: &[&str]) -> Kid {
+    let mut args = vec!["trade", "--md", group, "--exchange", exchange, "--sender", "TICKPLANT", "--target", "EXCH"];
+    args.extend_from_slice(extra);
+    tickplant(dir, &args)
+}
+
+/// Two seconds of `sim fix-md` on `group` (10 symbols, 4,000 messages a second), its truth
+/// in truth.json; the whole-dollar prices it sent.
+fn market_data(dir: &Path, group: &str) -> u64 {
+    let args = ["sim", "fix-md", "--group", group, "--symbols", "10", "--rate", "4000", "--duration", "2s"];
+    let md = tickplant(dir, &[&args[..], &["--truth", "truth.json"]].concat());
+    let (code, err) = md.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "sim fix-md: {err}");
+    let whole = json(&dir.join("truth.json"))["whole_dollar_prices"].as_u64().unwrap();
+    assert!(whole > 5, "the market data should hold whole-dollar prices: {whole}");
+    whole
+}
+
 /// Wait until `log` has a line starting with `what`.
 fn wait_for(log: &Path, what: &str, limit: Duration) {
     let t0 = Instant::now();
@@ -111,50 +130,14 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     wait_for(&log, "LISTENING", Duration::from_secs(30));
     let group = "239.255.7.21:31721";
     let trade = |extra: &[&str], duration: &str, report: &str| {
-        let mut args = vec![
-            "trade",
-            "--md",
-            group,
-            "--exchange",
-            &exchange,
-            "--sender",
-            "TICKPLANT",
-            "--target",
-            "EXCH",
-            "--heartbeat-s",
-            "1",
-            "--duration",
-            duration,
-            "--report",
-            report,
-        ];
+        let mut args = vec!["--heartbeat-s", "1", "--duration", duration, "--report", report];
         args.extend_from_slice(extra);
-        tickplant(dir, &args)
+        trade(dir, group, &exchange, &args)
     };
     let first = trade(&["--store", "tp-store"], "60s", "first.json");
     wait_for(&log, "LOGON", Duration::from_secs(15));
-    let md = tickplant(
-        dir,
-        &[
-            "sim",
-            "fix-md",
-            "--group",
-            group,
-            "--symbols",
-            "10",
-            "--rate",
-            "4000",
-            "--duration",
-            "2s",
-            "--truth",
-            "truth.json",
-        ],
-    );
-    let (code, err) = md.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "sim fix-md: {err}");
+    let whole = market_data(dir, group);
     first.kill9();
-    let whole = json(&dir.join("truth.json"))["whole_dollar_prices"].as_u64().unwrap();
-    assert!(whole > 5, "the market data should hold whole-dollar prices: {whole}");
     let buys = lines(&log, "ORDER ");
     assert_eq!(buys.len() as u64, whole, "one BUY a whole-dollar price before the kill: {buys:?}");
 
@@ -184,6 +167,43 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     let (code, err) = trade(&["--reset-seq"], "2s", "fourth.json").wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "with --reset-seq: {err}");
 
+    let rejects = lines(&log, "REJECT");
+    assert!(rejects.is_empty(), "QuickFIX/J rejected messages of ours: {rejects:?}");
+    drop(ex);
+}
+
+/// FIX 4.2 against a QuickFIX/J exchange that rejects every order (OrdStatus Rejected,
+/// OrdRejReason 1, "unknown symbol"): QuickFIX/J finds every order valid (a FIX 4.2
+/// NewOrderSingle needs HandlInst), the report counts each rejection under the exchange's
+/// reason, and a rejected order frees its room under `--max-open-orders` (with a limit of
+/// 2, every whole-dollar price still sends its BUY).
+#[test]
+fn quickfixj_rejections_are_reported_and_free_the_limits() {
+    let Some(cp) = quickfixj() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let port = free_port().to_string();
+    let exchange = format!("127.0.0.1:{port}");
+    let log = dir.join("exch.log");
+    let store = dir.join("qfj-store");
+    let ex =
+        java(&cp, &["Exch", "FIX.4.2", &port, "0", "40", store.to_str().unwrap(), log.to_str().unwrap(), "reject"]);
+    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    let group = "239.255.7.22:31722";
+    let args = ["--begin-string", "FIX.4.2", "--max-open-orders", "2", "--duration", "4s", "--report", "report.json"];
+    let trade = trade(dir, group, &exchange, &args);
+    wait_for(&log, "LOGON", Duration::from_secs(15));
+    let whole = market_data(dir, group);
+    let (code, err) = trade.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "trade: {err}");
+    assert!(err.contains("the exchange rejected"), "the summary warns: {err}");
+    let r = json(&dir.join("report.json"));
+    assert_eq!(r["buys_sent"].as_u64(), Some(whole), "every BUY sent, rejections freeing the limit: {r}");
+    assert_eq!(r["rejected"].as_u64(), Some(whole), "{r}");
+    assert_eq!(r["rejections"]["unknown symbol (OrdRejReason 1)"].as_u64(), Some(whole), "{r}");
+    assert_eq!((r["acks"].as_u64(), r["buy_fills"].as_u64(), r["sells_sent"].as_u64()), (Some(0), Some(0), Some(0)));
+    assert_eq!(lines(&log, "ORDER ").len() as u64, whole);
     let rejects = lines(&log, "REJECT");
     assert!(rejects.is_empty(), "QuickFIX/J rejected messages of ours: {rejects:?}");
     drop(ex);

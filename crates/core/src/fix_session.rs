@@ -149,6 +149,13 @@ pub enum SessionEvent {
         seq: u64,
         reason: String,
     },
+    /// The counterparty refused a message of ours at the session level (a Reject, 35=3):
+    /// its MsgSeqNum (RefSeqNum, 45; 0 when not given) and the counterparty's reason (its
+    /// Text, with the tag and reason code it named).
+    RejectedByCounterparty {
+        ref_seq: u64,
+        reason: String,
+    },
     /// The session is over; close the connection. `reason` says who ended it and why
     /// ("the counterparty logged out: TEXT" with the Text of its Logout, "we logged out:
     /// ..." when a fault of the counterparty's ended it here).
@@ -577,13 +584,9 @@ impl<S: SessionStore> Session<S> {
                 self.admin(now, "0", &[(112, &id)]);
             }
             b"2" => self.on_resend_request(now, ix),
-            b"3" => self.events.push_back(SessionEvent::Rejected {
-                seq,
-                reason: format!(
-                    "the counterparty rejected our message {}: {}",
-                    ix.get(45).map_or(String::new(), |f| String::from_utf8_lossy(f.value).into()),
-                    ix.get(58).map_or(String::new(), |f| String::from_utf8_lossy(f.value).into())
-                ),
+            b"3" => self.events.push_back(SessionEvent::RejectedByCounterparty {
+                ref_seq: ix.get(45).and_then(|f| f.as_uint().ok()).unwrap_or(0),
+                reason: reject_reason(ix),
             }),
             _ => self.events.push_back(SessionEvent::App { seq, msg_type: msg_type.to_vec(), message: bytes.to_vec() }),
         }
@@ -642,6 +645,26 @@ impl<S: SessionStore> Session<S> {
         self.writer.field(123, b"Y").field_uint(36, new_seq);
         let bytes = self.writer.finish().to_vec();
         self.transmit(now, bytes);
+    }
+}
+
+/// The reason a Reject (35=3) or a BusinessMessageReject (35=j) gives: its Text (58), and
+/// the tag (RefTagID, 371) and reason code (SessionRejectReason 373, BusinessRejectReason
+/// 380) it names, as "Required tag missing, field=21 (tag 21, reason 1)".
+pub fn reject_reason(ix: &FieldIndex<'_>) -> String {
+    let text = |t: u32| ix.get(t).map(|f| String::from_utf8_lossy(f.value).into_owned());
+    let mut parts = Vec::new();
+    if let Some(t) = text(371) {
+        parts.push(format!("tag {t}"));
+    }
+    if let Some(r) = text(373).or_else(|| text(380)) {
+        parts.push(format!("reason {r}"));
+    }
+    match (text(58), parts.is_empty()) {
+        (Some(t), true) => t,
+        (Some(t), false) => format!("{t} ({})", parts.join(", ")),
+        (None, false) => parts.join(", "),
+        (None, true) => "no reason given".into(),
     }
 }
 
@@ -784,6 +807,27 @@ mod tests {
         pump(T0, &mut a, &mut b);
         assert_eq!(reason(&mut a), "we logged out: MsgSeqNum too low, expecting 2 but received 1");
         assert_eq!(reason(&mut b), "the counterparty logged out: MsgSeqNum too low, expecting 2 but received 1");
+    }
+
+    /// A Reject of one of our messages names it and gives the counterparty's reason.
+    #[test]
+    fn a_reject_names_our_message_and_the_reason() {
+        let (mut a, mut b) = logged_on();
+        let seq = a.send(T0, "D", &[(11, b"1")]);
+        pump(T0, &mut a, &mut b);
+        let _ = events(&mut b);
+        let fields: [(u32, &[u8]); 5] =
+            [(45, b"2"), (371, b"21"), (372, b"D"), (373, b"1"), (58, b"Required tag missing, field=21")];
+        b.send(T0, "3", &fields);
+        pump(T0, &mut a, &mut b);
+        assert_eq!(
+            events(&mut a),
+            vec![SessionEvent::RejectedByCounterparty {
+                ref_seq: seq,
+                reason: "Required tag missing, field=21 (tag 21, reason 1)".into()
+            }]
+        );
+        assert!(a.is_active(), "a Reject does not end the session");
     }
 
     #[test]

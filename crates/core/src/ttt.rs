@@ -70,6 +70,12 @@ pub struct FttcStats {
     pub sell_fills: u64,
     /// ExecutionReports with OrdStatus New (acknowledgements).
     pub acks: u64,
+    /// Orders the exchange refused: an ExecutionReport with OrdStatus Rejected (39=8), or a
+    /// session-level Reject or BusinessMessageReject of the order ([`Fttc::on_refused`]).
+    pub rejected: u64,
+    /// Orders that ended unfilled: ExecutionReports with OrdStatus Canceled (4) or
+    /// Expired (C).
+    pub cancelled: u64,
     /// Orders the template could not hold (a number too wide).
     pub template_errors: u64,
     /// Entries whose price would trade but which name no Symbol (55), in their own fields
@@ -166,6 +172,28 @@ impl Fttc {
     }
     pub fn stats(&self) -> FttcStats {
         self.stats
+    }
+    /// A message of ours the exchange refused at the session level (a Reject, 35=3, or a
+    /// BusinessMessageReject, 35=j, naming its MsgSeqNum): if it was one of our orders, it
+    /// is counted as rejected and no longer counts against the limits.
+    pub fn on_refused(&mut self, sent: &[u8]) {
+        let Ok(m) = Message::new_checked(sent) else { return };
+        if m.msg_type() != b"D" {
+            return;
+        }
+        let (mut side, mut symbol, mut qty): (&[u8], &[u8], u64) = (&[], &[], self.cfg.qty);
+        for f in m.fields().flatten() {
+            match f.tag {
+                54 => side = f.value,
+                55 => symbol = f.value,
+                38 => qty = shares(&f).unwrap_or(qty),
+                _ => {}
+            }
+        }
+        self.stats.rejected += 1;
+        if let Some(i) = self.known(symbol) {
+            self.risk.on_done(i, side == b"1", qty);
+        }
     }
     /// The ClOrdID of the next order (1 unless set). A venue refuses a ClOrdID it has
     /// seen that day: an engine that starts again must not count from 1 again.
@@ -468,19 +496,33 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> Result<(), MdError> {
         let m = Message::new_checked(report).map_err(MdError::Fix)?;
-        let (mut status, mut side, mut symbol, mut qty): (&[u8], &[u8], &[u8], u64) = (&[], &[], &[], 0);
+        let (mut status, mut side, mut symbol, mut qty, mut leaves): (&[u8], &[u8], &[u8], u64, Option<u64>) =
+            (&[], &[], &[], 0, None);
         for f in m.fields() {
             let f = f.map_err(MdError::Fix)?;
             match f.tag {
                 39 => status = f.value,
                 54 => side = f.value,
                 55 => symbol = f.value,
-                32 => qty = f.as_uint().unwrap_or(0),
+                32 => qty = shares(&f).unwrap_or(0),
+                151 => leaves = shares(&f),
                 _ => {}
             }
         }
         if status == b"0" {
             self.stats.acks += 1;
+        }
+        if matches!(status, b"8" | b"4" | b"C") {
+            // Ended unfilled: its open quantity no longer counts against the limits.
+            if status == b"8" {
+                self.stats.rejected += 1;
+            } else {
+                self.stats.cancelled += 1;
+            }
+            if let Some(i) = self.known(symbol) {
+                self.risk.on_done(i, side == b"1", leaves.filter(|&l| l > 0).unwrap_or(self.cfg.qty));
+            }
+            return Ok(());
         }
         if status != b"2" {
             return Ok(());
@@ -814,6 +856,12 @@ fn announces_data(head: u32) -> bool {
     }
 }
 
+/// A quantity as whole shares: engines write them as `100` or `100.0` (QuickFIX/J's
+/// doubles, among others).
+fn shares(f: &fix::Field<'_>) -> Option<u64> {
+    f.as_decimal().ok().map(|v| v.max(0) as u64 / 1_000_000_000)
+}
+
 /// Patch a symbol's template and hand it to `send`.
 #[inline]
 fn order(
@@ -946,6 +994,43 @@ mod tests {
         .unwrap();
         assert_eq!(get(&sent[1].1, 11), b"000005000002");
         assert_eq!(f.stats().buys, 1);
+    }
+
+    /// An order the exchange rejects (an ExecutionReport with OrdStatus 8, or a Reject of
+    /// the message) is counted and frees its room under the open-order limit; quantities
+    /// written as decimals (`100.0`) count as whole shares.
+    #[test]
+    fn rejected_orders_are_counted_and_free_the_limits() {
+        let mut f = fttc(RiskLimits { max_open_orders: 2, ..RiskLimits::default() });
+        let mut seq = 2;
+        let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut out = |s: u64, b: &[u8]| sent.push((s, b.to_vec()));
+        f.on_market_data(0, &md(1, &[("AAPL", "190.000"), ("MSFT", "410.000"), ("IBM", "99")]), &mut seq, &mut out)
+            .unwrap();
+        assert_eq!((f.stats().buys, f.risk().open_orders()), (2, 2));
+        let er = |status: &[u8], sym: &[u8], extra: &[(u32, &[u8])]| {
+            let mut w = Writer::new("FIX.4.4", "8");
+            w.field(49, b"EX").field(56, b"TP").field_uint(34, 5).field(52, b"20261121-14:30:00.000");
+            w.field(39, status).field(54, b"1").field(55, sym);
+            for (t, v) in extra {
+                w.field(*t, v);
+            }
+            w.finish().to_vec()
+        };
+        f.on_execution(0, &er(b"8", b"AAPL", &[(151, b"0"), (58, b"unknown symbol")]), &mut seq, &mut out).unwrap();
+        assert_eq!((f.stats().rejected, f.risk().open_orders()), (1, 1));
+        // The Reject of the second order (its bytes as sent, from the session's store).
+        let msft = sent.iter().find(|(_, b)| get(b, 55) == b"MSFT").unwrap().1.clone();
+        f.on_refused(&msft);
+        assert_eq!((f.stats().rejected, f.risk().open_orders()), (2, 0));
+        // Room again: IBM's next whole dollar sends.
+        f.on_market_data(0, &md(2, &[("IBM", "100")]), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec())))
+            .unwrap();
+        assert_eq!(f.stats().buys, 3);
+        // A fill of 100.0 shares: a position of 100.
+        f.on_execution(0, &er(b"2", b"IBM", &[(32, b"100.0")]), &mut seq, &mut |_: u64, _: &[u8]| {}).unwrap();
+        let ibm = f.known(b"IBM").unwrap();
+        assert_eq!(f.risk().position(ibm), 100);
     }
 
     /// A datagram whose CheckSum is wrong by one sends nothing and is counted, short or

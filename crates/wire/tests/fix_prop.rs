@@ -137,6 +137,7 @@ proptest! {
             w.field(54, if sell { b"2" } else { b"1" }).field(60, &ts);
             w.field(38, format!("{qty:09}").as_bytes()).field(40, b"2");
             w.field(44, format!("{:07}.{:04}", price / 10_000, price % 10_000).as_bytes());
+            w.field(21, b"1"); // HandlInst, required in FIX 4.2
             prop_assert_eq!(&got[..], w.finish());
             let m = Message::new_checked(&got).unwrap();
             let mut ix = FieldIndex::new();

@@ -3,7 +3,9 @@
 // Reject, logged here); each NewOrderSingle is acknowledged at once and filled after a delay,
 // sent whether or not the session is logged on then (QuickFIX/J keeps it for a resend).
 //
-// java Exch BEGIN_STRING PORT FILL_DELAY_MS SECONDS STORE_DIR LOG_FILE
+// java Exch BEGIN_STRING PORT FILL_DELAY_MS SECONDS STORE_DIR LOG_FILE [reject]
+// With `reject`, every order is rejected instead (an ExecutionReport with OrdStatus Rejected,
+// OrdRejReason 1 and the Text "unknown symbol").
 // The log has one line per event: LOGON, LOGOUT, ORDER <ClOrdID> <Side> <Symbol> <OrderQty>
 // <PossDupFlag>, REJECT <the message>; the last line is DONE.
 import quickfix.*;
@@ -15,6 +17,7 @@ public class Exch extends MessageCracker implements Application {
     static PrintWriter log;
     static long fillDelayMs;
     static long execId;
+    static boolean rejectAll;
     static final ScheduledExecutorService later = Executors.newSingleThreadScheduledExecutor();
 
     static synchronized void say(String s) {
@@ -47,6 +50,16 @@ public class Exch extends MessageCracker implements Application {
         boolean dup = o.getHeader().isSetField(PossDupFlag.FIELD) && o.getHeader().getBoolean(PossDupFlag.FIELD);
         say("ORDER " + id + " " + side + " " + sym + " " + (long) qty + " " + (dup ? "Y" : "N"));
         boolean fix42 = s.getBeginString().equals("FIX.4.2");
+        if (rejectAll) {
+            Message r = report(fix42, id, side, sym, qty, false);
+            r.setChar(ExecType.FIELD, ExecType.REJECTED);
+            r.setChar(OrdStatus.FIELD, OrdStatus.REJECTED);
+            r.setDouble(LeavesQty.FIELD, 0);
+            r.setInt(OrdRejReason.FIELD, OrdRejReason.UNKNOWN_SYMBOL);
+            r.setString(Text.FIELD, "unknown symbol");
+            send(r, s);
+            return;
+        }
         send(report(fix42, id, side, sym, qty, false), s);
         Message fill = report(fix42, id, side, sym, qty, true);
         later.schedule(() -> send(fill, s), fillDelayMs, java.util.concurrent.TimeUnit.MILLISECONDS);
@@ -88,6 +101,7 @@ public class Exch extends MessageCracker implements Application {
     public static void main(String[] a) throws Exception {
         String begin = a[0];
         fillDelayMs = Long.parseLong(a[2]);
+        rejectAll = a.length > 6 && a[6].equals("reject");
         log = new PrintWriter(new FileWriter(a[5], true));
         SessionSettings ss = new SessionSettings();
         SessionID id = new SessionID(begin, "EXCH", "TICKPLANT");

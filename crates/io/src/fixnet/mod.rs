@@ -150,6 +150,8 @@ pub struct ExchangeReport {
     pub orders: u64,
     pub acks: u64,
     pub fills: u64,
+    /// Orders refused with a session-level Reject: a required field missing.
+    pub rejects: u64,
 }
 
 /// Accept FIX sessions until `stop`; each connection runs on its own thread.
@@ -174,6 +176,7 @@ pub fn run_exchange(cfg: &ExchangeConfig, stop: Arc<AtomicBool>) -> std::io::Res
             report.orders += r.orders;
             report.acks += r.acks;
             report.fills += r.fills;
+            report.rejects += r.rejects;
         }
     }
     Ok(report)
@@ -229,11 +232,27 @@ fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool)
         flush(&mut s, &mut tcp)?;
         while let Some(ev) = s.poll_event() {
             match ev {
-                SessionEvent::App { msg_type, message, .. } if msg_type == b"D" => {
+                SessionEvent::App { seq, msg_type, message } if msg_type == b"D" => {
                     r.orders += 1;
                     let Ok(m) = Message::new_checked(&message) else { continue };
                     let mut ix = FieldIndex::new();
                     if ix.parse(&m).is_err() {
+                        continue;
+                    }
+                    if let Some(tag) = missing_order_field(&ix, fix42) {
+                        // As a venue's engine answers (QuickFIX's words and codes): a
+                        // session-level Reject, RefTagID and SessionRejectReason 1.
+                        let text = format!("Required tag missing, field={tag}");
+                        let (seq, tag) = (seq.to_string(), tag.to_string());
+                        let fields: [(u32, &[u8]); 5] = [
+                            (45, seq.as_bytes()),
+                            (371, tag.as_bytes()),
+                            (372, b"D"),
+                            (373, b"1"),
+                            (58, text.as_bytes()),
+                        ];
+                        s.send(unix_ns(), "3", &fields);
+                        r.rejects += 1;
                         continue;
                     }
                     let px = if ix.get(44).is_some() { value(&ix, 44) } else { cfg.fill_price.as_bytes().to_vec() };
@@ -285,6 +304,17 @@ fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool)
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The first field a NewOrderSingle must carry and does not: ClOrdID, HandlInst (FIX 4.2),
+/// Symbol, Side, TransactTime, OrderQty, OrdType, and Price for a limit order.
+fn missing_order_field(ix: &FieldIndex<'_>, fix42: bool) -> Option<u32> {
+    let limit = ix.get(40).is_some_and(|f| f.value == b"2");
+    [11, 21, 55, 54, 60, 38, 40, 44].into_iter().find(|&t| match t {
+        21 => fix42 && ix.get(21).is_none(),
+        44 => limit && ix.get(44).is_none(),
+        t => ix.get(t).is_none(),
+    })
 }
 
 fn exec_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, filled: bool, fix42: bool) {
@@ -363,6 +393,14 @@ pub struct TradeReport {
     pub sells_sent: u64,
     pub sell_fills: u64,
     pub risk_rejects: std::collections::BTreeMap<String, u64>,
+    /// Orders the exchange refused (ExecutionReports with OrdStatus Rejected, and orders a
+    /// session-level Reject or a BusinessMessageReject named), and orders it cancelled or
+    /// let expire.
+    pub rejected: u64,
+    pub cancelled: u64,
+    /// Every refusal of the exchange's, orders or not, by its reason (its Text, with the
+    /// tag and reason code it named).
+    pub rejections: std::collections::BTreeMap<String, u64>,
     pub seconds: f64,
     /// ns per stage: "1 parse" (datagram received -> validated), "2 decide" (validated ->
     /// an entry decided), "3 order ready" (risk checked, template patched), "4 send" (the
@@ -422,6 +460,54 @@ impl<S: SessionStore> FttcOutput for Out<'_, S> {
         }
         self.session.record_sent(self.now, seq, order);
     }
+}
+
+/// A refusal in an application message from the exchange, counted by its reason: an
+/// ExecutionReport with OrdStatus Rejected (39=8; the engine has already counted the order),
+/// or a BusinessMessageReject (35=j) naming the message it refuses.
+fn refusal<S: SessionStore>(
+    msg_type: &[u8],
+    message: &[u8],
+    s: &Session<S>,
+    fttc: &mut Fttc,
+    into: &mut std::collections::BTreeMap<String, u64>,
+) {
+    if msg_type != b"8" && msg_type != b"j" {
+        return;
+    }
+    let Ok(m) = Message::new_checked(message) else { return };
+    let mut ix = FieldIndex::new();
+    if ix.parse(&m).is_err() {
+        return;
+    }
+    if msg_type == b"j" {
+        let ref_seq = ix.get(45).and_then(|f| f.as_uint().ok()).unwrap_or(0);
+        return refused(ref_seq, tickplant_core::fix_session::reject_reason(&ix), s, fttc, into);
+    }
+    if ix.get(39).is_some_and(|f| f.value == b"8") {
+        let text =
+            ix.get(58).map_or_else(|| "no reason given".into(), |f| String::from_utf8_lossy(f.value).into_owned());
+        let why = match ix.get(103) {
+            Some(code) => format!("{text} (OrdRejReason {})", String::from_utf8_lossy(code.value)),
+            None => text,
+        };
+        *into.entry(why).or_default() += 1;
+    }
+}
+
+/// A message of ours the exchange refused by its MsgSeqNum: counted by the reason, and
+/// handed to the engine (an order no longer counts against the limits).
+fn refused<S: SessionStore>(
+    ref_seq: u64,
+    reason: String,
+    s: &Session<S>,
+    fttc: &mut Fttc,
+    into: &mut std::collections::BTreeMap<String, u64>,
+) {
+    if let Some(sent) = s.store().get(ref_seq) {
+        fttc.on_refused(&sent);
+    }
+    *into.entry(reason).or_default() += 1;
 }
 
 /// The error of a session that ended before we asked it to, with what to do when the
@@ -648,6 +734,13 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     if let Some(e) = out.error {
                         return Err(e);
                     }
+                    refusal(&msg_type, &message, &s, &mut fttc, &mut r.rejections);
+                }
+                SessionEvent::App { msg_type, message, .. } => {
+                    refusal(&msg_type, &message, &s, &mut fttc, &mut r.rejections);
+                }
+                SessionEvent::RejectedByCounterparty { ref_seq, reason } => {
+                    refused(ref_seq, reason, &s, &mut fttc, &mut r.rejections);
                 }
                 SessionEvent::LoggedOut { reason } if !logging_out => {
                     return Err(session_ended(&reason));
@@ -694,6 +787,8 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         r.latency_ns.insert("wire-to-wire".to_string(), latency_ns(&h_wire));
     }
     r.risk_rejects = refusals(&fttc);
+    r.rejected = st.rejected;
+    r.cancelled = st.cancelled;
     Ok(r)
 }
 
@@ -733,5 +828,46 @@ mod md_seq_tests {
         let n = bad.len();
         bad[n - 5] ^= 1;
         assert_eq!(md_seq(&bad), None);
+    }
+}
+
+#[cfg(test)]
+mod exchange_tests {
+    use super::missing_order_field;
+    use tickplant_wire::fix::{FieldIndex, Message, OrderSpec, OrderTemplate, Writer};
+
+    fn missing(fields: &[(u32, &[u8])], fix42: bool) -> Option<u32> {
+        let mut w = Writer::new(if fix42 { "FIX.4.2" } else { "FIX.4.4" }, "D");
+        for (t, v) in fields {
+            w.field(*t, v);
+        }
+        let bytes = w.finish().to_vec();
+        let m = Message::new_checked(&bytes).unwrap();
+        let mut ix = FieldIndex::new();
+        ix.parse(&m).unwrap();
+        missing_order_field(&ix, fix42)
+    }
+
+    /// `sim exchange` refuses what a venue's engine refuses: a FIX 4.2 order without
+    /// HandlInst, a limit order without a Price, an order without a Side; our own templates
+    /// pass.
+    #[test]
+    fn orders_missing_a_required_field_are_found() {
+        let base: Vec<(u32, &[u8])> =
+            vec![(11, b"1"), (55, b"AAPL"), (54, b"1"), (60, b"20261121-14:30:00.000"), (38, b"100"), (40, b"1")];
+        assert_eq!(missing(&base, false), None);
+        assert_eq!(missing(&base, true), Some(21));
+        let mut limit = base.clone();
+        limit[5] = (40, b"2");
+        assert_eq!(missing(&limit, false), Some(44));
+        let no_side: Vec<(u32, &[u8])> = base.iter().copied().filter(|f| f.0 != 54).collect();
+        assert_eq!(missing(&no_side, false), Some(54));
+        for begin in ["FIX.4.4", "FIX.4.2"] {
+            let mut t = OrderTemplate::new(&OrderSpec::new(begin, "TP", "EX", "AAPL"));
+            let m = Message::new_checked(t.bytes()).unwrap();
+            let mut ix = FieldIndex::new();
+            ix.parse(&m).unwrap();
+            assert_eq!(missing_order_field(&ix, begin == "FIX.4.2"), None, "{begin}");
+        }
     }
 }

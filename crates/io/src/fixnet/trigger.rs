@@ -29,6 +29,10 @@ pub struct TriggerTradeReport {
     pub buy_fills: u64,
     pub sell_fills: u64,
     pub risk_rejects: std::collections::BTreeMap<String, u64>,
+    /// Orders the exchange refused, and every refusal by its reason (as in
+    /// [`TradeReport`]).
+    pub rejected: u64,
+    pub rejections: std::collections::BTreeMap<String, u64>,
 }
 
 /// Order entry driven by triggers on entries of any feed (the normalized events of the
@@ -42,6 +46,8 @@ pub struct TriggerTrader {
     fttc: Fttc,
     rbuf: Vec<u8>,
     entries: u64,
+    /// The exchange's refusals by reason.
+    rejections: std::collections::BTreeMap<String, u64>,
 }
 
 impl std::fmt::Debug for TriggerTrader {
@@ -99,6 +105,7 @@ impl TriggerTrader {
             fttc,
             rbuf: vec![0u8; 65_536],
             entries: 0,
+            rejections: Default::default(),
         };
         t.session.handle_connected(unix_ns());
         flush(&mut t.session, &mut t.tcp)?;
@@ -190,6 +197,13 @@ impl TriggerTrader {
                     if let Some(e) = sink.error {
                         return Err(e);
                     }
+                    refusal(&msg_type, &message, &self.session, &mut self.fttc, &mut self.rejections);
+                }
+                SessionEvent::App { msg_type, message, .. } => {
+                    refusal(&msg_type, &message, &self.session, &mut self.fttc, &mut self.rejections);
+                }
+                SessionEvent::RejectedByCounterparty { ref_seq, reason } => {
+                    refused(ref_seq, reason, &self.session, &mut self.fttc, &mut self.rejections);
                 }
                 SessionEvent::LoggedOut { reason } => {
                     return Err(session_ended(&reason));
@@ -212,7 +226,7 @@ impl TriggerTrader {
         loop {
             self.poll()?;
             let st = self.fttc.stats();
-            if st.acks >= st.buys + st.sells || Instant::now() >= deadline {
+            if st.acks + st.rejected >= st.buys + st.sells || Instant::now() >= deadline {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -235,6 +249,8 @@ impl TriggerTrader {
             buy_fills: st.buy_fills,
             sell_fills: st.sell_fills,
             risk_rejects: refusals(&self.fttc),
+            rejected: st.rejected,
+            rejections: std::mem::take(&mut self.rejections),
         })
     }
 }

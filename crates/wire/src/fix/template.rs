@@ -58,7 +58,9 @@ impl OrderSpec {
             symbol: symbol.into(),
             side: b'1',
             ord_type: b'1',
-            extra: Vec::new(),
+            // HandlInst (21) is required in a FIX 4.2 NewOrderSingle (optional in 4.4):
+            // 1, automated execution, no broker intervention.
+            extra: if begin_string == "FIX.4.2" { vec![(21, "1".into())] } else { Vec::new() },
             seq_digits: 9,
             cl_ord_id_digits: 12,
             qty_digits: 9,
