@@ -209,6 +209,25 @@ fn quickfixj_rejections_are_reported_and_free_the_limits() {
     drop(ex);
 }
 
+/// `sim fix-md`'s market data, every datagram, is valid FIX 4.4 to QuickFIX/J's data
+/// dictionary (what a desk's own FIX market-data reader would see).
+#[test]
+fn quickfixj_finds_the_simulated_market_data_valid() {
+    let Some(cp) = quickfixj() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("md.log");
+    let check = java(&cp, &["MdCheck", "239.255.7.23", "31723", "lo", log.to_str().unwrap()]);
+    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(300));
+    market_data(d.path(), "239.255.7.23:31723");
+    let sent = json(&d.path().join("truth.json"))["messages"].as_u64().unwrap();
+    let (code, err) = check.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    let out = std::fs::read_to_string(&log).unwrap();
+    assert!(out.ends_with(&format!("DONE {sent} 0\n")), "{out}");
+}
+
 /// A QuickFIX/J client trades on `sim exchange`, FIX 4.4 and 4.2: every order gets its
 /// acknowledgement and its fill, QuickFIX/J finds every ExecutionReport valid, and the
 /// session's heartbeats and logout go through.
