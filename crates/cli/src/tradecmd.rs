@@ -281,5 +281,8 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     if let Some(p) = &a.report {
         std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}", p.display()))?;
     }
+    if let Some(e) = &r.ended {
+        bail!("trading against {}: {e}", a.exchange);
+    }
     Ok(r)
 }

@@ -209,8 +209,8 @@ fn quickfixj_rejections_are_reported_and_free_the_limits() {
     drop(ex);
 }
 
-/// `sim fix-md`'s market data, every datagram, is valid FIX 4.4 to QuickFIX/J's data
-/// dictionary (what a desk's own FIX market-data reader would see).
+/// `sim fix-md`'s market data is valid FIX 4.4 to QuickFIX/J's data dictionary, every
+/// datagram it reads (what a desk's own FIX market-data reader would see).
 #[test]
 fn quickfixj_finds_the_simulated_market_data_valid() {
     let Some(cp) = quickfixj() else { return };
@@ -224,8 +224,13 @@ fn quickfixj_finds_the_simulated_market_data_valid() {
     let sent = json(&d.path().join("truth.json"))["messages"].as_u64().unwrap();
     let (code, err) = check.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
+    // The checker's JVM can fall behind the sender and its socket drop datagrams (the
+    // kernel's, not ours): every datagram it read is checked, and it must read most.
     let out = std::fs::read_to_string(&log).unwrap();
-    assert!(out.ends_with(&format!("DONE {sent} 0\n")), "{out}");
+    let done: Vec<u64> =
+        out.lines().last().unwrap().strip_prefix("DONE ").unwrap().split(' ').map(|n| n.parse().unwrap()).collect();
+    assert_eq!(done[1], 0, "invalid market data: {out}");
+    assert!(done[0] <= sent && done[0] >= sent / 2, "{} of {sent} datagrams checked", done[0]);
 }
 
 /// A QuickFIX/J client trades on `sim exchange`, FIX 4.4 and 4.2: every order gets its

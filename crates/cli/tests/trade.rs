@@ -195,6 +195,32 @@ fn triggers_decide_and_change_while_running() {
     assert_eq!(r["sells_sent"].as_u64().unwrap(), 0, "triggers send no SELL of their own");
 }
 
+/// The exchange gone mid-run (killed, no Logout): `trade` stops at once, writes its report
+/// with the reason, and exits with an error, rather than ending early as if all were well.
+#[test]
+fn an_exchange_gone_mid_run_is_an_error_with_a_report() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut ex = spawn(d.path(), &["sim", "exchange", "--listen", &listen, "--duration", "30s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let t0 = std::time::Instant::now();
+    let tr = spawn(
+        d.path(),
+        &["trade", "--md", "239.255.7.5:31705", "--exchange", &listen, "--duration", "30s", "--report", "report.json"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    ex.kill().unwrap();
+    ex.wait().unwrap();
+    let o = tr.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("the exchange closed the connection without a Logout"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "it stopped when the exchange went, not at its end");
+    let r = json(&d.path().join("report.json"));
+    assert!(r["ended"].as_str().unwrap().contains("without a Logout"), "{r}");
+}
+
 #[test]
 fn bad_arguments_say_what_is_wrong() {
     let o = Command::new(BIN).args(["trade", "--md", "10.0.0.1:5000"]).output().unwrap();

@@ -15,6 +15,7 @@ public class MdCheck {
         dd.setCheckUserDefinedFields(true);
         dd.setCheckFieldsOutOfOrder(true);
         MulticastSocket s = new MulticastSocket(Integer.parseInt(a[1]));
+        s.setReceiveBufferSize(16 << 20);
         s.joinGroup(new InetSocketAddress(a[0], 0), NetworkInterface.getByName(a[2]));
         log.println("LISTENING");
         log.flush();

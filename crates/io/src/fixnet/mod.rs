@@ -413,6 +413,9 @@ pub struct TradeReport {
     pub wire_missing: u64,
     /// Why wire-to-wire times are not measured at all, when they are not.
     pub wire_error: Option<String>,
+    /// Why the run ended before its time, when it did: the exchange ended the session or
+    /// closed the connection. `trade` writes the report, then exits with this error.
+    pub ended: Option<String>,
 }
 
 /// Where the engine's orders go: the exchange's socket, with the stage marks.
@@ -610,7 +613,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         triggers_seen = std::fs::metadata(p).and_then(|m| m.modified()).ok();
         r.trigger_loads += 1;
     }
-    loop {
+    'run: loop {
         if Instant::now() >= next_file_check {
             next_file_check = Instant::now() + Duration::from_millis(100);
             if let Some(k) = &cfg.kill_file {
@@ -681,10 +684,24 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         }
         // The exchange.
         match tcp.read(&mut rbuf) {
-            Ok(0) => break,
+            Ok(0) => {
+                if !logging_out {
+                    r.ended = Some(format!(
+                        "the exchange closed the connection without a Logout, {:.1} s into the run",
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+                break;
+            }
             Ok(n) => s.handle_bytes(unix_ns(), &rbuf[..n]),
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                r.ended = Some(format!(
+                    "reading from the exchange, {:.1} s into the run: {e}",
+                    start.elapsed().as_secs_f64()
+                ));
+                break;
+            }
         }
         // Transmit times of the orders sent, matched to their datagrams' receive times by
         // the byte offset of each order's last byte. Session messages have keys of their own
@@ -743,7 +760,10 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     refused(ref_seq, reason, &s, &mut fttc, &mut r.rejections);
                 }
                 SessionEvent::LoggedOut { reason } if !logging_out => {
-                    return Err(session_ended(&reason));
+                    r.ended = Some(session_ended(&reason).to_string());
+                    // Say goodbye if the session has a Logout to send.
+                    let _ = flush_counted(&mut s, &mut tcp, &mut sent);
+                    break 'run;
                 }
                 _ => {}
             }
