@@ -147,8 +147,9 @@ pub struct ArbArgs {
     #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Feed A: a capture (pcap or pcapng), or a live group
-    /// (udp://GROUP:PORT[?iface=ADDR&rcvbuf=BYTES]), or alone an ITCH 5.0 BinaryFILE (plain
-    /// or gzip), read as MoldUDP64 packets (--hr-out then writes it as a capture).
+    /// (udp://GROUP:PORT[?iface=ADDR&source=ADDR&rcvbuf=BYTES], docs/live.md), or alone an
+    /// ITCH 5.0 BinaryFILE (plain or gzip), read as MoldUDP64 packets (--hr-out then writes
+    /// it as a capture).
     #[arg(long, value_name = "A.pcap|udp://GROUP:PORT")]
     pub a: Option<PathBuf>,
     /// Feed B: a capture, or a live group.

@@ -1,10 +1,10 @@
 //! Live UDP: groups (multicast or unicast) read as a [`Source`], and groups to send a
 //! stream on.
 //!
-//! An input is named by a URL, `udp://GROUP:PORT[?iface=ADDR&rcvbuf=BYTES]`, where a capture
-//! path would stand ([`Input`]). [`LiveSource`] receives each input's datagrams in batches
-//! (`recvmmsg` on non-blocking sockets), stamps each with the kernel's receive time
-//! (`SO_TIMESTAMPNS`), counts the kernel's drops on the socket (`SO_RXQ_OVFL`), and hands
+//! An input is named by a URL, `udp://GROUP:PORT[?iface=ADDR&source=ADDR&rcvbuf=BYTES]`,
+//! where a capture path would stand ([`Input`]). [`LiveSource`] receives each input's
+//! datagrams in batches (`recvmmsg` on non-blocking sockets), stamps each with the kernel's
+//! receive time (`SO_TIMESTAMPNS`), counts the kernel's drops on the socket (`SO_RXQ_OVFL`), and hands
 //! each datagram on behind Ethernet, IPv4 and UDP headers built from its source and
 //! destination: what follows (the arbitrator, the pcap writers) reads it as it reads a
 //! captured frame. It ends when its stop flag is raised (SIGINT or SIGTERM, see
@@ -46,7 +46,7 @@ const CONTROL_WORDS: usize = 16;
 /// goes past the cap with `SO_RCVBUFFORCE`).
 pub const DEFAULT_RCVBUF: usize = 8 << 20;
 
-/// A live group: `udp://GROUP:PORT[?iface=ADDR&rcvbuf=BYTES&ttl=N&loop=0|1]`.
+/// A live group: `udp://GROUP:PORT[?iface=ADDR&source=ADDR&rcvbuf=BYTES&ttl=N&loop=0|1]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpUrl {
     /// The group (multicast) or the address (unicast) the datagrams go to.
@@ -55,6 +55,11 @@ pub struct UdpUrl {
     /// The local interface's address that joins the group (receive) or sends (send);
     /// `None`: the kernel's choice.
     pub iface: Option<Ipv4Addr>,
+    /// Receive only what this sender sends to the group: a source-specific join (IGMPv3,
+    /// `IP_ADD_SOURCE_MEMBERSHIP`), what a group in 232.0.0.0/8 needs where the network
+    /// runs source-specific multicast, and a filter in the kernel against other senders
+    /// on the group. Receiving only.
+    pub source: Option<Ipv4Addr>,
     /// Socket receive buffer, bytes ([`DEFAULT_RCVBUF`] when not given).
     pub rcvbuf: Option<usize>,
     /// Multicast TTL of what is sent (1 when not given).
@@ -73,7 +78,11 @@ pub struct UrlError {
 
 impl std::fmt::Display for UrlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} (expected udp://GROUP:PORT[?iface=ADDR&rcvbuf=BYTES&ttl=N&loop=0|1])", self.url, self.reason)
+        write!(
+            f,
+            "{}: {} (expected udp://GROUP:PORT[?iface=ADDR&source=ADDR&rcvbuf=BYTES&ttl=N&loop=0|1])",
+            self.url, self.reason
+        )
     }
 }
 
@@ -90,13 +99,29 @@ impl std::str::FromStr for UdpUrl {
         if addr.port() == 0 {
             return Err(err("port 0".into()));
         }
-        let mut url =
-            UdpUrl { group: *addr.ip(), port: addr.port(), iface: None, rcvbuf: None, ttl: None, multicast_loop: None };
+        let mut url = UdpUrl {
+            group: *addr.ip(),
+            port: addr.port(),
+            iface: None,
+            source: None,
+            rcvbuf: None,
+            ttl: None,
+            multicast_loop: None,
+        };
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             let (k, v) = kv.split_once('=').ok_or_else(|| err(format!("'{kv}' is not KEY=VALUE")))?;
             let bad = |what: &str| err(format!("{k}={v}: not {what}"));
             match k {
                 "iface" => url.iface = Some(v.parse().map_err(|_| bad("an IPv4 address"))?),
+                "source" => {
+                    if !url.group.is_multicast() {
+                        return Err(err(format!(
+                            "source={v}: a source is for a multicast group, and {} is not one",
+                            url.group
+                        )));
+                    }
+                    url.source = Some(v.parse().map_err(|_| bad("an IPv4 address (the sender's)"))?);
+                }
                 "rcvbuf" => url.rcvbuf = Some(v.parse().ok().filter(|&n| n > 0).ok_or_else(|| bad("a size in bytes"))?),
                 "ttl" => url.ttl = Some(v.parse().ok().filter(|&n| n <= 255).ok_or_else(|| bad("a TTL of 0 to 255"))?),
                 "loop" => {
@@ -106,7 +131,7 @@ impl std::str::FromStr for UdpUrl {
                         _ => return Err(bad("0 or 1")),
                     })
                 }
-                _ => return Err(err(format!("unknown key '{k}' (iface, rcvbuf, ttl, loop)"))),
+                _ => return Err(err(format!("unknown key '{k}' (iface, source, rcvbuf, ttl, loop)"))),
             }
         }
         Ok(url)
@@ -124,6 +149,9 @@ impl std::fmt::Display for UdpUrl {
         };
         if let Some(i) = self.iface {
             put(f, format!("iface={i}"))?;
+        }
+        if let Some(a) = self.source {
+            put(f, format!("source={a}"))?;
         }
         if let Some(b) = self.rcvbuf {
             put(f, format!("rcvbuf={b}"))?;
@@ -210,12 +238,17 @@ pub fn open_receiver(url: &UdpUrl) -> io::Result<Socket> {
         .map_err(|e| because(format!("bind {}:{}", url.group, url.port), e))?;
     if url.group.is_multicast() {
         let iface = url.iface.unwrap_or(Ipv4Addr::UNSPECIFIED);
-        s.join_multicast_v4(&url.group, &iface).map_err(|e| match (e.raw_os_error(), url.iface) {
+        let joined = match url.source {
+            Some(src) => s.join_ssm_v4(&src, &url.group, &iface),
+            None => s.join_multicast_v4(&url.group, &iface),
+        };
+        let from = url.source.map_or(String::new(), |a| format!(" from source {a}"));
+        joined.map_err(|e| match (e.raw_os_error(), url.iface) {
             (Some(libc::ENODEV | libc::EADDRNOTAVAIL), Some(a)) => because(
-                format!("join {} on the interface with address {a} (no interface has it: iface= names the interface by one of its IPv4 addresses, `ip -4 addr` lists them)", url.group),
+                format!("join {}{from} on the interface with address {a} (no interface has it: iface= names the interface by one of its IPv4 addresses, `ip -4 addr` lists them)", url.group),
                 e,
             ),
-            _ => because(format!("join {} on {}", url.group, if url.iface.is_some() { iface.to_string() } else { "the default interface".into() }), e),
+            _ => because(format!("join {}{from} on {}", url.group, if url.iface.is_some() { iface.to_string() } else { "the default interface".into() }), e),
         })?;
     }
     set_int(&s, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
@@ -235,7 +268,7 @@ fn open_answers(server: SocketAddrV4) -> io::Result<(UdpUrl, Socket)> {
     s.set_nonblocking(true)?;
     let port = s.local_addr()?.as_socket_ipv4().map_or(0, |a| a.port());
     let local = if server.ip().is_loopback() { Ipv4Addr::LOCALHOST } else { Ipv4Addr::UNSPECIFIED };
-    let url = UdpUrl { group: local, port, iface: None, rcvbuf: None, ttl: None, multicast_loop: None };
+    let url = UdpUrl { group: local, port, iface: None, source: None, rcvbuf: None, ttl: None, multicast_loop: None };
     Ok((url, s))
 }
 
@@ -708,6 +741,15 @@ impl UdpSender {
     /// default for a group).
     pub fn open(url: &UdpUrl) -> Result<UdpSender, LiveError> {
         let e = |what, error| LiveError { input: url.to_string(), what, error };
+        if url.source.is_some() {
+            return Err(e(
+                "source=",
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a source names the sender to receive from; it is not for sending",
+                ),
+            ));
+        }
         let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(|x| e("cannot open", x))?;
         if url.group.is_multicast() {
             if let Some(i) = url.iface {
@@ -842,6 +884,8 @@ mod tests {
             ("udp://239.1.1.1:5000?iface=eth0", "iface=eth0: not an IPv4 address"),
             ("udp://239.1.1.1:5000?speed=2", "unknown key 'speed'"),
             ("udp://239.1.1.1:5000?loop=2", "loop=2: not 0 or 1"),
+            ("udp://232.1.1.1:5000?source=host", "source=host: not an IPv4 address (the sender's)"),
+            ("udp://127.0.0.1:5000?source=10.0.0.1", "a source is for a multicast group, and 127.0.0.1 is not one"),
         ] {
             let e = bad.parse::<UdpUrl>().unwrap_err().to_string();
             assert!(e.starts_with(bad) && e.contains(says), "{bad}: {e}");
@@ -906,6 +950,45 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         assert!(src.next_frame().unwrap().is_none());
         assert!(src.idle().is_none(), "ended once the flag is raised");
+    }
+
+    /// `source=`: a source-specific join receives what that sender sends to the group and
+    /// nothing another sender sends to it (the kernel filters); the URL prints with it; a
+    /// sender refuses it.
+    #[test]
+    fn a_source_specific_join_hears_only_its_source() {
+        let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let url: UdpUrl = format!("udp://232.9.9.9:{port}?iface=127.0.0.1&source=127.0.0.1").parse().unwrap();
+        assert_eq!(url.source, Some(Ipv4Addr::LOCALHOST));
+        assert_eq!(url.to_string().parse::<UdpUrl>().unwrap(), url);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut src = LiveSource::open(
+            &[url],
+            LiveOptions { stop: stop.clone(), duration: None, busy_poll: false, rerequest: None },
+        )
+        .unwrap();
+        let session = *b"SSM0000001";
+        for (k, from) in [(1u64, "127.0.0.2"), (1, "127.0.0.1"), (2, "127.0.0.2"), (2, "127.0.0.1")] {
+            let tx = std::net::UdpSocket::bind((from, 0)).unwrap();
+            tx.set_multicast_loop_v4(true).unwrap();
+            socket2::SockRef::from(&tx).set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
+            let mut m = [0u8; 12];
+            m[..4].copy_from_slice(&from.parse::<Ipv4Addr>().unwrap().octets());
+            tx.send_to(&tickplant_wire::build::moldudp64_payload(&session, k, &[&m]), ("232.9.9.9", port)).unwrap();
+        }
+        let mut senders = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(500) {
+            match src.next_frame().unwrap() {
+                // The IPv4 header's source address.
+                Some((_, f)) => senders.push(Ipv4Addr::new(f.data[26], f.data[27], f.data[28], f.data[29])),
+                None => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        assert_eq!(senders, vec![Ipv4Addr::LOCALHOST; 2], "only the source's two datagrams");
+        stop.store(true, Ordering::Relaxed);
+        let e = UdpSender::open(&url).map(|_| ()).expect_err("a sender refuses source=").to_string();
+        assert!(e.contains("not for sending"), "{e}");
     }
 
     /// A sender whose unicast destination has no listener yet sends every datagram, counts
