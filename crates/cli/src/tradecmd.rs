@@ -5,7 +5,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use tickplant_core::risk::RiskLimits;
 use tickplant_io::fixnet::{self, ExchangeConfig, TradeConfig};
@@ -185,6 +185,18 @@ pub struct TradeArgs {
     /// afresh too.
     #[arg(long)]
     pub reset_seq: bool,
+    /// The Logon's Username (553), where the venue asks for one.
+    #[arg(long)]
+    pub username: Option<String>,
+    /// A file whose first line is the Logon's Password (554) (a file, not the command
+    /// line, where `ps` would show it).
+    #[arg(long)]
+    pub password_file: Option<PathBuf>,
+    /// A constant field of every order, TAG=VALUE (repeat for more): `--order-field 1=ACCT42`
+    /// (Account), `--order-field 59=0` (TimeInForce Day), `--order-field 100=XNAS`
+    /// (ExDestination). The fields the engine writes itself are refused.
+    #[arg(long = "order-field", value_name = "TAG=VALUE")]
+    pub order_fields: Vec<String>,
     /// Kill switch: while this file exists every order is refused (counted as
     /// kill_switch); create it to stop trading, remove it to resume.
     #[arg(long)]
@@ -234,6 +246,15 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         heartbeat_s: a.heartbeat_s,
         store: a.store.clone(),
         reset_seq: a.reset_seq,
+        credentials: fixnet::Credentials {
+            username: a.username.clone(),
+            password: a.password_file.as_deref().map(fixnet::Credentials::read_password).transpose()?,
+        },
+        order_fields: a
+            .order_fields
+            .iter()
+            .map(|f| tickplant_core::ttt::parse_order_field(f).map_err(|e| anyhow!("--order-field {e}")))
+            .collect::<Result<_>>()?,
         kill_file: a.kill_file.clone(),
         triggers: a.triggers.clone(),
         limits: RiskLimits {

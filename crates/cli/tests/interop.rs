@@ -116,6 +116,8 @@ fn json(p: &Path) -> serde_json::Value {
 /// QuickFIX/J at logon, or live) and sends its SELL; no ClOrdID is used twice; QuickFIX/J
 /// rejects no message. Then an engine without a store is refused at logon (its MsgSeqNum
 /// is behind the exchange's) and says what to do, and one with `--reset-seq` is let in.
+/// The exchange asks for a Username and Password at logon (refusing a wrong password with
+/// its reason), and every order carries the Account and TimeInForce given.
 #[test]
 fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     let Some(cp) = quickfixj() else { return };
@@ -126,11 +128,18 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     let exchange = format!("127.0.0.1:{port}");
     let log = dir.join("exch.log");
     let store = dir.join("qfj-store");
-    let ex = java(&cp, &["Exch", "FIX.4.4", &port, "2000", "40", store.to_str().unwrap(), log.to_str().unwrap()]);
+    let (s, l) = (store.to_str().unwrap(), log.to_str().unwrap());
+    let ex = java(&cp, &["-Duser=trader7", "-Dpassword=s3cret pass", "Exch", "FIX.4.4", &port, "2000", "40", s, l]);
     wait_for(&log, "LISTENING", Duration::from_secs(30));
+    std::fs::write(dir.join("password"), "s3cret pass\n").unwrap();
+    std::fs::write(dir.join("wrong"), "guess\n").unwrap();
     let group = "239.255.7.21:31721";
     let trade = |extra: &[&str], duration: &str, report: &str| {
         let mut args = vec!["--heartbeat-s", "1", "--duration", duration, "--report", report];
+        args.extend_from_slice(&["--username", "trader7", "--order-field", "1=ACCT42", "--order-field", "59=0"]);
+        if !extra.contains(&"--password-file") {
+            args.extend_from_slice(&["--password-file", "password"]);
+        }
         args.extend_from_slice(extra);
         trade(dir, group, &exchange, &args)
     };
@@ -153,6 +162,7 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), orders.len(), "a ClOrdID used twice: {orders:?}");
+    assert!(orders.iter().all(|l| l.ends_with(" ACCT42 0")), "Account and TimeInForce on every order: {orders:?}");
 
     // No store: our MsgSeqNum 1 is behind what the exchange expects, and the error says so.
     let (code, err) = trade(&[], "2s", "third.json").wait(Duration::from_secs(30));
@@ -163,6 +173,11 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
             && err.contains("--store"),
         "{err}"
     );
+    // A wrong password: refused, with the exchange's reason.
+    let (code, err) =
+        trade(&["--reset-seq", "--password-file", "wrong"], "2s", "wrong.json").wait(Duration::from_secs(30));
+    assert_ne!(code, Some(0));
+    assert!(err.contains("the counterparty logged out before logging on: bad credentials"), "{err}");
     // Asked to start both sides' numbers again, the exchange lets us in.
     let (code, err) = trade(&["--reset-seq"], "2s", "fourth.json").wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "with --reset-seq: {err}");

@@ -235,6 +235,17 @@ fn bad_arguments_say_what_is_wrong() {
         assert!(!o.status.success());
         assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("--qty {q}: from 1 to 999,999,999")));
     }
+    for (args, says) in [
+        (&["--order-field", "11=X"][..], "tag 11 is written by the engine itself"),
+        (&["--order-field", "Account"], "expected TAG=VALUE"),
+        (&["--order-field", "x=1"], "\"x\" is not a FIX tag number"),
+        (&["--password-file", "/nonexistent/pw"], "the password file /nonexistent/pw"),
+    ] {
+        let o = Command::new(BIN).arg("trade").args(args).output().unwrap();
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let o = Command::new(BIN).args(["sim", "fix-md", "--duration", "3 parsecs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"));
 }

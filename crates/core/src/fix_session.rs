@@ -49,6 +49,9 @@ pub struct SessionConfig {
     pub reset_on_logon: bool,
     /// Messages held after a gap at most; more ends the session.
     pub max_queued: usize,
+    /// More fields of our Logon, after HeartBtInt: what a venue asks for to let a session
+    /// in (Username 553, Password 554, ...).
+    pub logon_fields: Vec<(u32, String)>,
 }
 
 impl SessionConfig {
@@ -61,6 +64,7 @@ impl SessionConfig {
             heartbeat_s: 30,
             reset_on_logon: false,
             max_queued: 100_000,
+            logon_fields: Vec::new(),
         }
     }
 }
@@ -398,7 +402,10 @@ impl<S: SessionStore> Session<S> {
         if self.cfg.reset_on_logon {
             fields.push((141, b"Y"));
         }
+        let extra = std::mem::take(&mut self.cfg.logon_fields);
+        fields.extend(extra.iter().map(|(t, v)| (*t, v.as_bytes())));
         self.admin(now, "A", &fields);
+        self.cfg.logon_fields = extra;
     }
 
     fn close(&mut self, reason: String) {

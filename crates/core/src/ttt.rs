@@ -55,6 +55,31 @@ pub struct FttcConfig {
     pub target: String,
     pub qty: u64,
     pub limits: RiskLimits,
+    /// Constant fields every order carries (Account, TimeInForce, ExDestination, ...), as
+    /// `(tag, value)`; see [`parse_order_field`].
+    pub order_fields: Vec<(u32, String)>,
+}
+
+/// Tags the engine writes itself in every order (the header, the trailer and the patched
+/// slots): not for `order_fields`.
+const ORDER_TAGS: [u32; 18] = [8, 9, 10, 11, 34, 35, 38, 40, 43, 44, 49, 52, 54, 55, 56, 60, 97, 122];
+
+/// A constant order field from `TAG=VALUE` (`1=ACCT42`, `59=0`): refused when the tag is one
+/// the engine writes itself, or the value is empty or holds an SOH.
+pub fn parse_order_field(s: &str) -> Result<(u32, String), String> {
+    let (tag, value) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected TAG=VALUE, such as 1=ACCT42"))?;
+    let tag: u32 =
+        tag.trim().parse().ok().filter(|&t| t > 0).ok_or_else(|| format!("{s:?}: {tag:?} is not a FIX tag number"))?;
+    if ORDER_TAGS.contains(&tag) {
+        return Err(format!(
+            "{s:?}: tag {tag} is written by the engine itself (header, ClOrdID, Symbol, Side, OrderQty, OrdType, \
+             Price, times)"
+        ));
+    }
+    if value.is_empty() || value.contains('\x01') {
+        return Err(format!("{s:?}: the value must be non-empty and hold no SOH"));
+    }
+    Ok((tag, value.to_string()))
 }
 
 /// Counters of a run.
@@ -267,7 +292,11 @@ impl Fttc {
 
     /// The order spec of every template: the session's ids and `symbol`.
     fn spec(cfg: &FttcConfig, symbol: &str) -> OrderSpec {
-        OrderSpec::new(&cfg.begin_string, &cfg.sender, &cfg.target, symbol)
+        let mut spec = OrderSpec::new(&cfg.begin_string, &cfg.sender, &cfg.target, symbol);
+        // The user's fields take the place of a default of the same tag (HandlInst).
+        spec.extra.retain(|(t, _)| !cfg.order_fields.iter().any(|(u, _)| u == t));
+        spec.extra.extend(cfg.order_fields.iter().cloned());
+        spec
     }
 
     #[cold]
@@ -924,6 +953,7 @@ mod tests {
             target: "EX".into(),
             qty: 100,
             limits,
+            order_fields: Vec::new(),
         })
     }
 
@@ -994,6 +1024,39 @@ mod tests {
         .unwrap();
         assert_eq!(get(&sent[1].1, 11), b"000005000002");
         assert_eq!(f.stats().buys, 1);
+    }
+
+    /// Constant order fields: every order carries them after its own, one given for a tag
+    /// with a default (HandlInst in FIX 4.2) takes its place, and the engine's own tags
+    /// are refused.
+    #[test]
+    fn order_fields_go_on_every_order() {
+        assert_eq!(parse_order_field("1=ACCT42"), Ok((1, "ACCT42".into())));
+        assert_eq!(parse_order_field("100=X=Y"), Ok((100, "X=Y".into())));
+        for bad in ["38=5", "1=", "=5", "one=5", "1"] {
+            assert!(parse_order_field(bad).is_err(), "{bad}");
+        }
+        for begin in ["FIX.4.4", "FIX.4.2"] {
+            let mut f = Fttc::new(FttcConfig {
+                begin_string: begin.into(),
+                sender: "TP".into(),
+                target: "EX".into(),
+                qty: 100,
+                limits: RiskLimits::default(),
+                order_fields: vec![(1, "ACCT42".into()), (59, "0".into()), (21, "5".into())],
+            });
+            let mut sent = Vec::new();
+            let mut seq = 1;
+            f.on_market_data(0, &md(1, &[("AAPL", "190.000")]), &mut seq, &mut |_: u64, b: &[u8]| {
+                sent.push(b.to_vec())
+            })
+            .unwrap();
+            let m = Message::new_checked(&sent[0]).unwrap();
+            let tags: Vec<u32> = m.fields().map(|f| f.unwrap().tag).collect();
+            assert_eq!(tags.iter().filter(|&&t| t == 21).count(), 1, "{begin}: one HandlInst");
+            assert_eq!((get(&sent[0], 1), get(&sent[0], 59)), (b"ACCT42".to_vec(), b"0".to_vec()));
+            assert_eq!(get(&sent[0], 21), b"5");
+        }
     }
 
     /// An order the exchange rejects (an ExecutionReport with OrdStatus 8, or a Reject of
@@ -1179,6 +1242,7 @@ mod tests {
             target: "EX".into(),
             qty: 1_000_000_000,
             limits: RiskLimits::default(),
+            order_fields: Vec::new(),
         });
         let mut seq = 1;
         let n = f

@@ -803,6 +803,13 @@ pub struct ConsumerSection {
     pub sender: Option<String>,
     /// trade: TargetCompID (default EXCH).
     pub target: Option<String>,
+    /// trade: Username (553) of the Logon, where the venue asks for one.
+    pub username: Option<String>,
+    /// trade: a file whose first line is the Logon's Password (554).
+    pub password_file: Option<PathBuf>,
+    /// trade: constant fields of every order, `"TAG=VALUE"` (`"1=ACCT42"`, `"59=0"`).
+    #[serde(default)]
+    pub order_fields: Vec<String>,
     /// trade: pre-trade risk limits (`max-order-qty`, `max-notional`, `max-open-orders`,
     /// `max-orders-per-second`, `max-position`, `collar-bps`; 0 or absent: no limit).
     #[serde(default)]
@@ -893,6 +900,7 @@ impl RunConfig {
             fix(&mut c.path);
             fix(&mut c.strategies);
             fix(&mut c.triggers);
+            fix(&mut c.password_file);
         }
     }
 
@@ -1202,6 +1210,22 @@ fn trade_spec(c: &ConsumerSection) -> Result<crate::fixnet::TriggerTraderConfig,
         heartbeat_s: 30,
         triggers: triggers.clone(),
         limits: c.risk,
+        credentials: crate::fixnet::Credentials {
+            username: c.username.clone(),
+            password: match &c.password_file {
+                Some(f) => Some(
+                    crate::fixnet::Credentials::read_password(f)
+                        .map_err(|e| invalid(format!("consumer {:?}: {e}", c.name)))?,
+                ),
+                None => None,
+            },
+        },
+        order_fields: c
+            .order_fields
+            .iter()
+            .map(|f| tickplant_core::ttt::parse_order_field(f))
+            .collect::<Result<_, _>>()
+            .map_err(|e| invalid(format!("consumer {:?}: order-fields: {e}", c.name)))?,
     })
 }
 

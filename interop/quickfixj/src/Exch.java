@@ -4,10 +4,13 @@
 // sent whether or not the session is logged on then (QuickFIX/J keeps it for a resend).
 //
 // java Exch BEGIN_STRING PORT FILL_DELAY_MS SECONDS STORE_DIR LOG_FILE [reject]
+// With -Duser=U -Dpassword=P, a Logon without that Username (553) and Password (554) is
+// refused (a Logout whose Text says so).
 // With `reject`, every order is rejected instead (an ExecutionReport with OrdStatus Rejected,
 // OrdRejReason 1 and the Text "unknown symbol").
 // The log has one line per event: LOGON, LOGOUT, ORDER <ClOrdID> <Side> <Symbol> <OrderQty>
-// <PossDupFlag>, REJECT <the message>; the last line is DONE.
+// <PossDupFlag> <Account or -> <TimeInForce or ->, REJECT <the message>, REFUSED <why>; the
+// last line is DONE.
 import quickfix.*;
 import quickfix.field.*;
 import java.io.*;
@@ -34,7 +37,16 @@ public class Exch extends MessageCracker implements Application {
             if (t.equals(MsgType.REJECT)) say("REJECT " + m.toString().replace('\001', '|'));
         } catch (FieldNotFound e) {}
     }
-    public void fromAdmin(Message m, SessionID s) {}
+    public void fromAdmin(Message m, SessionID s) throws RejectLogon, FieldNotFound {
+        String user = System.getProperty("user");
+        if (user == null || !m.getHeader().getString(MsgType.FIELD).equals(MsgType.LOGON)) return;
+        String u = m.isSetField(Username.FIELD) ? m.getString(Username.FIELD) : "";
+        String p = m.isSetField(Password.FIELD) ? m.getString(Password.FIELD) : "";
+        if (!u.equals(user) || !p.equals(System.getProperty("password"))) {
+            say("REFUSED bad credentials for " + u);
+            throw new RejectLogon("bad credentials");
+        }
+    }
     public void toApp(Message m, SessionID s) {}
     public void fromApp(Message m, SessionID s) throws FieldNotFound, IncorrectTagValue, UnsupportedMessageType {
         crack(m, s);
@@ -48,7 +60,9 @@ public class Exch extends MessageCracker implements Application {
         String sym = o.getString(Symbol.FIELD);
         double qty = o.getDouble(OrderQty.FIELD);
         boolean dup = o.getHeader().isSetField(PossDupFlag.FIELD) && o.getHeader().getBoolean(PossDupFlag.FIELD);
-        say("ORDER " + id + " " + side + " " + sym + " " + (long) qty + " " + (dup ? "Y" : "N"));
+        String account = o.isSetField(Account.FIELD) ? o.getString(Account.FIELD) : "-";
+        String tif = o.isSetField(TimeInForce.FIELD) ? o.getString(TimeInForce.FIELD) : "-";
+        say("ORDER " + id + " " + side + " " + sym + " " + (long) qty + " " + (dup ? "Y" : "N") + " " + account + " " + tif);
         boolean fix42 = s.getBeginString().equals("FIX.4.2");
         if (rejectAll) {
             Message r = report(fix42, id, side, sym, qty, false);

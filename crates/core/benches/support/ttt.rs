@@ -49,6 +49,7 @@ pub fn setup(entries: usize) -> (Fttc, Vec<Vec<u8>>) {
         target: "EXCH".into(),
         qty: 100,
         limits: LIMITS,
+        order_fields: Vec::new(),
     });
     for s in &symbols {
         f.prepare(s.as_bytes());

@@ -346,6 +346,51 @@ fn exec_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, filled: bool, f
     s.send(unix_ns(), "8", &fields);
 }
 
+/// A FIX Logon's credentials: Username (553) and Password (554), each where given.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+// Not the password, ever: configs and reports are printed with `{:?}`.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// The Logon's fields for them.
+    pub fn logon_fields(&self) -> Vec<(u32, String)> {
+        let mut f = Vec::new();
+        if let Some(u) = &self.username {
+            f.push((553, u.clone()));
+        }
+        if let Some(p) = &self.password {
+            f.push((554, p.clone()));
+        }
+        f
+    }
+    /// The password from the first line of `file` (a secret mounted as a file: not on a
+    /// command line, where `ps` shows it).
+    pub fn read_password(file: &std::path::Path) -> std::io::Result<String> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("the password file {}: {e}", file.display())))?;
+        let line = text.lines().next().unwrap_or("").trim_end_matches('\r').to_string();
+        if line.is_empty() || line.contains('\x01') {
+            return Err(std::io::Error::new(
+                ErrorKind::InvalidData,
+                format!("the password file {}: its first line is empty or holds an SOH", file.display()),
+            ));
+        }
+        Ok(line)
+    }
+}
+
 /// The trading engine's settings.
 #[derive(Debug, Clone)]
 pub struct TradeConfig {
@@ -364,6 +409,11 @@ pub struct TradeConfig {
     /// Ask the exchange at logon to start both sides' sequence numbers at 1
     /// (ResetSeqNumFlag, 141=Y); the store, if any, starts afresh too.
     pub reset_seq: bool,
+    /// The credentials our Logon carries, where the venue asks for them: Username (553)
+    /// and Password (554).
+    pub credentials: Credentials,
+    /// Constant fields of every order (Account, TimeInForce, ...).
+    pub order_fields: Vec<(u32, String)>,
     /// The kill switch: while this file exists, every order is refused (checked about
     /// every 100 ms).
     pub kill_file: Option<std::path::PathBuf>,
@@ -579,6 +629,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     scfg.begin_string = cfg.begin_string.clone();
     scfg.heartbeat_s = cfg.heartbeat_s;
     scfg.reset_on_logon = cfg.reset_seq;
+    scfg.logon_fields = cfg.credentials.logon_fields();
     // Before the Logon, which empties the store when asked to reset.
     let first_id = first_cl_ord_id(&store, unix_ns());
     let mut s = Session::new(scfg, store);
@@ -590,6 +641,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         target: cfg.target.clone(),
         qty: cfg.qty,
         limits: cfg.limits,
+        order_fields: cfg.order_fields.clone(),
     });
     fttc.set_next_cl_ord_id(first_id);
     let mut clock = TscClock::start();
@@ -853,7 +905,24 @@ mod md_seq_tests {
 
 #[cfg(test)]
 mod exchange_tests {
-    use super::missing_order_field;
+    use super::{missing_order_field, Credentials};
+
+    /// The password comes from a file's first line, is never printed, and goes into the
+    /// Logon as 554 after the Username.
+    #[test]
+    fn credentials_come_from_a_file_and_are_never_printed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("pw"), "s3cret pass\r\nsecond line\n").unwrap();
+        std::fs::write(d.path().join("empty"), "\n").unwrap();
+        let c = Credentials {
+            username: Some("trader7".into()),
+            password: Some(Credentials::read_password(&d.path().join("pw")).unwrap()),
+        };
+        assert_eq!(c.logon_fields(), vec![(553, "trader7".into()), (554, "s3cret pass".into())]);
+        assert!(!format!("{c:?}").contains("s3cret"), "{c:?}");
+        let e = Credentials::read_password(&d.path().join("empty")).unwrap_err().to_string();
+        assert!(e.contains("its first line is empty"), "{e}");
+    }
     use tickplant_wire::fix::{FieldIndex, Message, OrderSpec, OrderTemplate, Writer};
 
     fn missing(fields: &[(u32, &[u8])], fix42: bool) -> Option<u32> {

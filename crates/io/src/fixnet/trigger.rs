@@ -16,6 +16,10 @@ pub struct TriggerTraderConfig {
     /// The triggers file (`ID: conditions => buy|sell QTY`, see `tickplant_core::trigger`).
     pub triggers: std::path::PathBuf,
     pub limits: RiskLimits,
+    /// The Logon's Username and Password, where the venue asks for them.
+    pub credentials: Credentials,
+    /// Constant fields of every order (Account, TimeInForce, ...).
+    pub order_fields: Vec<(u32, String)>,
 }
 
 /// What a trigger trader did.
@@ -89,6 +93,7 @@ impl TriggerTrader {
             target: cfg.target.clone(),
             qty: 1,
             limits: cfg.limits,
+            order_fields: cfg.order_fields.clone(),
         });
         fttc.set_triggers(Some(triggers));
         fttc.set_next_cl_ord_id(first_cl_ord_id(&MemoryStore::default(), unix_ns()));
@@ -99,6 +104,7 @@ impl TriggerTrader {
         let mut scfg = SessionConfig::new(Role::Initiator, &cfg.sender, &cfg.target);
         scfg.begin_string = cfg.begin_string.clone();
         scfg.heartbeat_s = cfg.heartbeat_s;
+        scfg.logon_fields = cfg.credentials.logon_fields();
         let mut t = TriggerTrader {
             tcp,
             session: Session::new(scfg, MemoryStore::default()),
