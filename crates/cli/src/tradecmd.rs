@@ -270,7 +270,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     let stop = tickplant_io::live::stop_on_signals().context("cannot handle SIGINT and SIGTERM")?;
     let r = fixnet::run_trade(&cfg, &stop).with_context(|| format!("trading against {}", a.exchange))?;
     eprintln!(
-        "trade: {} market data messages ({} entries, {} undecodable, {} gaps); {} whole-dollar prices; {} BUYs sent, {} acks, {} BUY fills, {} SELLs sent, {} SELL fills; risk rejects {:?}",
+        "trade: {} market data messages ({} entries, {} undecodable, {} gaps); {} whole-dollar prices; {} BUYs sent, {} acks, {} BUY fills, {} SELLs sent, {} SELL fills ({} partial fills before them); risk rejects {:?}",
         r.md_messages,
         r.md_entries,
         r.md_undecodable,
@@ -281,6 +281,7 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
         r.buy_fills,
         r.sells_sent,
         r.sell_fills,
+        r.partial_fills,
         r.risk_rejects
     );
     eprintln!("  latency (ns)          count        p50      p90      p99    p99.9        max");

@@ -110,8 +110,8 @@ fn json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-/// The fttc engine against a QuickFIX/J exchange whose fills come two seconds after each
-/// order: the engine is killed (-9) when the market data ends, with every fill still to
+/// The fttc engine against a QuickFIX/J exchange whose fills come three seconds after each
+/// order, in two parts: the engine is killed (-9) when the market data ends, with every fill still to
 /// come, and started again from its store. The restarted engine gets each fill (resent by
 /// QuickFIX/J at logon, or live) and sends its SELL; no ClOrdID is used twice; QuickFIX/J
 /// rejects no message. Then an engine without a store is refused at logon (its MsgSeqNum
@@ -129,7 +129,8 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     let log = dir.join("exch.log");
     let store = dir.join("qfj-store");
     let (s, l) = (store.to_str().unwrap(), log.to_str().unwrap());
-    let ex = java(&cp, &["-Duser=trader7", "-Dpassword=s3cret pass", "Exch", "FIX.4.4", &port, "2000", "40", s, l]);
+    let creds = ["-Duser=trader7", "-Dpassword=s3cret pass", "-Dpartial=true"];
+    let ex = java(&cp, &[&creds[..], &["Exch", "FIX.4.4", &port, "3000", "40", s, l]].concat());
     wait_for(&log, "LISTENING", Duration::from_secs(30));
     std::fs::write(dir.join("password"), "s3cret pass\n").unwrap();
     std::fs::write(dir.join("wrong"), "guess\n").unwrap();
@@ -151,10 +152,14 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     assert_eq!(buys.len() as u64, whole, "one BUY a whole-dollar price before the kill: {buys:?}");
 
     // Started again from its store, while the fills come due.
-    let (code, err) = trade(&["--store", "tp-store"], "4s", "second.json").wait(Duration::from_secs(30));
+    let (code, err) = trade(&["--store", "tp-store"], "5s", "second.json").wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "the restarted engine: {err}");
     let r = json(&dir.join("second.json"));
     assert_eq!(r["buy_fills"].as_u64(), Some(whole), "every BUY's fill reached the restarted engine: {r}");
+    // Each fill in two parts: the BUYs' first parts, and those of the SELLs whose came in
+    // the run.
+    let parts = r["partial_fills"].as_u64().unwrap();
+    assert!(parts >= whole && parts <= 2 * whole, "each fill in two parts: {r}");
     assert_eq!(r["sells_sent"].as_u64(), Some(whole), "{r}");
     let orders = lines(&log, "ORDER ");
     let mut ids: Vec<&str> = orders.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();

@@ -101,6 +101,9 @@ pub struct FttcStats {
     /// Orders that ended unfilled: ExecutionReports with OrdStatus Canceled (4) or
     /// Expired (C).
     pub cancelled: u64,
+    /// ExecutionReports with OrdStatus Partially filled (1): each moves the position by its
+    /// LastQty; the order's last fill (Filled) counts as its fill.
+    pub partial_fills: u64,
     /// Orders the template could not hold (a number too wide).
     pub template_errors: u64,
     /// Entries whose price would trade but which name no Symbol (55), in their own fields
@@ -550,6 +553,19 @@ impl Fttc {
             }
             if let Some(i) = self.known(symbol) {
                 self.risk.on_done(i, side == b"1", leaves.filter(|&l| l > 0).unwrap_or(self.cfg.qty));
+            }
+            return Ok(());
+        }
+        if status == b"1" {
+            // A partial fill: the position moves by its LastQty, the order stays open; the
+            // SELL waits for the last fill (OrdStatus Filled).
+            self.stats.partial_fills += 1;
+            if !symbol.is_empty() {
+                let i = match self.known(symbol) {
+                    Some(i) => i,
+                    None => self.add(symbol),
+                };
+                self.risk.on_fill(i, side == b"1", qty, false);
             }
             return Ok(());
         }
@@ -1090,10 +1106,15 @@ mod tests {
         f.on_market_data(0, &md(2, &[("IBM", "100")]), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec())))
             .unwrap();
         assert_eq!(f.stats().buys, 3);
-        // A fill of 100.0 shares: a position of 100.
-        f.on_execution(0, &er(b"2", b"IBM", &[(32, b"100.0")]), &mut seq, &mut |_: u64, _: &[u8]| {}).unwrap();
+        // Filled in two parts, 40.0 and 60 shares: a position of 100, one fill, the order
+        // open until its last part.
+        f.on_execution(0, &er(b"1", b"IBM", &[(32, b"40.0")]), &mut seq, &mut |_: u64, _: &[u8]| {}).unwrap();
         let ibm = f.known(b"IBM").unwrap();
-        assert_eq!(f.risk().position(ibm), 100);
+        assert_eq!((f.risk().position(ibm), f.risk().open_orders(), f.stats().buy_fills), (40, 1, 0));
+        f.on_execution(0, &er(b"2", b"IBM", &[(32, b"60")]), &mut seq, &mut |_: u64, _: &[u8]| {}).unwrap();
+        // The BUY is done; the one order open is the SELL its fill sent.
+        assert_eq!((f.risk().position(ibm), f.risk().open_orders(), f.stats().buy_fills), (100, 1, 1));
+        assert_eq!((f.stats().partial_fills, f.stats().sells), (1, 1));
     }
 
     /// A datagram whose CheckSum is wrong by one sends nothing and is counted, short or

@@ -4,6 +4,8 @@
 // sent whether or not the session is logged on then (QuickFIX/J keeps it for a resend).
 //
 // java Exch BEGIN_STRING PORT FILL_DELAY_MS SECONDS STORE_DIR LOG_FILE [reject]
+// With -Dpartial=true, each fill comes in two parts: 40% (OrdStatus Partially filled), then
+// the rest 50 ms later.
 // With -Duser=U -Dpassword=P, a Logon without that Username (553) and Password (554) is
 // refused (a Logout whose Text says so).
 // With `reject`, every order is rejected instead (an ExecutionReport with OrdStatus Rejected,
@@ -76,7 +78,20 @@ public class Exch extends MessageCracker implements Application {
         }
         send(report(fix42, id, side, sym, qty, false), s);
         Message fill = report(fix42, id, side, sym, qty, true);
-        later.schedule(() -> send(fill, s), fillDelayMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+        long at = fillDelayMs;
+        if (Boolean.getBoolean("partial")) {
+            double part = Math.floor(qty * 0.4);
+            Message first = report(fix42, id, side, sym, qty, true);
+            first.setChar(ExecType.FIELD, fix42 ? ExecType.PARTIAL_FILL : ExecType.TRADE);
+            first.setChar(OrdStatus.FIELD, OrdStatus.PARTIALLY_FILLED);
+            first.setDouble(LastQty.FIELD, part);
+            first.setDouble(CumQty.FIELD, part);
+            first.setDouble(LeavesQty.FIELD, qty - part);
+            fill.setDouble(LastQty.FIELD, qty - part);
+            later.schedule(() -> send(first, s), at, java.util.concurrent.TimeUnit.MILLISECONDS);
+            at += 50;
+        }
+        later.schedule(() -> send(fill, s), at, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
     static Message report(boolean fix42, String id, char side, String sym, double qty, boolean filled) {

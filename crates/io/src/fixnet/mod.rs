@@ -448,6 +448,8 @@ pub struct TradeReport {
     /// let expire.
     pub rejected: u64,
     pub cancelled: u64,
+    /// ExecutionReports of partial fills (each moved the position by its LastQty).
+    pub partial_fills: u64,
     /// Every refusal of the exchange's, orders or not, by its reason (its Text, with the
     /// tag and reason code it named).
     pub rejections: std::collections::BTreeMap<String, u64>,
@@ -861,6 +863,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     r.risk_rejects = refusals(&fttc);
     r.rejected = st.rejected;
     r.cancelled = st.cancelled;
+    r.partial_fills = st.partial_fills;
     Ok(r)
 }
 
