@@ -38,12 +38,14 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
         None if cfg.run.control.is_some() => Some(std::sync::Arc::new(tickplant_io::metrics::Hub::new())),
         None => None,
     };
+    let mut _socket_file = None;
     let control = match &cfg.run.control {
         Some(path) => {
             let c = std::sync::Arc::new(tickplant_io::control::Control::new(hub.clone()));
             tickplant_io::control::serve(path, c.clone())
                 .with_context(|| format!("[run] control = {:?}: cannot listen", path.display()))?;
             tracing::info!(socket = %path.display(), "control socket");
+            _socket_file = Some(RemovedAtEnd(path.clone()));
             Some(c)
         }
         None => None,
@@ -91,6 +93,16 @@ pub fn run_all(cfg: &RunConfig, quiet: bool, duration: Option<f64>) -> Result<Ve
         }
     }
     Ok(done)
+}
+
+/// The control socket's file, removed when the run ends (however it ends): a `ctl` or
+/// `top` started after it is told there is no socket, not that nobody answers.
+struct RemovedAtEnd(std::path::PathBuf);
+
+impl Drop for RemovedAtEnd {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn feed_label(name: &str) -> String {

@@ -221,6 +221,7 @@ fn a_policy_changed_mid_run_takes_effect_there_and_loses_nothing() {
     assert_eq!((&change["level"], &change["feed"]), (&serde_json::json!("INFO"), &serde_json::json!("itch50")));
     assert!(change["result"].as_str().unwrap().contains("LowLatency"));
     assert!(events.iter().any(|e| e["message"] == "control socket"), "{log}");
+    assert!(!p.join("ctl.sock").exists(), "the socket's file is gone with the run");
 
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("report.json")).unwrap()).unwrap();
     let changes = r["control"].as_array().unwrap();
