@@ -8,9 +8,12 @@ use tickplant_io::replay::{self, Pace, ReplayOptions, ReplayReport, ReplayTarget
 #[command(group(clap::ArgGroup::new("pace").args(["speed", "pps", "max"])))]
 pub struct ReplayArgs {
     /// Captures (pcap, pcapng, or an ITCH BinaryFILE sent as MoldUDP64) and where to send
-    /// them: FILE=GROUP:PORT[@IFACE_ADDR] (the interface's
-    /// address sends to a multicast group). Several are merged in capture-time order.
-    #[arg(required = true, value_name = "FILE=GROUP:PORT[@IFACE_ADDR]")]
+    /// them: FILE=GROUP:PORT[@IFACE_ADDR] (the interface's address sends to a multicast
+    /// group). Several are merged in capture-time order. FILE#GROUP:PORT=... sends only the
+    /// datagrams the capture holds to that recorded destination: one line of a capture of
+    /// several (a tap's capture of A and B, a feed's channels); the same file may be named
+    /// once for each.
+    #[arg(required = true, value_name = "FILE[#GROUP:PORT]=GROUP:PORT[@IFACE_ADDR]")]
     pub targets: Vec<ReplayTarget>,
     /// The recorded spacing divided by X (2: twice as fast). [default: 1]
     #[arg(long, value_name = "X")]
@@ -76,7 +79,8 @@ pub fn run(a: &ReplayArgs) -> Result<ReplayReport> {
             if r.stopped { ", stopped early" } else { "" }
         );
         for (t, n) in a.targets.iter().zip(&r.sent) {
-            eprintln!("  {} -> {}: {n} datagrams", t.path.display(), t.to);
+            let only = t.only.map_or(String::new(), |o| format!("#{o}"));
+            eprintln!("  {}{only} -> {}: {n} datagrams", t.path.display(), t.to);
         }
         if pace != Pace::Max {
             eprintln!(
@@ -84,10 +88,16 @@ pub fn run(a: &ReplayArgs) -> Result<ReplayReport> {
                 r.late_p50_ns, r.late_p99_ns, r.late_max_ns
             );
         }
-        eprintln!("  skipped (not UDP): {}, send errors: {}", r.skipped_not_udp, r.send_errors);
+        eprintln!(
+            "  skipped (not UDP): {}, (to other destinations than #GROUP:PORT): {}, send errors: {}",
+            r.skipped_not_udp, r.skipped_other_destination, r.send_errors
+        );
         if let Some(e) = &r.last_send_error {
             eprintln!("  last send error: {e}");
         }
+    }
+    for w in r.warnings(&a.targets) {
+        eprintln!("warning: {w}");
     }
     if r.skipped_cut_short > 0 {
         eprintln!(

@@ -452,6 +452,19 @@ pub fn udp_payload_range(link: LinkType, frame: &[u8]) -> Result<std::ops::Range
     Ok(h.payload_offset..h.payload_offset + h.payload_len)
 }
 
+/// Where a frame's UDP payload lies in it and where the datagram was going (its IPv4
+/// destination and UDP destination port), or why the frame is not a UDP datagram.
+pub fn udp_payload_and_destination(
+    link: LinkType,
+    frame: &[u8],
+) -> Result<(std::ops::Range<usize>, [u8; 4], u16), Other> {
+    let h = match udp_quick(link, frame) {
+        Some(h) => h,
+        None => udp_headers(link, frame)?,
+    };
+    Ok((h.payload_offset..h.payload_offset + h.payload_len, h.dst, h.port))
+}
+
 /// Reads sequence numbers from frames. Cheap to clone; holds no state.
 #[derive(Debug, Clone)]
 pub struct Sequencer {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tickplant_core::packed::Packed;
-use tickplant_core::seq::udp_payload_range;
+use tickplant_core::seq::udp_payload_and_destination;
 
 use crate::live::{UdpSender, UdpUrl, UrlError};
 use crate::pcap::{FrameReader, MergedReader, PcapError};
@@ -28,10 +28,14 @@ use crate::pcap::{FrameReader, MergedReader, PcapError};
 /// `time`; docs/perf-log/live.md).
 pub const SPIN_NS: u64 = 50_000;
 
-/// One capture and where its datagrams go: `FILE=GROUP:PORT[@IFACE_ADDR]`.
+/// One capture and where its datagrams go: `FILE[#GROUP:PORT]=GROUP:PORT[@IFACE_ADDR]`.
+/// With `#GROUP:PORT`, only the datagrams the capture holds to that destination are sent
+/// (one line of a capture that holds several, as a tap records a feed's A and B).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayTarget {
     pub path: PathBuf,
+    /// The recorded destination to send, when not every one.
+    pub only: Option<std::net::SocketAddrV4>,
     pub to: UdpUrl,
 }
 
@@ -39,7 +43,19 @@ impl std::str::FromStr for ReplayTarget {
     type Err = UrlError;
     fn from_str(s: &str) -> Result<ReplayTarget, UrlError> {
         let err = |reason: &str| UrlError { url: s.to_string(), reason: reason.to_string() };
-        let (path, dest) = s.rsplit_once('=').ok_or_else(|| err("not FILE=GROUP:PORT[@IFACE_ADDR]"))?;
+        let (path, dest) = s.rsplit_once('=').ok_or_else(|| err("not FILE[#GROUP:PORT]=GROUP:PORT[@IFACE_ADDR]"))?;
+        // `#GROUP:PORT` after the file names the recorded destination to send (a '#' not
+        // followed by something with a ':' is the path's own).
+        let (path, only) = match path.rsplit_once('#') {
+            Some((p, sel)) => match sel.parse::<std::net::SocketAddrV4>() {
+                Ok(a) => (p, Some(a)),
+                Err(_) if sel.contains(':') => {
+                    return Err(err(&format!("#{sel}: not a recorded destination GROUP:PORT")))
+                }
+                Err(_) => (path, None),
+            },
+            None => (path, None),
+        };
         if path.is_empty() {
             return Err(err("no FILE before '='"));
         }
@@ -52,7 +68,7 @@ impl std::str::FromStr for ReplayTarget {
             url += &format!("?iface={i}");
         }
         let to: UdpUrl = url.parse().map_err(|e: UrlError| UrlError { url: s.to_string(), reason: e.reason })?;
-        Ok(ReplayTarget { path: PathBuf::from(path), to })
+        Ok(ReplayTarget { path: PathBuf::from(path), only, to })
     }
 }
 
@@ -89,6 +105,12 @@ pub struct ReplayReport {
     pub bytes_sent: u64,
     /// Frames that are not UDP datagrams (ARP, TCP, fragments, ...): skipped.
     pub skipped_not_udp: u64,
+    /// Datagrams to other destinations than a target's `#GROUP:PORT`: not sent.
+    pub skipped_other_destination: u64,
+    /// The recorded destinations of each target's datagrams, with how many went (by
+    /// target, in the order given): a capture holding several, sent to one destination
+    /// without a `#GROUP:PORT`, mixes them (see [`ReplayReport::warnings`]).
+    pub recorded_destinations: Vec<Vec<(String, u64)>>,
     /// Frames the capture cut short (its snapshot length) inside their datagram: skipped,
     /// their datagrams not sent.
     pub skipped_cut_short: u64,
@@ -104,6 +126,32 @@ pub struct ReplayReport {
     pub late_max_ns: u64,
     /// Whether it was stopped (signal or duration) before the end of the captures.
     pub stopped: bool,
+}
+
+impl ReplayReport {
+    /// What the replay should warn of: a capture whose datagrams went to several
+    /// destinations (a tap's capture of a feed's A and B lines, or of several channels), all
+    /// sent to one.
+    pub fn warnings(&self, targets: &[ReplayTarget]) -> Vec<String> {
+        targets
+            .iter()
+            .zip(&self.recorded_destinations)
+            .filter(|(t, d)| t.only.is_none() && d.len() > 1)
+            .map(|(t, d)| {
+                let each: Vec<String> = d.iter().map(|(to, n)| format!("{to}: {n}")).collect();
+                format!(
+                    "{} holds datagrams to {} destinations ({}), all sent to {}: where they are a feed's \
+                     lines or channels, replay each to its own with {}#{}=GROUP:PORT",
+                    t.path.display(),
+                    d.len(),
+                    each.join(", "),
+                    t.to,
+                    t.path.display(),
+                    d[0].0
+                )
+            })
+            .collect()
+    }
 }
 
 /// Why a replay could not run.
@@ -190,9 +238,11 @@ pub fn replay(
                     progress(sent_so_far.load(Ordering::Relaxed));
                 }
             }
-            let mut all = Outcome::new();
+            let mut all = Outcome::new(0);
             for t in threads {
                 let one = t.join().expect("a replay thread panicked")?;
+                all.dests.extend(one.dests);
+                all.skipped_other += one.skipped_other;
                 all.skipped_not_udp += one.skipped_not_udp;
                 all.skipped_cut_short += one.skipped_cut_short;
                 all.stopped |= one.stopped;
@@ -207,6 +257,12 @@ pub fn replay(
     let mut report = ReplayReport {
         sent: senders.iter().map(|s| s.sent).collect(),
         skipped_not_udp: outcome.skipped_not_udp,
+        skipped_other_destination: outcome.skipped_other,
+        recorded_destinations: outcome
+            .dests
+            .iter()
+            .map(|d| d.iter().map(|(ip, port, n)| (format!("{}:{port}", std::net::Ipv4Addr::from(*ip)), *n)).collect())
+            .collect(),
         skipped_cut_short: outcome.skipped_cut_short,
         stopped: outcome.stopped,
         ..Default::default()
@@ -239,6 +295,10 @@ struct Run<'a> {
 
 /// What one sending thread saw.
 struct Outcome {
+    /// By target: each recorded destination (address, port) and the datagrams sent of it.
+    dests: Vec<Vec<([u8; 4], u16, u64)>>,
+    /// Datagrams to a destination other than the target's `#GROUP:PORT`.
+    skipped_other: u64,
     skipped_not_udp: u64,
     skipped_cut_short: u64,
     stopped: bool,
@@ -246,9 +306,16 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn new() -> Outcome {
+    fn new(targets: usize) -> Outcome {
         let late = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-        Outcome { skipped_not_udp: 0, skipped_cut_short: 0, stopped: false, late }
+        Outcome {
+            dests: vec![Vec::new(); targets],
+            skipped_other: 0,
+            skipped_not_udp: 0,
+            skipped_cut_short: 0,
+            stopped: false,
+            late,
+        }
     }
 }
 
@@ -264,7 +331,9 @@ impl Run<'_> {
     ) -> Result<Outcome, ReplayError> {
         let opts = self.opts;
         let started = self.started;
-        let mut out = Outcome::new();
+        let mut out = Outcome::new(targets.len());
+        let only: Vec<Option<([u8; 4], u16)>> =
+            targets.iter().map(|t| t.only.map(|a| (a.ip().octets(), a.port()))).collect();
         let _slack = TimerSlack::least();
         let end_at = opts.duration.map(|d| started + d);
         let mut next_progress = started + Duration::from_secs(1);
@@ -292,7 +361,7 @@ impl Run<'_> {
             let mut first_ts = None;
             let mut pass_end = pass_base;
             while let Some((input, f)) = merged.next_frame()? {
-                let Ok(range) = udp_payload_range(links[input], f.data) else {
+                let Ok((range, ip, port)) = udp_payload_and_destination(links[input], f.data) else {
                     if f.is_cut_short() {
                         out.skipped_cut_short += 1;
                     } else {
@@ -300,6 +369,16 @@ impl Run<'_> {
                     }
                     continue;
                 };
+                if only[input].is_some_and(|o| o != (ip, port)) {
+                    out.skipped_other += 1;
+                    continue;
+                }
+                // A handful of destinations at most: a line's search beats a map.
+                let dests = &mut out.dests[input];
+                match dests.iter_mut().find(|d| d.0 == ip && d.1 == port) {
+                    Some(d) => d.2 += 1,
+                    None => dests.push((ip, port, 1)),
+                }
                 let deadline = match opts.pace {
                     Pace::Max => None,
                     Pace::Speed(x) => {
@@ -495,7 +574,7 @@ mod tests {
             }
             w.finish().unwrap();
             let to = format!("udp://{}", rx[k].local_addr().unwrap()).parse().unwrap();
-            targets.push(ReplayTarget { path, to });
+            targets.push(ReplayTarget { path, only: None, to });
         }
         let opts = ReplayOptions { pace, loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
         let report = replay(&targets, &opts, |_| {}).unwrap();
@@ -529,7 +608,10 @@ mod tests {
         }
         w.finish().unwrap();
         let to: UdpUrl = format!("udp://{}", rx.local_addr().unwrap()).parse().unwrap();
-        let targets = [ReplayTarget { path, to }, ReplayTarget { path: dir.path().join("missing.pcap"), to }];
+        let targets = [
+            ReplayTarget { path, only: None, to },
+            ReplayTarget { path: dir.path().join("missing.pcap"), only: None, to },
+        ];
         for pace in [Pace::Max, Pace::Pps(1e6)] {
             let opts = ReplayOptions { pace, loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
             let e = replay(&targets, &opts, |_| {}).unwrap_err();
@@ -537,6 +619,63 @@ mod tests {
             rx.set_nonblocking(true).unwrap();
             assert!(rx.recv(&mut [0u8; 64]).is_err(), "{pace:?}: nothing was sent");
         }
+    }
+
+    /// A capture of two lines (as a tap records A and B): each named line goes to its own
+    /// destination, every datagram of it and nothing of the other's; the whole capture to
+    /// one destination is sent, and warned of.
+    #[test]
+    fn a_capture_of_two_lines_replays_line_by_line() {
+        use crate::pcap::{Format, FrameWriter};
+        use std::net::UdpSocket;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("both.pcap");
+        let mut w = FrameWriter::create(&path, tickplant_core::LinkType::Ethernet, Format::PcapNs).unwrap();
+        for i in 0..50u64 {
+            for (line, last) in [(b'A', 111u8), (b'B', 112)] {
+                let flow =
+                    tickplant_wire::build::Flow { dst_ip: [233, 54, 12, last], dst_port: 26400, ..Default::default() };
+                let payload = [&[line][..], &i.to_be_bytes()].concat();
+                w.write(1_000 * i + u64::from(line), &tickplant_wire::build::udp_frame(&flow, i as u16, &payload))
+                    .unwrap();
+            }
+        }
+        w.finish().unwrap();
+        let rx: Vec<UdpSocket> = (0..2).map(|_| UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
+        let spec = |sel: &str, k: usize| -> ReplayTarget {
+            format!("{}{sel}={}", path.display(), rx[k].local_addr().unwrap()).parse().unwrap()
+        };
+        let targets = [spec("#233.54.12.111:26400", 0), spec("#233.54.12.112:26400", 1)];
+        assert_eq!(targets[0].only, Some("233.54.12.111:26400".parse().unwrap()));
+        let opts =
+            ReplayOptions { pace: Pace::Pps(1e6), loops: 1, duration: None, stop: Arc::new(AtomicBool::new(false)) };
+        let report = replay(&targets, &opts, |_| {}).unwrap();
+        assert_eq!(report.sent, vec![50, 50]);
+        assert_eq!(report.skipped_other_destination, 100, "each target passes over the other line's");
+        assert!(report.warnings(&targets).is_empty());
+        let mut buf = [0u8; 64];
+        for (k, line) in [b'A', b'B'].into_iter().enumerate() {
+            rx[k].set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            for i in 0..50u64 {
+                let n = rx[k].recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], [&[line][..], &i.to_be_bytes()].concat(), "line {k}");
+            }
+        }
+        // All of it to one destination: sent, and warned of with the way to split it.
+        let one = [spec("", 0)];
+        let report = replay(&one, &opts, |_| {}).unwrap();
+        assert_eq!(report.sent, vec![100]);
+        let warned = report.warnings(&one);
+        assert_eq!(warned.len(), 1);
+        assert!(
+            warned[0].contains("2 destinations (233.54.12.111:26400: 50, 233.54.12.112:26400: 50)")
+                && warned[0].contains("both.pcap#233.54.12.111:26400=GROUP:PORT"),
+            "{warned:?}"
+        );
+        let e = format!("{}#239.1.1:x=127.0.0.1:9", path.display()).parse::<ReplayTarget>().unwrap_err();
+        assert!(e.reason.contains("not a recorded destination"), "{e}");
+        let t: ReplayTarget = "take#2.pcap=127.0.0.1:9".parse().unwrap();
+        assert_eq!((t.path, t.only), (PathBuf::from("take#2.pcap"), None), "a '#' of the path's own");
     }
 
     #[test]
