@@ -26,7 +26,8 @@
 //! `ts_event`, `ts_recv` and `instrument_id` are the event's; `sequence` its sequence number
 //! (DBN's is 32 bits: a larger one is counted in [`ExportReport::sequence_wrapped`] and
 //! written modulo 2^32); `flags`: `LAST` on the last record of a packet, `MAYBE_BAD_BOOK`
-//! where tickplant's book was stale; `publisher_id` 0. The metadata maps every instrument's
+//! where tickplant's book was stale; `publisher_id` the dataset's publisher ([`publisher_of`]:
+//! 2 XNAS.ITCH.XNAS, 9 XNYS.PILLAR.XNYS, 30 OPRA.PILLAR.OPRA). The metadata maps every instrument's
 //! symbol (`stype_in` raw symbol; an OPRA series' OCC symbol) to its instrument id for the
 //! file's dates.
 //!
@@ -148,6 +149,18 @@ pub fn dataset_of(feed: Feed) -> (&'static str, &'static str) {
     }
 }
 
+/// The DBN records' `publisher_id`, by feed: Databento's publisher of the dataset and venue
+/// of [`dataset_of`] (XNAS.ITCH.XNAS, XNYS.PILLAR.XNYS, OPRA.PILLAR.OPRA). Readers tell the
+/// venue by it: NautilusTrader's loader names each instrument `SYMBOL.VENUE` from it, and
+/// cannot without it.
+pub fn publisher_of(feed: Feed) -> u16 {
+    match feed {
+        Feed::Itch50 => dbn::Publisher::XnasItchXnas as u16,
+        Feed::NyseXdp | Feed::NysePillar => dbn::Publisher::XnysPillarXnys as u16,
+        Feed::OpraBinary | Feed::OpraFast => dbn::Publisher::OpraPillarOpra as u16,
+    }
+}
+
 /// Write every event `reader` gives to `out` in `format`. `progress(done, total)` is
 /// called about every million events with the reader's bytes.
 pub fn export(
@@ -167,7 +180,7 @@ pub fn export(
     // are known only once read: the records wait in memory (56 or 80 bytes an event).
     let mut mbo = Vec::new();
     let mut mbp = Vec::new();
-    let mut to_dbn = ToDbn::default();
+    let mut to_dbn = ToDbn { publisher: publisher_of(reader.read_as()), ..ToDbn::default() };
     let mut parquet: BTreeMap<(u32, i64), Vec<Event>> = BTreeMap::new();
     let mut to_nautilus = ToNautilus::default();
     let mut nautilus: BTreeMap<(u32, i64), Rows> = BTreeMap::new();
@@ -443,6 +456,8 @@ pub struct ToDbn {
     orders: HashMap<u64, (i64, u32)>,
     books: Option<Books>,
     wrapped: u64,
+    /// Every record's `publisher_id` ([`publisher_of`]).
+    publisher: u16,
 }
 
 fn side_char(s: Side) -> std::ffi::c_char {
@@ -474,7 +489,7 @@ impl ToDbn {
 
     fn record(&mut self, e: &Event, action: u8, order_id: u64, price: i64, size: u32, last: bool) -> MboMsg {
         MboMsg {
-            hd: RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 0, e.instrument_id, e.ts_event),
+            hd: RecordHeader::new::<MboMsg>(dbn::rtype::MBO, self.publisher, e.instrument_id, e.ts_event),
             order_id,
             price,
             size,
@@ -586,7 +601,7 @@ impl ToDbn {
         let sz = |l: Option<tickplant_core::book::Level>| l.map_or(0, |l| l.shares as u32);
         let ct = |l: Option<tickplant_core::book::Level>| l.map_or(0, |l| l.orders);
         let r = Mbp1Msg {
-            hd: RecordHeader::new::<Mbp1Msg>(dbn::rtype::MBP_1, 0, e.instrument_id, e.ts_event),
+            hd: RecordHeader::new::<Mbp1Msg>(dbn::rtype::MBP_1, self.publisher, e.instrument_id, e.ts_event),
             price: if e.action == EventAction::Clear { dbn::UNDEF_PRICE } else { e.price },
             size: e.size,
             action: action as std::ffi::c_char,

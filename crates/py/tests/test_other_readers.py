@@ -41,6 +41,10 @@ def test_nautilus_trader_loads_the_deltas(day):
     adds = [d for d in deltas if d.action.name == "ADD" and d.order.order_id in set(
         ev["order_id"][(ev["instrument_id"] == iid) & (ev["action"] == 1)].tolist())]
     assert len(adds) > 0
+    # Without an instrument id given, the loader names each instrument by the records'
+    # publisher (XNAS.ITCH.XNAS): SYMBOL.XNAS.
+    every = DatabentoDataLoader().from_dbn_file(str(day / "day.mbo.dbn.zst"), as_legacy_cython=False)
+    assert {str(d.instrument_id) for d in every} == {f"{s}.XNAS" for i, s in ev.symbols.items() if i}
 
 
 def test_hftbacktest_converts_it(day):

@@ -264,6 +264,8 @@ def test_dbn_read_back_by_databento(day, tmp_path):
     recs = dec.decode()
     meta, recs = recs[0], recs[1:]
     assert str(meta.schema).lower().endswith("mbo") and meta.dataset == "XNAS.ITCH"
+    # Databento's publisher of the dataset, XNAS.ITCH.XNAS: readers tell the venue by it.
+    assert {r.publisher_id for r in recs[1:]} == {2}
     want = mbo_records(ev)
     assert len(recs) == len(want) == report["records"]
     for r, w in zip(recs, want):
