@@ -291,6 +291,13 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     for e in &r.trigger_errors {
         eprintln!("trade: trigger file refused (the triggers in force stayed): {e}");
     }
+    if r.md_not_read > 0 {
+        eprintln!(
+            "trade: WARNING: {} market-data datagrams held bytes after their first FIX message (a second \
+             message, or padding), which were not read: the engine reads one message a datagram",
+            r.md_not_read
+        );
+    }
     if r.rejected > 0 || r.cancelled > 0 || !r.rejections.is_empty() {
         eprintln!(
             "trade: WARNING: the exchange rejected {} orders and cancelled {}; what it refused, by its reason:",

@@ -221,6 +221,41 @@ fn an_exchange_gone_mid_run_is_an_error_with_a_report() {
     assert!(r["ended"].as_str().unwrap().contains("without a Logout"), "{r}");
 }
 
+/// A datagram holding a second FIX message (a venue that batches) is counted and warned
+/// of: the engine reads one message a datagram, and says so rather than drop the rest
+/// unseen.
+#[test]
+fn a_datagram_of_two_messages_is_warned_of() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex = spawn(d.path(), &["sim", "exchange", "--listen", &listen, "--duration", "10s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let group = "239.255.7.6:31706";
+    let tr =
+        spawn(d.path(), &["trade", "--md", group, "--exchange", &listen, "--duration", "2s", "--report", "r.json"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let md = |seq: u64| {
+        let mut w = tickplant_wire::fix::Writer::new("FIX.4.4", "X");
+        w.field(49, b"MD").field(56, b"TP").field_uint(34, seq).field(52, b"20261129-14:30:00.000");
+        w.field(268, b"1").field(279, b"0").field(269, b"0").field(55, b"S0001").field(270, b"10.250");
+        w.finish().to_vec()
+    };
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket2::SockRef::from(&tx).set_multicast_if_v4(&std::net::Ipv4Addr::LOCALHOST).unwrap();
+    tx.send_to(&md(1), group).unwrap();
+    tx.send_to(&[md(2), md(3)].concat(), group).unwrap();
+    tx.send_to(&md(4), group).unwrap();
+    let o = tr.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 market-data datagrams held bytes after their first FIX message"), "{err}");
+    let r = json(&d.path().join("r.json"));
+    assert_eq!((r["md_messages"].as_u64(), r["md_not_read"].as_u64()), (Some(3), Some(1)), "{r}");
+    signal(&ex, "-TERM");
+    let _ = finish(ex, "sim exchange");
+}
+
 #[test]
 fn bad_arguments_say_what_is_wrong() {
     let o = Command::new(BIN).args(["trade", "--md", "10.0.0.1:5000"]).output().unwrap();

@@ -428,6 +428,9 @@ pub struct TradeReport {
     pub md_messages: u64,
     pub md_entries: u64,
     pub md_undecodable: u64,
+    /// Datagrams that held bytes after their first FIX message (a second message, or
+    /// padding): the engine reads one message a datagram, so what follows was not read.
+    pub md_not_read: u64,
     /// Datagrams that arrived before the session was logged on (not traded).
     pub md_before_logon: u64,
     /// Trigger files taken (the first load included), and the ones refused (the triggers
@@ -724,7 +727,11 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                 if let Some(e) = out.error {
                     return Err(e);
                 }
-                // Gap counting after the orders are out: it is not on the latency path.
+                // Off the latency path, after the orders are out: bytes after the message,
+                // and gap counting.
+                if matches!(fix::frame_len(bytes), Ok(Some(n)) if n < bytes.len()) {
+                    r.md_not_read += 1;
+                }
                 if let Some(seq) = md_seq(bytes) {
                     if last_md_seq != 0 && seq > last_md_seq + 1 {
                         r.md_gaps += 1;
