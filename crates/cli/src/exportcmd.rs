@@ -1,4 +1,4 @@
-//! `tickplant export dbn|parquet|nautilus|jsonl --feed F INPUT --out PATH`: the normalized events of
+//! `tickplant export dbn|parquet|nautilus|jsonl --feed F INPUT... --out PATH`: the normalized events of
 //! a capture (or an ITCH BinaryFILE) as DBN (MBO or MBP-1), Parquet files of the events,
 //! NautilusTrader's catalog (its deltas and trade ticks), or JSON lines
 //! (`tickplant_io::export`).
@@ -42,8 +42,12 @@ pub struct ExportArgs {
     /// The feed the input holds: itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast.
     #[arg(long)]
     pub feed: String,
-    /// A capture (pcap, pcapng), or for itch50 also a BinaryFILE (plain or .gz).
-    pub input: PathBuf,
+    /// A capture (pcap, pcapng), or for itch50 also a BinaryFILE (plain or .gz). Several
+    /// captures are read one after another as one stream: the files of a rotated capture
+    /// (hr-000.pcap hr-001.pcap ...), whose books and sequence numbers go on from file to
+    /// file.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
     /// The file to write (dbn, jsonl), or the catalog directory (parquet, nautilus).
     #[arg(long)]
     pub out: PathBuf,
@@ -93,7 +97,9 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         (_, Some(_)) => bail!("--templates is for --feed opra-fast"),
         (_, None) => None,
     };
-    let mut reader = EventReader::open(&a.input, &opts, program.as_ref())?;
+    opts.then = a.inputs[1..].to_vec();
+    let input = &a.inputs[0];
+    let mut reader = EventReader::open(input, &opts, program.as_ref())?;
     let format = match (a.format, a.schema) {
         (Format::Dbn, DbnSchema::Mbo) => ExportFormat::DbnMbo,
         (Format::Dbn, DbnSchema::Mbp1) => ExportFormat::DbnMbp1,
@@ -108,7 +114,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
             eprintln!(
                 "export: {:.0}% of {} ({:.1} s)",
                 100.0 * done as f64 / total as f64,
-                a.input.display(),
+                if a.inputs.len() == 1 { input.display().to_string() } else { format!("{} captures", a.inputs.len()) },
                 started.elapsed().as_secs_f64()
             );
         }

@@ -126,6 +126,10 @@ pub struct ReadOptions {
     /// alone; two: the A and B lines of one feed, arbitrated (a message either carried is
     /// read).
     pub lines: Vec<Endpoint>,
+    /// Captures read after the first, in order, as one stream: the files of a rotated
+    /// capture (`hr-000.pcap`, `hr-001.pcap`, ... as `--rotate` writes them), whose books
+    /// and sequence numbers go on from one file to the next.
+    pub then: Vec<PathBuf>,
 }
 
 /// How long (capture time) a read waits for a packet that came out of order, or that one
@@ -148,6 +152,7 @@ impl ReadOptions {
             types: Vec::new(),
             opra_fast_skip: 5,
             lines: Vec::new(),
+            then: Vec::new(),
         }
     }
 
@@ -259,13 +264,7 @@ pub struct EventReader<'p> {
 #[derive(Debug)]
 enum Src {
     /// An ITCH BinaryFILE: `n` messages framed so far, `decoded` of them decoded.
-    Whole {
-        data: WholeFile,
-        pos: usize,
-        framing: Framing,
-        n: u64,
-        decoded: u64,
-    },
+    Whole { data: WholeFile, pos: usize, framing: Framing, n: u64, decoded: u64 },
     Capture {
         reader: Box<FrameReader>,
         arb: Box<Arbitrator>,
@@ -273,6 +272,10 @@ enum Src {
         frames: u64,
         bytes: u64,
         size: u64,
+        /// The captures still to read after this one ([`ReadOptions::then`]), and what
+        /// those already read cut short.
+        rest: std::collections::VecDeque<PathBuf>,
+        cut_before: crate::pcap::CutShort,
     },
 }
 
@@ -395,9 +398,35 @@ impl<'p> EventReader<'p> {
             for i in 0..arb.config().inputs {
                 arb.set_link(i, reader.link_type());
             }
-            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            Src::Capture { reader: Box::new(reader), arb: Box::new(arb), now: 0, frames: 0, bytes: 0, size }
+            // The files after the first are captures, there now: a mistake is told before
+            // the read, not after the first file.
+            for p in &opts.then {
+                let capture = crate::pcap::is_capture(p)?;
+                if !capture {
+                    return Err(bad(format!(
+                        "{}: not a capture (pcap or pcapng) to read after the first",
+                        p.display()
+                    )));
+                }
+            }
+            let size = std::iter::once(path)
+                .chain(opts.then.iter().map(PathBuf::as_path))
+                .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+                .sum();
+            Src::Capture {
+                reader: Box::new(reader),
+                arb: Box::new(arb),
+                now: 0,
+                frames: 0,
+                bytes: 0,
+                size,
+                rest: opts.then.iter().cloned().collect(),
+                cut_before: Default::default(),
+            }
         } else {
+            if !opts.then.is_empty() {
+                return Err(bad("files to read after the first are captures; a BinaryFILE is read alone".into()));
+            }
             if !opts.lines.is_empty() {
                 return Err(bad("lines name a capture's destinations; a BinaryFILE has none".into()));
             }
@@ -463,8 +492,11 @@ impl<'p> EventReader<'p> {
     pub fn warnings(&self) -> Vec<String> {
         let path = self.path.display().to_string();
         let mut w = Vec::new();
-        if let Src::Capture { reader, .. } = &self.src {
-            w.extend(reader.cut_short().warning(&path));
+        if let Src::Capture { reader, cut_before, .. } = &self.src {
+            let mut cut = reader.cut_short();
+            cut.frames += cut_before.frames;
+            cut.kept_max = cut.kept_max.max(cut_before.kept_max);
+            w.extend(cut.warning(&path));
         }
         if self.day_unused {
             w.push(format!(
@@ -519,8 +551,8 @@ impl<'p> EventReader<'p> {
             ..ReadStats::default()
         };
         match &self.src {
-            Src::Capture { reader, arb, frames, .. } => {
-                st.cut_short_frames = reader.cut_short().frames;
+            Src::Capture { reader, arb, frames, cut_before, .. } => {
+                st.cut_short_frames = reader.cut_short().frames + cut_before.frames;
                 let f = self.down.feed.stats();
                 let inputs = arb.stats().inputs;
                 let sum = |f: fn(&InputStats) -> u64| inputs.iter().map(f).sum::<u64>();
@@ -623,47 +655,100 @@ impl<'p> EventReader<'p> {
                     self.done = true;
                 }
             }
-            Src::Capture { reader, arb, now, frames, bytes, .. } => {
+            Src::Capture { reader, arb, now, frames, bytes, rest, cut_before, .. } => {
                 let start = self.down.kept.pending.len();
                 // Frames until some events are waiting (or the file ends).
                 while self.down.kept.pending.len() == start {
                     let Some(frame) = reader.next_frame()? else {
+                        if let Some(next) = rest.pop_front() {
+                            // The next file of the stream: the arbitrator, the feed and
+                            // its books go on; errors name this file from now on.
+                            let r = FrameReader::open(&next)?;
+                            let cut = reader.cut_short();
+                            cut_before.frames += cut.frames;
+                            cut_before.kept_max = cut_before.kept_max.max(cut.kept_max);
+                            for i in 0..arb.config().inputs {
+                                arb.set_link(i, r.link_type());
+                            }
+                            let before = std::mem::replace(&mut self.path, next);
+                            **reader = r;
+                            // The next file must go on from this one: its first frame is
+                            // checked against where this one ended.
+                            let Some(first) = reader.next_frame()? else { continue };
+                            if first.ts_ns.saturating_add(1_000_000_000) < *now {
+                                return Err(PcapError {
+                                    path: self.path.clone(),
+                                    frame: Some(1),
+                                    offset: None,
+                                    reason: format!(
+                                        "starts {} before {} ends: captures read one after another go in \
+                                         time order (a rotated capture's files in the order of their names)",
+                                        span(*now - first.ts_ns),
+                                        before.display()
+                                    ),
+                                }
+                                .into());
+                            }
+                            frame_in(first, now, frames, bytes, arb, &mut self.down);
+                            if let Some(c) = arb.destination_conflict() {
+                                return Err(conflict(&self.path, reader.frames_read(), c));
+                            }
+                            continue;
+                        }
                         arb.flush(*now);
                         arb.drain(&mut self.down);
                         self.done = true;
                         break;
                     };
-                    *frames += 1;
-                    // A classic pcap record: 16 bytes of header, then the frame.
-                    *bytes += 16 + frame.data.len() as u64;
-                    *now = (*now).max(frame.ts_ns);
-                    arb.process(*now, 0, frame.data, &mut self.down);
-                    if arb.config().inputs == 2 {
-                        // Two lines given (`ReadOptions::lines`): each line's input takes its own destination's packets and
-                        // filters the other's.
-                        arb.process(*now, 1, frame.data, &mut self.down);
-                    }
+                    frame_in(frame, now, frames, bytes, arb, &mut self.down);
                     if let Some(c) = arb.destination_conflict() {
-                        return Err(PcapError {
-                            path: self.path.clone(),
-                            frame: Some(*frames),
-                            offset: None,
-                            reason: format!(
-                                "well-formed packets of the protocol to two destinations, {a} (the first) and \
-                                 {b}: name the line to read (lines=[\"{a}\"] in Python, --lines {a}), or give \
-                                 both, the A and B lines of one feed, to read them arbitrated \
-                                 (lines=[\"{a}\", \"{b}\"], --lines {a},{b})",
-                                a = c.first,
-                                b = c.second
-                            ),
-                        }
-                        .into());
+                        return Err(conflict(&self.path, reader.frames_read(), c));
                     }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// One frame of a capture into the arbitrator (both inputs, with two lines), counted.
+fn frame_in(
+    frame: crate::pcap::Frame<'_>,
+    now: &mut u64,
+    frames: &mut u64,
+    bytes: &mut u64,
+    arb: &mut Arbitrator,
+    down: &mut Down<'_>,
+) {
+    *frames += 1;
+    // A classic pcap record: 16 bytes of header, then the frame.
+    *bytes += 16 + frame.data.len() as u64;
+    *now = (*now).max(frame.ts_ns);
+    arb.process(*now, 0, frame.data, down);
+    if arb.config().inputs == 2 {
+        // Two lines given (`ReadOptions::lines`): each line's input takes its own
+        // destination's packets and filters the other's.
+        arb.process(*now, 1, frame.data, down);
+    }
+}
+
+/// The error of a capture holding packets to a second destination, which names both and
+/// the ways to read them.
+fn conflict(path: &Path, frame: u64, c: tickplant_core::arb::DestinationConflict) -> ReadError {
+    PcapError {
+        path: path.to_path_buf(),
+        frame: Some(frame),
+        offset: None,
+        reason: format!(
+            "well-formed packets of the protocol to two destinations, {a} (the first) and \
+             {b}: name the line to read (lines=[\"{a}\"] in Python, --lines {a}), or give \
+             both, the A and B lines of one feed, to read them arbitrated \
+             (lines=[\"{a}\", \"{b}\"], --lines {a},{b})",
+            a = c.first,
+            b = c.second
+        ),
+    }
+    .into()
 }
 
 /// An ITCH read or run with no day given and none to tell (no receive times: a BinaryFILE).

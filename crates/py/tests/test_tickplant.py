@@ -608,6 +608,25 @@ def test_a_compressed_capture_reads_as_the_capture(day, tmp_path):
     assert np.array_equal(tickplant.read(tmp_path / "day.pcap.gz", date=DATE), plain)
 
 
+def test_a_rotated_capture_reads_as_the_whole(day, tmp_path):
+    """The files of a rotated capture (`arb --rotate`), as a list: the events of the one
+    capture they were cut from, books going on from file to file; export takes the list
+    too."""
+    cli("arb", "--a", day / "day.pcap", "--hr-out", tmp_path / "hr.pcap", "--rotate", "400KB")
+    parts = sorted(tmp_path.glob("hr-*.pcap"))
+    assert len(parts) >= 3
+    whole = tickplant.read(day / "day.pcap", date=DATE)
+    rotated = tickplant.read(parts, date=DATE)
+    assert np.array_equal(rotated, whole)
+    assert rotated.symbols == whole.symbols
+    chunks = list(tickplant.read([str(p) for p in parts], date=DATE, chunk=7000))
+    assert np.array_equal(np.concatenate(chunks), whole)
+    report = tickplant.export(parts, "jsonl", tmp_path / "all.jsonl", date=DATE)
+    assert report["events"] == len(whole)
+    with pytest.raises(ValueError, match="empty list"):
+        tickplant.read([])
+
+
 def test_a_capture_cut_short_warns(day, tmp_path):
     """A capture whose snapshot length cut frames short: the read warns, by count, and what
     those frames carried is gap records."""

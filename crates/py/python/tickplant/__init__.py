@@ -194,15 +194,26 @@ def _split_types(types: Optional[Sequence[Union[str, int]]]):
     return actions or None, codes or None
 
 
+def _paths(path):
+    """A path, or a list of captures read one after another as one stream (the files of a
+    rotated capture): (the first, the rest)."""
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise ValueError("path: an empty list of captures")
+        return str(path[0]), [str(p) for p in path[1:]]
+    return str(path), []
+
+
 def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines):
     if feed not in _FEEDS:
         raise ValueError(f"feed={feed!r}: one of {', '.join(_FEEDS)}")
     actions, codes = _split_types(types)
+    first, then = _paths(path)
     return _native.open_reader(
-        str(path), feed=feed, date=date, infer_length=infer_length,
+        first, feed=feed, date=date, infer_length=infer_length,
         symbols=_names(symbols) or None, actions=actions, types=codes,
         templates=None if templates is None else str(templates), header_bytes=header_bytes,
-        max_orders=max_orders, lines=_names(lines),
+        max_orders=max_orders, lines=_names(lines), then=then,
     )
 
 
@@ -267,7 +278,9 @@ def read(
     """Normalized events of a file, as a numpy structured array of ``EVENT_DTYPE``.
 
     ``path``: a capture (pcap/pcapng) of ``feed``, or for ``itch50`` also a BinaryFILE
-    (plain or ``.gz``). ``symbols``: only these (OPRA: roots). ``types``: only these actions
+    (plain or ``.gz``); or a list of captures read one after another as one stream (the
+    files of a rotated capture, ``sorted(glob("hr-*.pcap"))``: books and sequence numbers go
+    on from one file to the next). ``symbols``: only these (OPRA: roots). ``types``: only these actions
     (``"add"``, ``"trade"``, ...) and/or message types (``"A"``, ``"100"``, ``"k"``).
     ``chunk``: an iterator of arrays of at most ``chunk`` events instead of one array.
     ``date``: the ITCH trading day (US Eastern) its times count from; ``"auto"``: the day
@@ -313,18 +326,19 @@ def export(
     header_bytes: int = 5,
     lines: Optional[Sequence[str]] = None,
 ) -> dict:
-    """Write a file's events as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
+    """Write a file's events (``path`` as for :func:`read`, a list of captures included) as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
     (tickplant's events, a catalog directory), ``"nautilus"`` (NautilusTrader's order book
     deltas and trade ticks, a directory its ``ParquetDataCatalog`` reads) or ``"jsonl"``;
     returns the export's report (events, records, what the format has no record for, files,
     symbols)."""
+    first, then = _paths(path)
     report = json.loads(
         _native.export(
-            str(path), format, str(out), feed=feed, schema=schema, date=date,
+            first, format, str(out), feed=feed, schema=schema, date=date,
             infer_length=infer_length, symbols=_names(symbols) or None,
             actions=_names(actions) or None,
             templates=None if templates is None else str(templates), header_bytes=header_bytes,
-            lines=_names(lines),
+            lines=_names(lines), then=then,
         )
     )
     _warn_unnamed(report["unnamed"])

@@ -19,6 +19,7 @@ def open_reader(
     header_bytes: int = ...,
     max_orders: Optional[int] = ...,
     lines: Optional[Sequence[str]] = ...,
+    then: Optional[Sequence[str]] = ...,
 ) -> Reader: ...
 def export(
     path: str,
@@ -33,6 +34,7 @@ def export(
     templates: Optional[str] = ...,
     header_bytes: int = ...,
     lines: Optional[Sequence[str]] = ...,
+    then: Optional[Sequence[str]] = ...,
 ) -> str: ...
 def read_parquet(path: str) -> EventBuffer: ...
 def read_dbn(path: str) -> EventBuffer: ...
