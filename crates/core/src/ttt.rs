@@ -528,8 +528,8 @@ impl Fttc {
         send: &mut impl FttcOutput,
     ) -> Result<(), MdError> {
         let m = Message::new_checked(report).map_err(MdError::Fix)?;
-        let (mut status, mut side, mut symbol, mut qty, mut leaves): (&[u8], &[u8], &[u8], u64, Option<u64>) =
-            (&[], &[], &[], 0, None);
+        let (mut status, mut side, mut symbol, mut qty) = (&[][..], &[][..], &[][..], 0u64);
+        let (mut leaves, mut order_qty) = (None, None);
         for f in m.fields() {
             let f = f.map_err(MdError::Fix)?;
             match f.tag {
@@ -538,6 +538,7 @@ impl Fttc {
                 55 => symbol = f.value,
                 32 => qty = shares(&f).unwrap_or(0),
                 151 => leaves = shares(&f),
+                38 => order_qty = shares(&f),
                 _ => {}
             }
         }
@@ -551,8 +552,11 @@ impl Fttc {
             } else {
                 self.stats.cancelled += 1;
             }
+            // What was still open: LeavesQty where the exchange says (a cancel after
+            // partial fills), else the order's whole quantity.
+            let open = leaves.filter(|&l| l > 0).or(order_qty).unwrap_or(self.cfg.qty);
             if let Some(i) = self.known(symbol) {
-                self.risk.on_done(i, side == b"1", leaves.filter(|&l| l > 0).unwrap_or(self.cfg.qty));
+                self.risk.on_done(i, side == b"1", open);
             }
             return Ok(());
         }
@@ -1096,7 +1100,13 @@ mod tests {
             }
             w.finish().to_vec()
         };
-        f.on_execution(0, &er(b"8", b"AAPL", &[(151, b"0"), (58, b"unknown symbol")]), &mut seq, &mut out).unwrap();
+        f.on_execution(
+            0,
+            &er(b"8", b"AAPL", &[(151, b"0"), (38, b"100"), (58, b"unknown symbol")]),
+            &mut seq,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!((f.stats().rejected, f.risk().open_orders()), (1, 1));
         // The Reject of the second order (its bytes as sent, from the session's store).
         let msft = sent.iter().find(|(_, b)| get(b, 55) == b"MSFT").unwrap().1.clone();

@@ -259,6 +259,9 @@ pub struct EventReader<'p> {
     done: bool,
     /// A trading day given for a feed that carries its own dates (not ITCH).
     day_unused: bool,
+    /// What the warnings call the input: the path, or the first of several and how many
+    /// more ([`ReadOptions::then`]).
+    name: String,
 }
 
 #[derive(Debug)]
@@ -436,7 +439,11 @@ impl<'p> EventReader<'p> {
             Src::Whole { data, pos: 0, framing, n: 0, decoded: 0 }
         };
         let day_unused = opts.feed != Feed::Itch50 && matches!(opts.day, SessionDay::Midnight(_));
-        Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false, day_unused })
+        let name = match opts.then.len() {
+            0 => path.display().to_string(),
+            n => format!("{} and {n} captures after it", path.display()),
+        };
+        Ok(EventReader { path: path.to_path_buf(), read_as: opts.feed, src, down, done: false, day_unused, name })
     }
 
     /// Append at most `max` more events to `out`; 0 at the end of the file.
@@ -490,7 +497,7 @@ impl<'p> EventReader<'p> {
     /// ITCH times counted from 1970-01-01 (no day given, none to tell), or put on the day
     /// packets were received hours after their messages' times (a replay).
     pub fn warnings(&self) -> Vec<String> {
-        let path = self.path.display().to_string();
+        let path = self.name.clone();
         let mut w = Vec::new();
         if let Src::Capture { reader, cut_before, .. } = &self.src {
             let mut cut = reader.cut_short();

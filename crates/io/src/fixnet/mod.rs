@@ -572,9 +572,9 @@ fn refused<S: SessionStore>(
 /// two sides' sequence numbers disagree (the usual reason a venue refuses a Logon).
 pub(crate) fn session_ended(reason: &str) -> std::io::Error {
     let hint = if reason.contains("MsgSeqNum too low") || reason.contains("MsgSeqNum too high") {
-        "; the two sides' sequence numbers disagree: `--store DIR` keeps ours from one run to \
-         the next, and `--reset-seq` asks the exchange to start both at 1 (ResetSeqNumFlag), \
-         where the venue allows it"
+        "; the two sides' sequence numbers disagree: `tickplant trade --store DIR` keeps ours \
+         from one run to the next, and `--reset-seq` asks the exchange to start both at 1 \
+         (ResetSeqNumFlag), where the venue allows it"
     } else {
         ""
     };
