@@ -255,7 +255,8 @@ fn quickfixj_finds_the_simulated_market_data_valid() {
 
 /// A QuickFIX/J client trades on `sim exchange`, FIX 4.4 and 4.2: every order gets its
 /// acknowledgement and its fill, QuickFIX/J finds every ExecutionReport valid, and the
-/// session's heartbeats and logout go through.
+/// session's heartbeats and logout go through; connected again with its sequence numbers
+/// kept, it goes on from them.
 #[test]
 fn a_quickfixj_client_trades_on_the_simulated_exchange() {
     let Some(cp) = quickfixj() else { return };
@@ -276,20 +277,26 @@ fn a_quickfixj_client_trades_on_the_simulated_exchange() {
                 "60s",
             ],
         );
-        let log: PathBuf = d.path().join(format!("client-{begin}.log"));
-        let (code, _) = java(&cp, &["Client", begin, &port, "30", log.to_str().unwrap()]).wait(Duration::from_secs(60));
-        assert_eq!(code, Some(0), "{begin}: {:?}", std::fs::read_to_string(&log));
-        let execs = lines(&log, "EXEC ");
-        assert_eq!(lines(&log, "DONE"), vec!["DONE 60".to_string()], "{begin}: {execs:?}");
-        for i in 0..30 {
-            let of: Vec<&String> = execs.iter().filter(|l| l.split(' ').nth(1) == Some(&format!("C{i}"))).collect();
-            assert_eq!(of.len(), 2, "{begin}: order C{i}: {of:?}");
-            assert!(of[0].ends_with(" 0 0 0"), "{begin}: the acknowledgement first: {of:?}");
-            assert!(of[1].ends_with(&format!(" 2 {}", 100 + i)), "{begin}: then the whole fill: {of:?}");
+        // Twice, with QuickFIX/J's file store: the second connection goes on from the
+        // first's sequence numbers, as the exchange keeps them for the session.
+        let store = d.path().join(format!("store-{begin}"));
+        for run in ["first", "second"] {
+            let log: PathBuf = d.path().join(format!("client-{begin}-{run}.log"));
+            let args = ["Client", begin, &port, "30", log.to_str().unwrap(), store.to_str().unwrap()];
+            let (code, _) = java(&cp, &args).wait(Duration::from_secs(60));
+            assert_eq!(code, Some(0), "{begin} {run}: {:?}", std::fs::read_to_string(&log));
+            let execs = lines(&log, "EXEC ");
+            assert_eq!(lines(&log, "DONE"), vec!["DONE 60".to_string()], "{begin} {run}: {execs:?}");
+            for i in 0..30 {
+                let of: Vec<&String> = execs.iter().filter(|l| l.split(' ').nth(1) == Some(&format!("C{i}"))).collect();
+                assert_eq!(of.len(), 2, "{begin} {run}: order C{i}: {of:?}");
+                assert!(of[0].ends_with(" 0 0 0"), "{begin} {run}: the acknowledgement first: {of:?}");
+                assert!(of[1].ends_with(&format!(" 2 {}", 100 + i)), "{begin} {run}: then the whole fill: {of:?}");
+            }
+            let rejects = lines(&log, "REJECT");
+            assert!(rejects.is_empty(), "{begin} {run}: QuickFIX/J rejected messages of ours: {rejects:?}");
+            assert_eq!(lines(&log, "LOGOUT").len(), 1, "{begin} {run}");
         }
-        let rejects = lines(&log, "REJECT");
-        assert!(rejects.is_empty(), "{begin}: QuickFIX/J rejected messages of ours: {rejects:?}");
-        assert_eq!(lines(&log, "LOGOUT").len(), 1, "{begin}");
         drop(ex);
     }
 }

@@ -225,6 +225,10 @@ impl<S: SessionStore> Session<S> {
     pub fn store(&self) -> &S {
         &self.store
     }
+    /// The store, to keep for the session's next connection.
+    pub fn into_store(self) -> S {
+        self.store
+    }
     /// The store's failure, if it had one (see [`SessionStore::failure`]).
     pub fn store_failure(&mut self) -> Option<String> {
         self.store.failure()

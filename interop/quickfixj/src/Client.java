@@ -2,7 +2,9 @@
 // NewOrderSingles (limit orders, BUY and SELL in turn) and validates every ExecutionReport
 // against QuickFIX/J's data dictionary (a fault is answered with a Reject, logged here).
 //
-// java Client BEGIN_STRING PORT ORDERS LOG_FILE
+// java Client BEGIN_STRING PORT ORDERS LOG_FILE [STORE_DIR]
+// With STORE_DIR, the session's sequence numbers are kept there (QuickFIX/J's file store):
+// a second run goes on from the first's, as an engine reconnecting during the day does.
 // The log has one line per event: LOGON, EXEC <ClOrdID> <ExecType> <OrdStatus> <CumQty>,
 // REJECT <the message>, LOGOUT; the last line is DONE <ExecutionReports received>, or
 // NO LOGON.
@@ -59,7 +61,12 @@ public class Client implements Application {
         ss.setString(id, "ValidateUserDefinedFields", "Y");
         ss.setString(id, "ValidateFieldsOutOfOrder", "Y");
         ss.setString(id, "ValidateFieldsHaveValues", "Y");
-        Initiator ini = new SocketInitiator(new Client(), new MemoryStoreFactory(), ss, new SLF4JLogFactory(ss), new DefaultMessageFactory());
+        MessageStoreFactory store = new MemoryStoreFactory();
+        if (a.length > 4) {
+            ss.setString(id, "FileStorePath", a[4]);
+            store = new FileStoreFactory(ss);
+        }
+        Initiator ini = new SocketInitiator(new Client(), store, ss, new SLF4JLogFactory(ss), new DefaultMessageFactory());
         ini.start();
         if (!logon.await(20, java.util.concurrent.TimeUnit.SECONDS)) {
             say("NO LOGON");

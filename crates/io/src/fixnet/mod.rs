@@ -160,12 +160,13 @@ pub fn run_exchange(cfg: &ExchangeConfig, stop: Arc<AtomicBool>) -> std::io::Res
     listener.set_nonblocking(true)?;
     let mut threads = Vec::new();
     let mut report = ExchangeReport::default();
+    let kept: Kept = Arc::default();
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((tcp, _)) => {
                 report.sessions += 1;
-                let (cfg, stop) = (cfg.clone(), stop.clone());
-                threads.push(std::thread::spawn(move || exchange_session(tcp, &cfg, &stop)));
+                let (cfg, stop, kept) = (cfg.clone(), stop.clone(), kept.clone());
+                threads.push(std::thread::spawn(move || exchange_session(tcp, &cfg, &stop, &kept)));
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => return Err(e),
@@ -182,6 +183,20 @@ pub fn run_exchange(cfg: &ExchangeConfig, stop: Arc<AtomicBool>) -> std::io::Res
     Ok(report)
 }
 
+/// What the exchange keeps of a counterparty's session between its connections, as a venue
+/// does for the day: the sequence numbers and sent messages (a reconnecting engine goes on
+/// from them, and can ask for what it missed), the orders still to fill (their fills go
+/// out once it is back) and the order ids.
+#[derive(Default)]
+struct Counterparty {
+    store: MemoryStore,
+    resting: Vec<Resting>,
+    next_id: u64,
+}
+
+/// Each counterparty's session (by BeginString and CompID) while it is not connected.
+type Kept = Arc<std::sync::Mutex<std::collections::HashMap<(String, String), Counterparty>>>;
+
 struct Resting {
     due: Instant,
     order_id: u64,
@@ -192,7 +207,12 @@ struct Resting {
     price: Vec<u8>,
 }
 
-fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool) -> std::io::Result<ExchangeReport> {
+fn exchange_session(
+    mut tcp: TcpStream,
+    cfg: &ExchangeConfig,
+    stop: &AtomicBool,
+    kept: &Kept,
+) -> std::io::Result<ExchangeReport> {
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(Duration::from_micros(200)))?;
     let mut buf = vec![0u8; 1 << 16];
@@ -221,15 +241,32 @@ fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool)
     };
     let mut scfg = SessionConfig::new(Role::Acceptor, &cfg.comp_id, &target);
     scfg.begin_string = begin.clone();
-    let mut s = Session::new(scfg, MemoryStore::default());
+    let key = (begin.clone(), target);
+    let mut c = kept.lock().unwrap_or_else(|p| p.into_inner()).remove(&key).unwrap_or_default();
+    let mut s = Session::new(scfg, std::mem::take(&mut c.store));
     s.handle_connected(unix_ns());
     s.handle_bytes(unix_ns(), &pending);
+    let r = serve(&mut tcp, &mut s, &mut c, cfg, stop, begin == "FIX.4.2");
+    c.store = s.into_store();
+    kept.lock().unwrap_or_else(|p| p.into_inner()).insert(key, c);
+    r
+}
+
+/// One connection of a counterparty's session, logged on or about to be.
+fn serve(
+    tcp: &mut TcpStream,
+    s: &mut Session<MemoryStore>,
+    c: &mut Counterparty,
+    cfg: &ExchangeConfig,
+    stop: &AtomicBool,
+    fix42: bool,
+) -> std::io::Result<ExchangeReport> {
+    let mut buf = vec![0u8; 1 << 16];
     let mut r = ExchangeReport::default();
-    let mut resting: Vec<Resting> = Vec::new();
-    let mut next_id = 1u64;
-    let fix42 = begin == "FIX.4.2";
+    let (resting, next_id) = (&mut c.resting, &mut c.next_id);
+    *next_id = (*next_id).max(1);
     loop {
-        flush(&mut s, &mut tcp)?;
+        flush(s, tcp)?;
         while let Some(ev) = s.poll_event() {
             match ev {
                 SessionEvent::App { seq, msg_type, message } if msg_type == b"D" => {
@@ -258,20 +295,20 @@ fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool)
                     let px = if ix.get(44).is_some() { value(&ix, 44) } else { cfg.fill_price.as_bytes().to_vec() };
                     let o = Resting {
                         due: Instant::now() + cfg.fill_delay,
-                        order_id: next_id,
+                        order_id: *next_id,
                         cl_ord_id: value(&ix, 11),
                         symbol: value(&ix, 55),
                         side: value(&ix, 54),
                         qty: value(&ix, 38),
                         price: px,
                     };
-                    next_id += 1;
-                    exec_report(&mut s, &o, false, fix42);
+                    *next_id += 1;
+                    exec_report(s, &o, false, fix42);
                     r.acks += 1;
                     resting.push(o);
                 }
                 SessionEvent::LoggedOut { .. } => {
-                    flush(&mut s, &mut tcp)?;
+                    flush(s, tcp)?;
                     return Ok(r);
                 }
                 _ => {}
@@ -279,16 +316,18 @@ fn exchange_session(mut tcp: TcpStream, cfg: &ExchangeConfig, stop: &AtomicBool)
         }
         let now = Instant::now();
         let mut k = 0;
-        while k < resting.len() {
+        // Fills wait for the session to be logged on (those due while the counterparty was
+        // away go out once it is back).
+        while s.is_active() && k < resting.len() {
             if resting[k].due <= now {
                 let o = resting.swap_remove(k);
-                exec_report(&mut s, &o, true, fix42);
+                exec_report(s, &o, true, fix42);
                 r.fills += 1;
             } else {
                 k += 1;
             }
         }
-        flush(&mut s, &mut tcp)?;
+        flush(s, tcp)?;
         if let Some(t) = s.poll_timeout() {
             if unix_ns() >= t {
                 s.handle_timeout(unix_ns());
