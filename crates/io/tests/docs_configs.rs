@@ -2,7 +2,8 @@
 //! their types and their words, and the pipeline's checks of the values
 //! (`RunConfig::spec`). A fragment of a few sections is read after a minimal `[source]`
 //! (live groups where it has a `[recovery]`, which only live runs take), in a folder that
-//! holds the files consumers name (empty).
+//! holds the files consumers name (empty, but for a trade consumer's password file: a
+//! line).
 
 use std::path::Path;
 
@@ -21,6 +22,7 @@ fn every_documented_config_parses() {
     for name in ["strategies.txt", "triggers.txt"] {
         std::fs::write(dir.path().join(name), "").unwrap();
     }
+    std::fs::write(dir.path().join("fix-password"), "s3cret\n").unwrap();
     let (mut checked, mut bad) = (0, Vec::new());
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
