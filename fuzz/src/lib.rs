@@ -355,6 +355,7 @@ fn tick_to_trade(data: &[u8]) -> Result<Vec<String>, ()> {
         target: "EX".into(),
         qty: 100,
         limits,
+        order_fields: Vec::new(),
     };
     let mut collared = Fttc::new(config(RiskLimits { collar_bps: 100, ..RiskLimits::default() }));
     let _ = collared.on_market_data(0, data, &mut 1, &mut |_: u64, _: &[u8]| {});
