@@ -74,6 +74,25 @@ fn tickplant(dir: &Path, args: &[&str]) -> Kid {
     Kid::spawn(Command::new(BIN).args(args).current_dir(dir))
 }
 
+/// The QuickFIX/J exchange (`Exch`, JVM properties `props` first), BeginString and fill
+/// delay in ms as `begin_delay`, `more` after its log, for 40 s on a free port, its store
+/// and log in `dir`, listening: it, the address to trade against, and its log.
+fn quickfixj_exchange(
+    cp: &str,
+    dir: &Path,
+    props: &[&str],
+    begin_delay: &[&str; 2],
+    more: &[&str],
+) -> (Kid, String, PathBuf) {
+    let port = free_port().to_string();
+    let (log, store) = (dir.join("exch.log"), dir.join("qfj-store"));
+    let (s, l) = (store.to_str().unwrap(), log.to_str().unwrap());
+    let args = [props, &["Exch", begin_delay[0], &port, begin_delay[1], "40", s, l], more].concat();
+    let ex = java(cp, &args);
+    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    (ex, format!("127.0.0.1:{port}"), log)
+}
+
 /// `trade` of the market data on `group`, against `exchange` as TICKPLANT to EXCH.
 fn trade(dir: &Path, group: &str, exchange: &str, extra: &[&str]) -> Kid {
     let mut args = vec!["trade", "--md", group, "--exchange", exchange, "--sender", "TICKPLANT", "--target", "EXCH"];
@@ -124,14 +143,8 @@ fn quickfixj_exchange_takes_our_orders_across_a_restart() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let port = free_port().to_string();
-    let exchange = format!("127.0.0.1:{port}");
-    let log = dir.join("exch.log");
-    let store = dir.join("qfj-store");
-    let (s, l) = (store.to_str().unwrap(), log.to_str().unwrap());
-    let creds = ["-Duser=trader7", "-Dpassword=s3cret pass", "-Dpartial=true"];
-    let ex = java(&cp, &[&creds[..], &["Exch", "FIX.4.4", &port, "3000", "40", s, l]].concat());
-    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    let props = ["-Duser=trader7", "-Dpassword=s3cret pass", "-Dpartial=true"];
+    let (ex, exchange, log) = quickfixj_exchange(&cp, dir, &props, &["FIX.4.4", "3000"], &[]);
     std::fs::write(dir.join("password"), "s3cret pass\n").unwrap();
     std::fs::write(dir.join("wrong"), "guess\n").unwrap();
     let group = "239.255.7.21:31721";
@@ -203,13 +216,7 @@ fn quickfixj_rejections_are_reported_and_free_the_limits() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let port = free_port().to_string();
-    let exchange = format!("127.0.0.1:{port}");
-    let log = dir.join("exch.log");
-    let store = dir.join("qfj-store");
-    let ex =
-        java(&cp, &["Exch", "FIX.4.2", &port, "0", "40", store.to_str().unwrap(), log.to_str().unwrap(), "reject"]);
-    wait_for(&log, "LISTENING", Duration::from_secs(30));
+    let (ex, exchange, log) = quickfixj_exchange(&cp, dir, &[], &["FIX.4.2", "0"], &["reject"]);
     let group = "239.255.7.22:31722";
     let args = ["--begin-string", "FIX.4.2", "--max-open-orders", "2", "--duration", "4s", "--report", "report.json"];
     let trade = trade(dir, group, &exchange, &args);

@@ -52,15 +52,9 @@ public class Client implements Application {
         ss.setString(id, "ConnectionType", "initiator");
         ss.setString(id, "SocketConnectHost", "127.0.0.1");
         ss.setString(id, "SocketConnectPort", a[1]);
-        ss.setString(id, "StartTime", "00:00:00");
-        ss.setString(id, "EndTime", "00:00:00");
         ss.setString(id, "HeartBtInt", "1");
         ss.setString(id, "ReconnectInterval", "1");
-        ss.setString(id, "UseDataDictionary", "Y");
-        ss.setString(id, "DataDictionary", begin.replace(".", "") + ".xml");
-        ss.setString(id, "ValidateUserDefinedFields", "Y");
-        ss.setString(id, "ValidateFieldsOutOfOrder", "Y");
-        ss.setString(id, "ValidateFieldsHaveValues", "Y");
+        Common.validating(ss, id, begin);
         MessageStoreFactory store = new MemoryStoreFactory();
         if (a.length > 4) {
             ss.setString(id, "FileStorePath", a[4]);

@@ -137,14 +137,8 @@ public class Exch extends MessageCracker implements Application {
         ss.setString(id, "ConnectionType", "acceptor");
         ss.setString(id, "SocketAcceptAddress", "127.0.0.1");
         ss.setString(id, "SocketAcceptPort", a[1]);
-        ss.setString(id, "StartTime", "00:00:00");
-        ss.setString(id, "EndTime", "00:00:00");
         ss.setString(id, "FileStorePath", a[4]);
-        ss.setString(id, "UseDataDictionary", "Y");
-        ss.setString(id, "DataDictionary", begin.replace(".", "") + ".xml");
-        ss.setString(id, "ValidateUserDefinedFields", "Y");
-        ss.setString(id, "ValidateFieldsOutOfOrder", "Y");
-        ss.setString(id, "ValidateFieldsHaveValues", "Y");
+        Common.validating(ss, id, begin);
         Acceptor acc = new SocketAcceptor(new Exch(), new FileStoreFactory(ss), ss, new SLF4JLogFactory(ss), new DefaultMessageFactory());
         acc.start();
         say("LISTENING");

@@ -559,9 +559,8 @@ impl<S: SessionStore> FttcOutput for Out<'_, S> {
     }
 }
 
-/// A refusal in an application message from the exchange, counted by its reason: an
-/// ExecutionReport with OrdStatus Rejected (39=8; the engine has already counted the order),
-/// or a BusinessMessageReject (35=j) naming the message it refuses.
+/// A BusinessMessageReject (35=j) from the exchange: the message it names handed back to the
+/// engine, and the refusal counted by its reason.
 fn refusal<S: SessionStore>(
     msg_type: &[u8],
     message: &[u8],
@@ -569,7 +568,7 @@ fn refusal<S: SessionStore>(
     fttc: &mut Fttc,
     into: &mut std::collections::BTreeMap<String, u64>,
 ) {
-    if msg_type != b"8" && msg_type != b"j" {
+    if msg_type != b"j" {
         return;
     }
     let Ok(m) = Message::new_checked(message) else { return };
@@ -577,19 +576,25 @@ fn refusal<S: SessionStore>(
     if ix.parse(&m).is_err() {
         return;
     }
-    if msg_type == b"j" {
-        let ref_seq = ix.get(45).and_then(|f| f.as_uint().ok()).unwrap_or(0);
-        return refused(ref_seq, tickplant_core::fix_session::reject_reason(&ix), s, fttc, into);
+    let ref_seq = ix.get(45).and_then(|f| f.as_uint().ok()).unwrap_or(0);
+    refused(ref_seq, tickplant_core::fix_session::reject_reason(&ix), s, fttc, into);
+}
+
+/// An ExecutionReport the engine counted as a rejection (OrdStatus 8), counted by the
+/// exchange's reason: its Text, with the OrdRejReason. Read only for a rejection, so that
+/// an acknowledgement or a fill is parsed once (by the engine).
+fn rejection_reason(message: &[u8], into: &mut std::collections::BTreeMap<String, u64>) {
+    let Ok(m) = Message::new_checked(message) else { return };
+    let mut ix = FieldIndex::new();
+    if ix.parse(&m).is_err() {
+        return;
     }
-    if ix.get(39).is_some_and(|f| f.value == b"8") {
-        let text =
-            ix.get(58).map_or_else(|| "no reason given".into(), |f| String::from_utf8_lossy(f.value).into_owned());
-        let why = match ix.get(103) {
-            Some(code) => format!("{text} (OrdRejReason {})", String::from_utf8_lossy(code.value)),
-            None => text,
-        };
-        *into.entry(why).or_default() += 1;
-    }
+    let text = ix.get(58).map_or_else(|| "no reason given".into(), |f| String::from_utf8_lossy(f.value).into_owned());
+    let why = match ix.get(103) {
+        Some(code) => format!("{text} (OrdRejReason {})", String::from_utf8_lossy(code.value)),
+        None => text,
+    };
+    *into.entry(why).or_default() += 1;
 }
 
 /// A message of ours the exchange refused by its MsgSeqNum: counted by the reason, and
@@ -847,11 +852,14 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                         wire: None,
                     };
                     let mut seq = out.session.next_sender_seq();
+                    let rejected = fttc.stats().rejected;
                     let _ = fttc.on_execution(out.now, &message, &mut seq, &mut out);
                     if let Some(e) = out.error {
                         return Err(e);
                     }
-                    refusal(&msg_type, &message, &s, &mut fttc, &mut r.rejections);
+                    if fttc.stats().rejected > rejected {
+                        rejection_reason(&message, &mut r.rejections);
+                    }
                 }
                 SessionEvent::App { msg_type, message, .. } => {
                     refusal(&msg_type, &message, &s, &mut fttc, &mut r.rejections);

@@ -199,11 +199,14 @@ impl TriggerTrader {
                     let now = unix_ns();
                     let mut sink = SessionSink { tcp: &mut self.tcp, session: &mut self.session, now, error: None };
                     let mut seq = sink.session.next_sender_seq();
+                    let rejected = self.fttc.stats().rejected;
                     let _ = self.fttc.on_execution(now, &message, &mut seq, &mut sink);
                     if let Some(e) = sink.error {
                         return Err(e);
                     }
-                    refusal(&msg_type, &message, &self.session, &mut self.fttc, &mut self.rejections);
+                    if self.fttc.stats().rejected > rejected {
+                        rejection_reason(&message, &mut self.rejections);
+                    }
                 }
                 SessionEvent::App { msg_type, message, .. } => {
                     refusal(&msg_type, &message, &self.session, &mut self.fttc, &mut self.rejections);
