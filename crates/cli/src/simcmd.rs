@@ -32,8 +32,8 @@ pub enum SimCmd {
     /// Generate a realistic ITCH 5.0 day slice (BinaryFILE or MoldUDP64 capture), with the
     /// final books it implies as ground truth.
     Itch(ItchArgs),
-    /// Send FIX 4.4 market data (35=X, one message per datagram) to a multicast group:
-    /// random symbols, each one's price up $0.001 per update.
+    /// Send FIX 4.4 market data (35=X, one message per datagram, or `--batch` of them) to a
+    /// multicast group: random symbols, each one's price up $0.001 per update.
     FixMd(crate::tradecmd::FixMdArgs),
     /// The exchange's MoldUDP64 re-request (retransmission) server: answers requests for
     /// messages again from a capture of the whole feed, with faults for tests.

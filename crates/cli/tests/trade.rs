@@ -221,11 +221,11 @@ fn an_exchange_gone_mid_run_is_an_error_with_a_report() {
     assert!(r["ended"].as_str().unwrap().contains("without a Logout"), "{r}");
 }
 
-/// A datagram holding a second FIX message (a venue that batches) is counted and warned
-/// of: the engine reads one message a datagram, and says so rather than drop the rest
-/// unseen.
+/// A datagram holding several FIX messages (a venue that batches) has every one read and
+/// traded, in order; bytes after a message that are not one count as one undecodable
+/// message; `sim fix-md --batch` sends such datagrams.
 #[test]
-fn a_datagram_of_two_messages_is_warned_of() {
+fn every_message_of_a_batched_datagram_is_read() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let listen = format!("127.0.0.1:{}", free_port());
@@ -233,25 +233,42 @@ fn a_datagram_of_two_messages_is_warned_of() {
     std::thread::sleep(Duration::from_millis(400));
     let group = "239.255.7.6:31706";
     let tr =
-        spawn(d.path(), &["trade", "--md", group, "--exchange", &listen, "--duration", "2s", "--report", "r.json"]);
+        spawn(d.path(), &["trade", "--md", group, "--exchange", &listen, "--duration", "3s", "--report", "r.json"]);
     std::thread::sleep(Duration::from_millis(800));
-    let md = |seq: u64| {
+    let md = |seq: u64, px: &str| {
         let mut w = tickplant_wire::fix::Writer::new("FIX.4.4", "X");
         w.field(49, b"MD").field(56, b"TP").field_uint(34, seq).field(52, b"20261129-14:30:00.000");
-        w.field(268, b"1").field(279, b"0").field(269, b"0").field(55, b"S0001").field(270, b"10.250");
+        w.field(268, b"1").field(279, b"0").field(269, b"0").field(55, b"S0001").field(270, px.as_bytes());
         w.finish().to_vec()
     };
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket2::SockRef::from(&tx).set_multicast_if_v4(&std::net::Ipv4Addr::LOCALHOST).unwrap();
-    tx.send_to(&md(1), group).unwrap();
-    tx.send_to(&[md(2), md(3)].concat(), group).unwrap();
-    tx.send_to(&md(4), group).unwrap();
+    tx.send_to(&md(1, "10.250"), group).unwrap();
+    // The whole-dollar price is the third message of its datagram.
+    tx.send_to(&[md(2, "10.500"), md(3, "10.750"), md(4, "11.000")].concat(), group).unwrap();
+    tx.send_to(&[md(5, "11.250"), b"8=FIX.4.4\x01garbage".to_vec()].concat(), group).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The simulator's batches: a stream of its own (its sequence numbers start again at 1).
+    let sent = Command::new(BIN)
+        .args(["sim", "fix-md", "--group", group, "--symbols", "5", "--rate", "3000", "--batch", "3"])
+        .args(["--duration", "500ms", "--truth", "truth.json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
     let o = tr.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("1 market-data datagrams held bytes after their first FIX message"), "{err}");
     let r = json(&d.path().join("r.json"));
-    assert_eq!((r["md_messages"].as_u64(), r["md_not_read"].as_u64()), (Some(3), Some(1)), "{r}");
+    let truth = json(&d.path().join("truth.json"));
+    let (msgs, dgrams) = (truth["messages"].as_u64().unwrap(), truth["datagrams"].as_u64().unwrap());
+    assert_eq!(msgs, 3 * dgrams, "{truth}");
+    let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    assert_eq!((n("md_datagrams"), n("md_messages")), (3 + dgrams, 6 + msgs), "{r}");
+    assert_eq!((n("md_undecodable"), n("md_gaps")), (1, 0), "{r}");
+    let whole = truth["whole_dollar_prices"].as_u64().unwrap();
+    assert_eq!((n("whole_dollar_prices"), n("buys_sent")), (1 + whole, 1 + whole), "{r}");
+    assert!(err.contains(&format!("{} market data messages in {} datagrams", 6 + msgs, 3 + dgrams)), "{err}");
     signal(&ex, "-TERM");
     let _ = finish(ex, "sim exchange");
 }

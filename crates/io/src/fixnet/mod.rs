@@ -1,8 +1,8 @@
 //! The tick-to-trade harness on real sockets: a FIX market-data sender (UDP multicast), a
 //! FIX 4.4 exchange (TCP acceptor), and the trading engine between them.
 //!
-//! * [`send_market_data`] sends one FIX message per datagram to a multicast group, paced to
-//!   a rate.
+//! * [`send_market_data`] sends FIX messages to a multicast group, one or a batch a
+//!   datagram, paced to a rate.
 //! * [`run_exchange`] accepts FIX sessions: an ExecutionReport (New) for each
 //!   NewOrderSingle at once, and a fill after a delay.
 //! * [`run_trade`] is the engine. It reads market data, checks every entry's price, and
@@ -65,16 +65,19 @@ pub fn multicast_receiver(group: SocketAddrV4, iface: Ipv4Addr) -> std::io::Resu
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MdReport {
     pub messages: u64,
+    pub datagrams: u64,
     pub bytes: u64,
     pub seconds: f64,
 }
 
-/// Send `next(now)`'s messages to `group` at `rate` per second for `duration` (or until
-/// `stop`), one per datagram.
+/// Send `next(now)`'s messages to `group` at `rate` messages per second for `duration` (or
+/// until `stop`), `batch` messages a datagram (as venues that batch send them: each
+/// datagram goes when its first message is due).
 pub fn send_market_data(
     group: SocketAddrV4,
     iface: Ipv4Addr,
     rate: u64,
+    batch: u32,
     duration: Duration,
     stop: &AtomicBool,
     mut next: impl FnMut(u64) -> Vec<u8>,
@@ -83,6 +86,7 @@ pub fn send_market_data(
     let start = Instant::now();
     let mut r = MdReport::default();
     let gap = Duration::from_nanos(1_000_000_000 / rate.max(1));
+    let mut datagram = Vec::with_capacity(2048);
     while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         let due = start + gap * r.messages as u32;
         while Instant::now() < due {
@@ -93,10 +97,15 @@ pub fn send_market_data(
                 std::hint::spin_loop();
             }
         }
-        let m = next(unix_ns());
-        sock.send_to(&m, group)?;
-        r.messages += 1;
-        r.bytes += m.len() as u64;
+        datagram.clear();
+        let now = unix_ns();
+        for _ in 0..batch.max(1) {
+            datagram.extend_from_slice(&next(now));
+        }
+        sock.send_to(&datagram, group)?;
+        r.messages += u64::from(batch.max(1));
+        r.datagrams += 1;
+        r.bytes += datagram.len() as u64;
     }
     r.seconds = start.elapsed().as_secs_f64();
     Ok(r)
@@ -464,19 +473,19 @@ pub struct TradeConfig {
 /// Counts and stage latencies of a run of the engine.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TradeReport {
+    /// Market-data datagrams received, and the FIX messages they held (every one is read;
+    /// bytes after a message that do not frame as one count as one undecodable message).
+    pub md_datagrams: u64,
     pub md_messages: u64,
     pub md_entries: u64,
     pub md_undecodable: u64,
-    /// Datagrams that held bytes after their first FIX message (a second message, or
-    /// padding): the engine reads one message a datagram, so what follows was not read.
-    pub md_not_read: u64,
-    /// Datagrams that arrived before the session was logged on (not traded).
+    /// Messages that arrived before the session was logged on (not traded).
     pub md_before_logon: u64,
     /// Trigger files taken (the first load included), and the ones refused (the triggers
     /// in force then stay as they were), with the reason.
     pub trigger_loads: u64,
     pub trigger_errors: Vec<String>,
-    /// Market-data sequence gaps seen (MsgSeqNum of the datagrams).
+    /// Market-data sequence gaps seen (MsgSeqNum of the messages).
     pub md_gaps: u64,
     pub whole_dollar_prices: u64,
     pub buys_sent: u64,
@@ -741,12 +750,8 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         match crate::tstamp::recv(&md, &mut dgram) {
             Ok((n, rx_ns)) => {
                 let t0 = rdtsc();
-                r.md_messages += 1;
+                r.md_datagrams += 1;
                 let bytes = &dgram[..n];
-                if !logged_on {
-                    // Orders wait for the session: the prices are counted, not traded.
-                    r.md_before_logon += 1;
-                }
                 let mut out = Out {
                     tcp: &mut tcp,
                     session: &mut s,
@@ -760,27 +765,45 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
                     rx_ns,
                     wire: if stamping.is_ok() { Some(&mut wire) } else { None },
                 };
-                let mut seq = out.session.next_sender_seq();
-                if logged_on {
-                    if fttc.on_market_data(out.now, bytes, &mut seq, &mut out).is_err() {
-                        r.md_undecodable += 1;
+                // Every message of the datagram, in order (a venue that batches sends
+                // several). The first is handed over with the datagram's bytes as they
+                // are (the engine finds its end), so that no framing pass comes before it;
+                // each later one is framed first. Their stages count from the datagram's
+                // receipt, the messages before them included.
+                let mut at = 0;
+                loop {
+                    let msg = &bytes[at..];
+                    r.md_messages += 1;
+                    let mut seq = out.session.next_sender_seq();
+                    if logged_on {
+                        if fttc.on_market_data(out.now, msg, &mut seq, &mut out).is_err() {
+                            r.md_undecodable += 1;
+                        }
+                    } else {
+                        // Orders wait for the session: the prices are counted, not traded.
+                        r.md_before_logon += 1;
+                        if Message::new_checked(msg).is_err() {
+                            r.md_undecodable += 1;
+                        }
                     }
-                } else if Message::new_checked(bytes).is_err() {
-                    r.md_undecodable += 1;
-                }
-                if let Some(e) = out.error {
-                    return Err(e);
-                }
-                // Off the latency path, after the orders are out: bytes after the message,
-                // and gap counting.
-                if matches!(fix::frame_len(bytes), Ok(Some(n)) if n < bytes.len()) {
-                    r.md_not_read += 1;
-                }
-                if let Some(seq) = md_seq(bytes) {
-                    if last_md_seq != 0 && seq > last_md_seq + 1 {
-                        r.md_gaps += 1;
+                    if let Some(e) = out.error.take() {
+                        return Err(e);
                     }
-                    last_md_seq = seq;
+                    // After the orders are out: gap counting, and the next message.
+                    if let Some(seq) = md_seq(msg) {
+                        if last_md_seq != 0 && seq > last_md_seq + 1 {
+                            r.md_gaps += 1;
+                        }
+                        last_md_seq = seq;
+                    }
+                    match fix::frame_len(msg) {
+                        Ok(Some(len)) if len < msg.len() => at += len,
+                        // The datagram's end, or bytes that are not a message (counted
+                        // undecodable above): nothing more can be framed.
+                        _ => break,
+                    }
+                    out.now = unix_ns();
+                    (out.parsed, out.decided) = (0, 0);
                 }
                 continue;
             }
