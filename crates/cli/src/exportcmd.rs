@@ -48,7 +48,8 @@ pub struct ExportArgs {
     /// file.
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
-    /// The file to write (dbn, jsonl), or the catalog directory (parquet, nautilus).
+    /// The file to write (dbn, jsonl; `-`: standard output, for a pipe into another tool),
+    /// or the catalog directory (parquet, nautilus).
     #[arg(long)]
     pub out: PathBuf,
     /// DBN schema.
@@ -109,7 +110,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     };
     let quiet = a.quiet;
     let started = std::time::Instant::now();
-    let report = export(&mut reader, format, &a.out, |done, total| {
+    let report = match export(&mut reader, format, &a.out, |done, total| {
         if !quiet && total > 0 {
             eprintln!(
                 "export: {:.0}% of {} ({:.1} s)",
@@ -118,15 +119,22 @@ pub fn run(a: &ExportArgs) -> Result<()> {
                 started.elapsed().as_secs_f64()
             );
         }
-    })?;
+    }) {
+        // Piped into a reader that stopped early (`| head`): what it wanted, it had.
+        Err(tickplant_io::export::ExportError::Closed) => return Ok(()),
+        r => r?,
+    };
     let left: u64 = report.left_out.values().sum();
     eprintln!(
-        "export: {} events ({} gaps) -> {} records in {} file(s) under {}; {} events the format has no record for{}",
+        "export: {} events ({} gaps) -> {} records {}; {} events the format has no record for{}",
         report.events,
         report.read.gaps,
         report.records,
-        report.files.len(),
-        a.out.display(),
+        if a.out.as_os_str() == "-" {
+            "to standard output".to_string()
+        } else {
+            format!("in {} file(s) under {}", report.files.len(), a.out.display())
+        },
         left,
         if left > 0 { format!(" ({:?})", report.left_out) } else { String::new() }
     );

@@ -176,8 +176,20 @@ enum BenchCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Commands whose output is read from their standard output: one piped into a reader
+    // that stops early (`| head`) ends quietly, as Unix tools do. (Not the others: a
+    // broken pipe there is a socket's, and an error.)
+    let to_stdout = matches!(cli.cmd, Cmd::Decode(_) | Cmd::Export(_) | Cmd::Itch(_) | Cmd::Match(_));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e)
+            if to_stdout
+                && e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)

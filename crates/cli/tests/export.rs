@@ -84,6 +84,45 @@ fn parquet_and_jsonl_give_the_events_back() {
     }
 }
 
+/// `--out -` writes DBN and JSON lines to standard output, byte for byte the file's; a
+/// reader that stops early (`| head`) ends an export or a decode quietly, with success; a
+/// catalog (a directory) to `-` is refused with the reason.
+#[test]
+fn standard_output_takes_single_file_formats_and_may_close_early() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    day(dir.path());
+    let pcap = dir.path().join("day.pcap");
+    let p = pcap.to_str().unwrap();
+    for (format, file) in [("jsonl", "day.jsonl"), ("dbn", "day.dbn")] {
+        export(format, &pcap, &dir.path().join(file));
+        let o =
+            Command::new(BIN).args(["export", format, "--feed", "itch50", "--date", DATE, p, "--out", "-"]).output();
+        let o = o.unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout == std::fs::read(dir.path().join(file)).unwrap(), "{format} to stdout differs from the file");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("40000 events"), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let early = |args: &[&str]| {
+        let mut c = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut head = [0u8; 100];
+        c.stdout.take().unwrap().read_exact(&mut head).unwrap();
+        // The pipe's reader is gone (dropped above); the writer finds out at its next write.
+        let o = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success() && !err.contains("error"), "{args:?}: {err}");
+    };
+    early(&["export", "jsonl", "--feed", "itch50", "--date", DATE, p, "--out", "-", "--quiet"]);
+    early(&["export", "dbn", "--feed", "itch50", "--date", DATE, p, "--out", "-", "--quiet"]);
+    early(&["decode", "--feed", "itch50", p]);
+    early(&["itch", "decode", p]);
+    let o = Command::new(BIN).args(["export", "parquet", "--feed", "itch50", p, "--out", "-"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`-` (standard output) takes dbn and jsonl"), "{err}");
+}
+
 #[test]
 fn dbn_mbo_rebuilds_the_simulators_books() {
     let dir = tempfile::tempdir().unwrap();

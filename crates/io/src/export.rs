@@ -48,10 +48,12 @@
 //! its own column (`ts_recv` and `ts_event` as nanosecond UTC timestamps), zstd.
 //! [`read_parquet`] gives the events back, exactly.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use dbn::{MboMsg, Mbp1Msg, RecordHeader};
 use tickplant_core::book::{BookConfig, Books};
@@ -80,7 +82,12 @@ pub enum ExportFormat {
 #[derive(Debug)]
 pub enum ExportError {
     Read(ReadError),
-    Write { path: PathBuf, reason: String },
+    Write {
+        path: PathBuf,
+        reason: String,
+    },
+    /// Standard output's reader went away before the end (`| head`).
+    Closed,
 }
 
 impl std::fmt::Display for ExportError {
@@ -88,6 +95,7 @@ impl std::fmt::Display for ExportError {
         match self {
             ExportError::Read(e) => write!(f, "{e}"),
             ExportError::Write { path, reason } => write!(f, "{}: {reason}", path.display()),
+            ExportError::Closed => write!(f, "standard output: its reader went away (broken pipe)"),
         }
     }
 }
@@ -102,6 +110,39 @@ impl From<ReadError> for ExportError {
 
 fn werr(path: &Path, e: impl std::fmt::Display) -> ExportError {
     ExportError::Write { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+/// Where a single-file format (DBN, JSON lines) goes: the file `out`, or standard output
+/// for `-` (a pipe into another tool).
+fn create_out(out: &Path, closed: &Rc<Cell<bool>>) -> Result<BufWriter<Box<dyn Write>>, ExportError> {
+    if out.as_os_str() == "-" {
+        return Ok(BufWriter::new(Box::new(Stdout(std::io::stdout().lock(), closed.clone()))));
+    }
+    Ok(BufWriter::new(Box::new(File::create(out).map_err(|e| create_err(out, e))?)))
+}
+
+/// Standard output that remembers its reader going away (`| head`), whatever error the
+/// writer above it (DBN's encoder) wraps the failure in.
+struct Stdout(std::io::StdoutLock<'static>, Rc<Cell<bool>>);
+
+impl Stdout {
+    fn note<T>(&self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if r.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+            self.1.set(true);
+        }
+        r
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let r = self.0.write(b);
+        self.note(r)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.0.flush();
+        self.note(r)
+    }
 }
 
 /// A file or folder that cannot be made, said as every command says it.
@@ -167,13 +208,27 @@ pub fn export(
     reader: &mut EventReader<'_>,
     format: ExportFormat,
     out: &Path,
+    progress: impl FnMut(u64, u64),
+) -> Result<ExportReport, ExportError> {
+    let closed = Rc::new(Cell::new(false));
+    export_to(reader, format, out, progress, &closed).map_err(|e| if closed.get() { ExportError::Closed } else { e })
+}
+
+fn export_to(
+    reader: &mut EventReader<'_>,
+    format: ExportFormat,
+    out: &Path,
     mut progress: impl FnMut(u64, u64),
+    closed: &Rc<Cell<bool>>,
 ) -> Result<ExportReport, ExportError> {
     let mut report = ExportReport::default();
     let mut events = Vec::new();
     let mut since = 0u64;
+    if out.as_os_str() == "-" && matches!(format, ExportFormat::Parquet | ExportFormat::Nautilus) {
+        return Err(werr(out, "a catalog is a directory of files: `-` (standard output) takes dbn and jsonl"));
+    }
     let mut jsonl = match format {
-        ExportFormat::Jsonl => Some(BufWriter::new(File::create(out).map_err(|e| create_err(out, e))?)),
+        ExportFormat::Jsonl => Some(create_out(out, closed)?),
         _ => None,
     };
     // DBN's metadata (symbols, start and end) comes before the records, and the symbols
@@ -247,7 +302,7 @@ pub fn export(
         ExportFormat::DbnMbo | ExportFormat::DbnMbp1 => {
             let schema = if format == ExportFormat::DbnMbo { dbn::Schema::Mbo } else { dbn::Schema::Mbp1 };
             let meta = metadata(dataset, schema, first_ts, last_ts, &instruments);
-            let f = BufWriter::new(File::create(out).map_err(|e| create_err(out, e))?);
+            let f = create_out(out, closed)?;
             // `.zst`: zstd-compressed, as Databento ships DBN and as NautilusTrader's loader
             // wants it; otherwise plain.
             if out.extension().is_some_and(|x| x == "zst") {
