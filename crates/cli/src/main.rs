@@ -254,10 +254,10 @@ fn run(cli: Cli) -> Result<()> {
             match serde_json::from_str::<serde_json::Value>(&answer).ok().and_then(|v| v.get("books").cloned()) {
                 Some(serde_json::Value::Array(books)) => {
                     for b in books {
-                        println!("{b}");
+                        say(&b.to_string());
                     }
                 }
-                _ => println!("{answer}"),
+                _ => say(&answer),
             }
             if answer.contains("\"ok\":false") {
                 std::process::exit(1);
@@ -292,24 +292,37 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Match(a) => matchcmd::run(&a)?,
         Cmd::Fast(fastcmd::FastCmd::Decode(a)) => fastcmd::decode(&a)?,
         Cmd::Fast(fastcmd::FastCmd::Compile(a)) => fastcmd::compile(&a)?,
-        Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| println!("{l}"))?,
-        Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| println!("{l}"))?,
-        Cmd::Bench(BenchCmd::Feeds(a)) => benchfeeds::bench(&a, |l| println!("{l}"))?,
+        Cmd::Fast(fastcmd::FastCmd::Bench(a)) => fastcmd::bench(&a, |l| say(&l))?,
+        Cmd::Bench(BenchCmd::Match(a)) => matchcmd::bench(&a, |l| say(&l))?,
+        Cmd::Bench(BenchCmd::Feeds(a)) => benchfeeds::bench(&a, |l| say(&l))?,
         Cmd::Bench(BenchCmd::Live(a)) => {
-            benchlive::bench_live(&a, |l| println!("{l}"))?;
+            benchlive::bench_live(&a, say)?;
         }
         Cmd::Bench(BenchCmd::Recv { datagrams, size, rounds }) => {
-            benchrecv::recv_cost(datagrams, size, rounds, |l| println!("{l}"))?;
+            benchrecv::recv_cost(datagrams, size, rounds, say)?;
         }
         Cmd::Bench(BenchCmd::Arb { packets, e2e_packets, rounds }) => {
-            bench::decision_cost(packets, rounds.max(1), |l| println!("{l}"));
+            bench::decision_cost(packets, rounds.max(1), say);
             let dir = tempdir("bench")?;
-            let r = bench::end_to_end(&dir, e2e_packets, |l| println!("{l}"));
+            let r = bench::end_to_end(&dir, e2e_packets, say);
             let _ = std::fs::remove_dir_all(&dir);
             r?;
         }
     }
     Ok(())
+}
+
+/// A line to standard output. A reader that went away (`| head`) ends the program quietly,
+/// as Unix tools do (`println!` panics there).
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        panic!("writing to standard output: {e}");
+    }
 }
 
 pub(crate) fn tempdir(what: &str) -> Result<PathBuf> {
