@@ -483,7 +483,14 @@ pub fn summary(r: &Report) -> String {
             Err(e) => format!("NOT BALANCED: {e}"),
         }
     );
-    let _ = writeln!(s, "  throughput: {:.2} M messages/s ({:.3} s wall)", r.messages_per_s / 1e6, r.wall_s);
+    // A live run at a feed's own pace is thousands a second, where "0.00 M" would say
+    // nothing.
+    let rate = if r.messages_per_s >= 100_000.0 {
+        format!("{:.2} M", r.messages_per_s / 1e6)
+    } else {
+        format!("{:.0}", r.messages_per_s)
+    };
+    let _ = writeln!(s, "  throughput: {rate} messages/s ({:.3} s wall)", r.wall_s);
     // Each thread's CPU time beside the wall: a thread near the wall is the one that limits
     // the run.
     let mut cpu = format!("producer {:.3}", r.producer_cpu_s);
