@@ -274,6 +274,32 @@ fn bad_inputs_say_what_is_wrong() {
     assert!(e.contains("--lines") && e.contains("GROUP:PORT"), "{e}");
     let e = run(&["export", "dbn", "--feed", "itch50", "--date", "2026-02-30", f, "--out", out]);
     assert!(e.contains("--date") && e.contains("YYYY-MM-DD or auto"), "{e}");
+    // A capture of another feed, or a line it does not hold: an error that says what the
+    // capture holds, never an empty export.
+    let nyse = dir.path().join("nyse.pcap");
+    tp(&["sim", "nyse", "--messages", "2000", "--symbols", "5", "--out", nyse.to_str().unwrap()]);
+    let e = run(&["export", "jsonl", "--feed", "itch50", nyse.to_str().unwrap(), "--out", out]);
+    assert!(e.contains("none of its") && e.contains("do not read as MoldUDP64") && e.contains(":26400 ("), "{e}");
+    let e = run(&[
+        "export",
+        "jsonl",
+        "--feed",
+        "nyse-xdp",
+        "--lines",
+        "239.1.1.1:5000",
+        nyse.to_str().unwrap(),
+        "--out",
+        out,
+    ]);
+    assert!(e.contains("to 239.1.1.1:5000 (the lines asked for): its UDP datagrams go to"), "{e}");
+    let e = run(&["export", "jsonl", "--feed", "opra-fast", nyse.to_str().unwrap(), "--out", out]);
+    assert!(e.contains("none of their") && e.contains("messages decoded"), "{e}");
+    // The pipeline on it with the default decoder (itch50) warns in its summary.
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, format!("[source]\na = {:?}\n[[consumer]]\nname = \"all\"\naction = \"count\"\n", nyse))
+        .unwrap();
+    let e = tp(&["run", cfg.to_str().unwrap()]);
+    assert!(e.contains("WARNING: none of input A's") && e.contains("packet of itch50 (malformed"), "{e}");
     let ritch = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/itch/ritch/ex20101224.TEST_ITCH_50");
     if ritch.exists() {
         // Zero length prefixes are told by the first message; a later wrong one is an error

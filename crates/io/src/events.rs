@@ -279,6 +279,9 @@ enum Src {
         /// those already read cut short.
         rest: std::collections::VecDeque<PathBuf>,
         cut_before: crate::pcap::CutShort,
+        /// The lines asked for ([`ReadOptions::lines`]), for the error of a read that found
+        /// none of them.
+        lines: Vec<Endpoint>,
     },
 }
 
@@ -425,6 +428,7 @@ impl<'p> EventReader<'p> {
                 size,
                 rest: opts.then.iter().cloned().collect(),
                 cut_before: Default::default(),
+                lines: opts.lines.clone(),
             }
         } else {
             if !opts.then.is_empty() {
@@ -598,6 +602,13 @@ impl<'p> EventReader<'p> {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// The lines asked for (none: the capture's first destination of the feed).
+    fn lines(&self) -> Vec<Endpoint> {
+        match &self.src {
+            Src::Capture { lines, .. } => lines.clone(),
+            Src::Whole { .. } => Vec::new(),
+        }
+    }
     /// Bytes read so far and the file's size, for progress (captures: frames' bytes).
     pub fn progress(&self) -> (u64, u64) {
         match &self.src {
@@ -714,6 +725,22 @@ impl<'p> EventReader<'p> {
                 }
             }
         }
+        // Not one frame of the feed in the whole read: the wrong feed named, or a line the
+        // capture does not hold. Said, rather than an empty result.
+        let st = self.stats();
+        if self.done && st.frames > 0 && st.other_frames == st.frames {
+            return Err(nothing_of_the_feed(&self.path, self.read_as, &self.lines(), st.frames));
+        }
+        if self.done && st.frames > 0 && st.messages > 0 && st.decoded == 0 {
+            let reason = format!(
+                "{} of its frames read as packets of {}, but none of their {} messages decoded: a capture of \
+                 another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast)",
+                st.frames - st.other_frames,
+                self.read_as,
+                st.messages
+            );
+            return Err(PcapError { path: self.path.clone(), frame: None, offset: None, reason }.into());
+        }
         Ok(())
     }
 }
@@ -737,6 +764,54 @@ fn frame_in(
         // destination's packets and filters the other's.
         arb.process(*now, 1, frame.data, down);
     }
+}
+
+/// The error of a read none of whose frames was a packet of the feed (to the lines asked
+/// for): what the capture's frames were instead, and what to do.
+#[cold]
+fn nothing_of_the_feed(path: &Path, feed: Feed, lines: &[Endpoint], frames: u64) -> ReadError {
+    let protocol = match feed {
+        Feed::Itch50 => "MoldUDP64",
+        Feed::NyseXdp | Feed::NysePillar => "XDP",
+        Feed::OpraBinary => "OPRA binary blocks",
+        Feed::OpraFast => "OPRA FAST blocks",
+    };
+    // The capture's UDP destinations, most frequent first (a look at its first frames).
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    if let Ok(mut r) = FrameReader::open(path) {
+        let link = r.link_type();
+        while let Ok(Some(f)) = r.next_frame() {
+            if let Ok((_, ip, port)) = tickplant_core::seq::udp_payload_and_destination(link, f.data) {
+                *seen.entry(format!("{}:{port}", std::net::Ipv4Addr::from(ip))).or_default() += 1;
+            }
+            if r.frames_read() >= 1_000_000 {
+                break;
+            }
+        }
+    }
+    let mut dests: Vec<(String, u64)> = seen.into_iter().collect();
+    dests.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let udp: u64 = dests.iter().map(|d| d.1).sum();
+    let listed = dests.iter().take(4).map(|(d, n)| format!("{d} ({n})")).collect::<Vec<_>>().join(", ");
+    let more = if dests.len() > 4 { format!(" and {} more", dests.len() - 4) } else { String::new() };
+    let reason = if udp == 0 {
+        format!("none of its {frames} frames is a UDP datagram (IPv4, unfragmented): no packet of {feed} to read")
+    } else if !lines.is_empty() {
+        let asked = lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
+        format!(
+            "none of its {frames} frames holds a packet of {feed} to {asked} (the lines asked for): its UDP \
+             datagrams \
+             go to {listed}{more}"
+        )
+    } else {
+        format!(
+            "none of its {frames} frames holds a packet of {feed}: its UDP datagrams (to {listed}{more}) do not \
+             read as \
+             {protocol}. A capture of another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, opra-binary, \
+             opra-fast)"
+        )
+    };
+    PcapError { path: path.to_path_buf(), frame: None, offset: None, reason }.into()
 }
 
 /// The error of a capture holding packets to a second destination, which names both and

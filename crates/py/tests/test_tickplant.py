@@ -669,6 +669,18 @@ def test_errors_carry_the_library_message(tmp_path):
         tickplant.read(tmp_path / "x.itch", date="2026-13-45")
 
 
+def test_a_capture_of_another_feed_is_an_error_not_an_empty_array(day, tmp_path):
+    """The feed left at its default for a NYSE capture, or a line the capture does not hold:
+    an error that says what the capture holds."""
+    subprocess.run([BIN, "sim", "nyse", "--messages", "2000", "--symbols", "5", "--out",
+                    str(tmp_path / "nyse.pcap")], check=True, capture_output=True)
+    with pytest.raises(tickplant.TickplantError, match=r"do not read as MoldUDP64\. A capture of another feed"):
+        tickplant.read(tmp_path / "nyse.pcap")
+    assert len(tickplant.read(tmp_path / "nyse.pcap", feed="nyse-xdp")) > 1000
+    with pytest.raises(tickplant.TickplantError, match=r"to 239\.1\.1\.1:5000 \(the lines asked for\).*26400"):
+        tickplant.read(day / "day.pcap", date=DATE, lines="239.1.1.1:5000")
+
+
 def test_gaps_are_records(day, tmp_path):
     """A capture missing one packet: a gap record with its range where it was seen."""
     full = tickplant.read(day / "day.pcap", date=DATE)

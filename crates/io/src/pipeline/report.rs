@@ -376,6 +376,21 @@ pub fn summary(r: &Report) -> String {
                 st.out_of_order,
                 st.other
             );
+            if st.packets > 0 && st.other == st.packets {
+                // Nothing of the feed on an input that carried frames: most likely another
+                // feed's capture or group, or an `accept` that names none of its lines.
+                let why: Vec<String> =
+                    a.other_by_reason.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+                let _ = writeln!(
+                    s,
+                    "  WARNING: none of input {}'s {} frames was a packet of {} ({}): is the decoder the \
+                     feed's, and does `accept` name its lines?",
+                    ["A", "B"].get(i).unwrap_or(&"rerequest"),
+                    st.packets,
+                    r.feed,
+                    why.join(", ")
+                );
+            }
         }
         let _ = writeln!(
             s,
