@@ -136,8 +136,8 @@ pub fn exchange(a: &ExchangeArgs) -> Result<()> {
     eprintln!("sim exchange: accepting FIX 4.2/4.4 sessions on {} as {}", a.listen, a.comp_id);
     let r = fixnet::run_exchange(&cfg, stop).with_context(|| format!("exchange on {}", a.listen))?;
     eprintln!(
-        "sim exchange: {} sessions, {} orders, {} acks, {} fills, {} rejects (a required field missing)",
-        r.sessions, r.orders, r.acks, r.fills, r.rejects
+        "sim exchange: {} sessions, {} orders, {} acks, {} fills, {} rejects (a required field missing), {} duplicate ClOrdIDs refused",
+        r.sessions, r.orders, r.acks, r.fills, r.rejects, r.duplicates
     );
     Ok(())
 }
@@ -298,6 +298,12 @@ pub fn trade(a: &TradeArgs) -> Result<fixnet::TradeReport> {
     }
     for e in &r.trigger_errors {
         eprintln!("trade: trigger file refused (the triggers in force stayed): {e}");
+    }
+    if r.sells_sent_before > 0 {
+        eprintln!(
+            "trade: {} BUY fills resent after the restart had their SELL sent before it (the store shows it): not sent again",
+            r.sells_sent_before
+        );
     }
     if r.rejected > 0 || r.cancelled > 0 || !r.rejections.is_empty() {
         eprintln!(

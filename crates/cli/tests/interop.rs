@@ -263,7 +263,8 @@ fn quickfixj_finds_the_simulated_market_data_valid() {
 /// A QuickFIX/J client trades on `sim exchange`, FIX 4.4 and 4.2: every order gets its
 /// acknowledgement and its fill, QuickFIX/J finds every ExecutionReport valid, and the
 /// session's heartbeats and logout go through; connected again with its sequence numbers
-/// kept, it goes on from them.
+/// kept, it goes on from them (with ClOrdIDs of its own: the exchange refuses one used
+/// before, and QuickFIX/J finds that refusal valid too).
 #[test]
 fn a_quickfixj_client_trades_on_the_simulated_exchange() {
     let Some(cp) = quickfixj() else { return };
@@ -287,16 +288,25 @@ fn a_quickfixj_client_trades_on_the_simulated_exchange() {
         // Twice, with QuickFIX/J's file store: the second connection goes on from the
         // first's sequence numbers, as the exchange keeps them for the session.
         let store = d.path().join(format!("store-{begin}"));
-        for run in ["first", "second"] {
+        for (run, prefix, per) in [("first", "F", "2"), ("second", "S", "2"), ("again", "S", "1")] {
             let log: PathBuf = d.path().join(format!("client-{begin}-{run}.log"));
-            let args = ["Client", begin, &port, "30", log.to_str().unwrap(), store.to_str().unwrap()];
+            let args = ["Client", begin, &port, "30", log.to_str().unwrap(), store.to_str().unwrap(), prefix, per];
             let (code, _) = java(&cp, &args).wait(Duration::from_secs(60));
             assert_eq!(code, Some(0), "{begin} {run}: {:?}", std::fs::read_to_string(&log));
             let execs = lines(&log, "EXEC ");
-            assert_eq!(lines(&log, "DONE"), vec!["DONE 60".to_string()], "{begin} {run}: {execs:?}");
+            let want = if run == "again" { "DONE 30" } else { "DONE 60" };
+            assert_eq!(lines(&log, "DONE"), vec![want.to_string()], "{begin} {run}: {execs:?}");
             for i in 0..30 {
-                let of: Vec<&String> = execs.iter().filter(|l| l.split(' ').nth(1) == Some(&format!("C{i}"))).collect();
-                assert_eq!(of.len(), 2, "{begin} {run}: order C{i}: {of:?}");
+                let of: Vec<&String> =
+                    execs.iter().filter(|l| l.split(' ').nth(1) == Some(&format!("{prefix}{i}"))).collect();
+                if run == "again" {
+                    // The second run's ClOrdIDs once more: each refused, ExecType and
+                    // OrdStatus Rejected (8).
+                    assert_eq!(of.len(), 1, "{begin} {run}: order {prefix}{i}: {of:?}");
+                    assert!(of[0].ends_with(" 8 8 0"), "{begin} {run}: refused as a duplicate: {of:?}");
+                    continue;
+                }
+                assert_eq!(of.len(), 2, "{begin} {run}: order {prefix}{i}: {of:?}");
                 assert!(of[0].ends_with(" 0 0 0"), "{begin} {run}: the acknowledgement first: {of:?}");
                 assert!(of[1].ends_with(&format!(" 2 {}", 100 + i)), "{begin} {run}: then the whole fill: {of:?}");
             }

@@ -27,6 +27,12 @@ fn finish(c: Child, what: &str) -> String {
     err
 }
 
+/// `sim fix-md` of ten symbols at 5,000 messages a second to `group`, its truth in `truth`.
+fn fix_md(dir: &Path, group: &str, duration: &str, truth: &str) -> Child {
+    let args = ["sim", "fix-md", "--group", group, "--symbols", "10", "--rate", "5000", "--duration", duration];
+    spawn(dir, &[&args[..], &["--truth", truth]].concat())
+}
+
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -69,23 +75,7 @@ fn start(dir: &Path, group: &str, trade_extra: &[&str], durations: [&str; 3]) ->
     args.extend_from_slice(trade_extra);
     let tr = spawn(dir, &args);
     std::thread::sleep(Duration::from_millis(800));
-    let md = spawn(
-        dir,
-        &[
-            "sim",
-            "fix-md",
-            "--group",
-            group,
-            "--symbols",
-            "10",
-            "--rate",
-            "5000",
-            "--duration",
-            durations[2],
-            "--truth",
-            "truth.json",
-        ],
-    );
+    let md = fix_md(dir, group, durations[2], "truth.json");
     (ex, tr, md)
 }
 
@@ -146,6 +136,44 @@ fn every_whole_dollar_price_buys_once_and_every_fill_sells_once() {
     let seqnums = std::fs::read_to_string(d.path().join("fixstore/seqnums")).unwrap();
     let next: u64 = seqnums.split_whitespace().next().unwrap().parse().unwrap();
     assert!(next > 2 * whole + 2, "{seqnums}");
+}
+
+/// A run that stopped after fills came and before it had kept their receipt (the store's
+/// target number behind): the next run asks for them again, and each resent BUY fill whose
+/// SELL the store shows sent sends no second one; the exchange, which refuses a ClOrdID
+/// used before, refuses none.
+#[test]
+fn resent_fills_do_not_sell_twice() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ex = spawn(d.path(), &["sim", "exchange", "--listen", &listen, "--fill-delay-us", "300", "--duration", "20s"]);
+    std::thread::sleep(Duration::from_millis(400));
+    let group = "239.255.7.7:31707";
+    let trade = |report: &str, secs: &str| {
+        let args = ["trade", "--md", group, "--exchange", &listen, "--store", "fixstore", "--duration", secs];
+        spawn(d.path(), &[&args[..], &["--report", report]].concat())
+    };
+    let tr = trade("r1.json", "3s");
+    std::thread::sleep(Duration::from_millis(800));
+    let md = fix_md(d.path(), group, "1s", "t.json");
+    finish(md, "sim fix-md");
+    finish(tr, "trade");
+    let r1 = json(&d.path().join("r1.json"));
+    let whole = r1["sells_sent"].as_u64().unwrap();
+    assert!(whole > 3 && r1["buy_fills"] == whole, "{r1}");
+    // As a stop before the receipts were kept leaves it: nothing received kept.
+    let seqnums = d.path().join("fixstore/seqnums");
+    let sender = std::fs::read_to_string(&seqnums).unwrap().split_whitespace().next().unwrap().to_string();
+    std::fs::write(&seqnums, format!("{sender} {:020}\n", 1)).unwrap();
+    finish(trade("r2.json", "2s"), "trade");
+    let r2 = json(&d.path().join("r2.json"));
+    let n = |k: &str| r2[k].as_u64().unwrap_or_else(|| panic!("{k} in {r2}"));
+    assert_eq!((n("buy_fills"), n("sells_sent_before"), n("sells_sent")), (whole, whole, 0), "{r2}");
+    assert_eq!(n("rejected"), 0, "{r2}");
+    signal(&ex, "-TERM");
+    let summary = finish(ex, "sim exchange");
+    assert!(summary.contains(" 0 duplicate ClOrdIDs refused"), "{summary}");
 }
 
 #[test]

@@ -83,6 +83,10 @@ pub trait SessionStore {
     fn get(&self, seq: u64) -> Option<Vec<u8>>;
     /// Forget everything: both sequence numbers back to 1.
     fn reset(&mut self);
+    /// The owner has acted on every message received so far: a store that keeps the next
+    /// target number only once told so (a durable one, for an owner that must not lose a
+    /// message it had not acted on when it stopped) makes it durable now.
+    fn commit_target(&mut self) {}
     /// A failure to keep the record (a durable store's I/O error), once: the session's
     /// owner must stop rather than go on without it.
     fn failure(&mut self) -> Option<String> {
@@ -228,6 +232,11 @@ impl<S: SessionStore> Session<S> {
     /// The store, to keep for the session's next connection.
     pub fn into_store(self) -> S {
         self.store
+    }
+    /// The owner has acted on every message received so far (see
+    /// [`SessionStore::commit_target`]).
+    pub fn commit_received(&mut self) {
+        self.store.commit_target();
     }
     /// The store's failure, if it had one (see [`SessionStore::failure`]).
     pub fn store_failure(&mut self) -> Option<String> {

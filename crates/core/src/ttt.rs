@@ -109,6 +109,9 @@ pub struct FttcStats {
     /// Entries whose price would trade but which name no Symbol (55), in their own fields
     /// or an earlier entry's: no order (it would go out with an empty Symbol).
     pub no_symbol: u64,
+    /// BUY fills resent after a restart whose SELL had gone out before it (its ClOrdID is
+    /// among those [`Fttc::set_sent_before`] gave): not sent twice.
+    pub sells_sent_before: u64,
 }
 
 /// A symbol's state; its index in `Fttc::symbols` is its id (for risk).
@@ -154,7 +157,13 @@ pub struct Fttc {
     /// same spec). Else the strategy's orders would carry a wrong OrderQty: each is counted
     /// as a template error instead.
     qty_fits: bool,
-    cl_ord_id: u64,
+    /// The ClOrdID of the next new order. New orders take every other number; the SELL of
+    /// a BUY's fill takes the number after the BUY's, so that a fill handled twice (resent
+    /// after a restart) gives the same SELL, which is sent once ([`Fttc::set_sent_before`])
+    /// and which a venue refuses as a duplicate ClOrdID if it comes again.
+    next_id: u64,
+    /// ClOrdIDs of orders sent before a restart (the session's store).
+    sent_before: std::collections::HashSet<u64>,
     /// MsgSeqNum and ClOrdID as digits, shared by every symbol's template.
     counters: Counters,
     stats: FttcStats,
@@ -190,7 +199,8 @@ impl Fttc {
             recent_ids: Box::new([(0, 0, 0); RECENT_IDS]),
             ids: FxMap::default(),
             symbols: Vec::new(),
-            cl_ord_id: 0,
+            next_id: 1,
+            sent_before: std::collections::HashSet::new(),
             counters: Counters::default(),
             stats: FttcStats::default(),
             triggers: None,
@@ -226,8 +236,14 @@ impl Fttc {
     /// The ClOrdID of the next order (1 unless set). A venue refuses a ClOrdID it has
     /// seen that day: an engine that starts again must not count from 1 again.
     pub fn set_next_cl_ord_id(&mut self, n: u64) {
-        self.cl_ord_id = n.saturating_sub(1);
+        self.next_id = n;
     }
+    /// The ClOrdIDs of the orders sent before a restart (read from the session's store): a
+    /// BUY fill resent at logon whose SELL is among them does not send it again.
+    pub fn set_sent_before(&mut self, ids: impl IntoIterator<Item = u64>) {
+        self.sent_before = ids.into_iter().collect();
+    }
+
     pub fn risk(&self) -> &Risk {
         &self.risk
     }
@@ -465,15 +481,16 @@ impl Fttc {
                 let intent = OrderIntent { symbol: id, buy: true, qty: self.cfg.qty, price: px };
                 // The template is asked first, so that the risk checks and the counting of
                 // the order as open are one step (`check`): after both, the order goes.
-                if !self.qty_fits || !st.template.fits(*next_seq, self.cl_ord_id + 1) {
+                if !self.qty_fits || !st.template.fits(*next_seq, self.next_id + 1) {
                     self.stats.template_errors += 1;
                     continue;
                 }
                 if self.risk.check(now, &intent).is_err() {
                     continue;
                 }
-                self.cl_ord_id += 1;
-                if order(st, &mut self.counters, self.cl_ord_id, b'1', now, next_seq, send).is_ok() {
+                let cl_ord_id = self.next_id;
+                self.next_id += 2;
+                if order(st, &mut self.counters, cl_ord_id, b'1', now, next_seq, send).is_ok() {
                     self.stats.buys += 1;
                     orders += 1;
                 } else {
@@ -529,10 +546,11 @@ impl Fttc {
     ) -> Result<(), MdError> {
         let m = Message::new_checked(report).map_err(MdError::Fix)?;
         let (mut status, mut side, mut symbol, mut qty) = (&[][..], &[][..], &[][..], 0u64);
-        let (mut leaves, mut order_qty) = (None, None);
+        let (mut leaves, mut order_qty, mut cl_ord_id) = (None, None, None);
         for f in m.fields() {
             let f = f.map_err(MdError::Fix)?;
             match f.tag {
+                11 => cl_ord_id = f.as_uint().ok(),
                 39 => status = f.value,
                 54 => side = f.value,
                 55 => symbol = f.value,
@@ -602,11 +620,24 @@ impl Fttc {
             self.stats.buy_fills += 1;
             self.risk.on_fill(id, true, qty, true);
             let intent = OrderIntent { symbol: id, buy: false, qty: self.cfg.qty, price: px };
-            if !self.qty_fits {
+            // The BUY's own number plus one: the same fill gives the same SELL. (A BUY's
+            // ClOrdID that is not a number, not ours: a number of the SELL's own.)
+            let sell_id = match cl_ord_id {
+                Some(buy) => buy + 1,
+                None => {
+                    let id = self.next_id;
+                    self.next_id += 2;
+                    id + 1
+                }
+            };
+            if self.sent_before.contains(&sell_id) {
+                // Sent before a restart: open (or filled, its fill to come) at the venue.
+                self.stats.sells_sent_before += 1;
+                self.risk.on_sent(now, &intent);
+            } else if !self.qty_fits {
                 self.stats.template_errors += 1;
             } else if self.risk.verdict(now, &intent).is_ok() {
-                self.cl_ord_id += 1;
-                match order(st, &mut self.counters, self.cl_ord_id, b'2', now, next_seq, send) {
+                match order(st, &mut self.counters, sell_id, b'2', now, next_seq, send) {
                     Ok(()) => {
                         self.risk.on_sent(now, &intent);
                         self.stats.sells += 1;
@@ -721,9 +752,10 @@ impl Fttc {
                 self.stats.template_errors += 1;
                 continue;
             }
-            self.cl_ord_id += 1;
+            let cl_ord_id = self.next_id;
+            self.next_id += 2;
             let side = if action.buy { b'1' } else { b'2' };
-            match order(st, &mut self.counters, self.cl_ord_id, side, now, next_seq, send) {
+            match order(st, &mut self.counters, cl_ord_id, side, now, next_seq, send) {
                 Ok(()) => {
                     self.risk.on_sent(now, &intent);
                     orders += 1;
@@ -1020,7 +1052,9 @@ mod tests {
     }
 
     /// After a restart: ClOrdIDs go on from where they are set, and the fill of an order
-    /// sent before (resent at logon, its symbol not yet seen in market data) sends its SELL.
+    /// sent before (resent at logon, its symbol not yet seen in market data) sends its SELL,
+    /// whose ClOrdID is the BUY's plus one: a fill handled again after a restart whose SELL
+    /// had gone out (its ClOrdID in the store) sends none.
     #[test]
     fn a_restarted_engine_neither_reuses_ids_nor_drops_earlier_fills() {
         let mut f = fttc(RiskLimits::default());
@@ -1033,7 +1067,8 @@ mod tests {
         f.on_execution(0, w.finish(), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec()))).unwrap();
         assert_eq!(sent.len(), 1);
         assert_eq!((get(&sent[0].1, 55), get(&sent[0].1, 54)), (b"NVDA".to_vec(), b"2".to_vec()));
-        assert_eq!(get(&sent[0].1, 11), b"000005000001");
+        // A fill that names no ClOrdID of ours: the SELL takes a new order's pair.
+        assert_eq!(get(&sent[0].1, 11), b"000005000002");
         assert_eq!(get(&sent[0].1, 34), b"000000040");
         let s = f.stats();
         assert_eq!((s.buy_fills, s.sells), (1, 1));
@@ -1042,8 +1077,28 @@ mod tests {
             sent.push((s, b.to_vec()))
         })
         .unwrap();
-        assert_eq!(get(&sent[1].1, 11), b"000005000002");
+        assert_eq!(get(&sent[1].1, 11), b"000005000003");
         assert_eq!(f.stats().buys, 1);
+        // That BUY's fill: its SELL is the BUY's ClOrdID plus one.
+        let fill = |seq: u64| {
+            let mut w = Writer::new("FIX.4.4", "8");
+            w.field(49, b"EX").field(56, b"TP").field_uint(34, seq).field(52, b"20261121-14:30:00.000");
+            w.field(11, b"000005000003").field(39, b"2").field(54, b"1").field(55, b"NVDA").field(32, b"100");
+            w.finish().to_vec()
+        };
+        f.on_execution(0, &fill(10), &mut seq, &mut |s: u64, b: &[u8]| sent.push((s, b.to_vec()))).unwrap();
+        assert_eq!((get(&sent[2].1, 54), get(&sent[2].1, 11)), (b"2".to_vec(), b"000005000004".to_vec()));
+        // The engine restarts; the store shows that SELL sent; the fill comes again (its
+        // receipt was not kept): no second SELL, and the position still counts it.
+        let mut g = fttc(RiskLimits::default());
+        g.set_next_cl_ord_id(5_000_005);
+        g.set_sent_before([5_000_001, 5_000_002, 5_000_003, 5_000_004]);
+        let mut again = Vec::new();
+        g.on_execution(0, &fill(10), &mut seq, &mut |s: u64, b: &[u8]| again.push((s, b.to_vec()))).unwrap();
+        assert!(again.is_empty(), "a SELL sent before the restart went out again");
+        let s = g.stats();
+        assert_eq!((s.buy_fills, s.sells, s.sells_sent_before), (1, 0, 1));
+        assert_eq!(g.risk().position(0), 100);
     }
 
     /// Constant order fields: every order carries them after its own, one given for a tag

@@ -29,6 +29,11 @@ pub struct FileStore {
     end: u64,
     sender: u64,
     target: u64,
+    /// The next target sequence number as the file has it: with [`FileStore::holding_target`]
+    /// it lags `target` until the owner has acted on what it received
+    /// ([`SessionStore::commit_target`]).
+    durable_target: u64,
+    hold_target: bool,
     fsync: bool,
     error: Option<std::io::Error>,
 }
@@ -36,6 +41,15 @@ pub struct FileStore {
 const SEQ_LEN: usize = 42;
 
 impl FileStore {
+    /// Keep each received message's number in memory only until the owner says it has
+    /// acted on what it received ([`SessionStore::commit_target`]): a process that stops in
+    /// between (after a fill came, before the order it calls for went out) asks for those
+    /// messages again at its next logon, rather than lose them.
+    pub fn holding_target(mut self) -> Self {
+        self.hold_target = true;
+        self
+    }
+
     /// Open (or create) the store in `dir`.
     pub fn open(dir: &Path, fsync: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
@@ -96,6 +110,8 @@ impl FileStore {
             end: at as u64,
             sender,
             target,
+            durable_target: target,
+            hold_target: false,
             fsync,
             error: None,
         };
@@ -128,7 +144,7 @@ impl FileStore {
         if self.error.is_some() {
             return;
         }
-        let line = format!("{:020} {:020}\n", self.sender, self.target);
+        let line = format!("{:020} {:020}\n", self.sender, self.durable_target);
         debug_assert_eq!(line.len(), SEQ_LEN);
         let r = self.seqnums.write_all_at(line.as_bytes(), 0);
         let r = r.and_then(|()| if self.fsync { self.seqnums.sync_data() } else { Ok(()) });
@@ -149,7 +165,16 @@ impl SessionStore for FileStore {
     }
     fn set_next_target_seq(&mut self, n: u64) {
         self.target = n;
-        self.write_seqnums();
+        if !self.hold_target {
+            self.durable_target = n;
+            self.write_seqnums();
+        }
+    }
+    fn commit_target(&mut self) {
+        if self.durable_target != self.target {
+            self.durable_target = self.target;
+            self.write_seqnums();
+        }
     }
     fn save(&mut self, seq: u64, message: &[u8]) {
         if self.error.is_some() {
@@ -183,6 +208,7 @@ impl SessionStore for FileStore {
         self.end = 0;
         self.sender = 1;
         self.target = 1;
+        self.durable_target = 1;
         self.write_seqnums();
     }
 }
@@ -223,5 +249,30 @@ mod tests {
         std::fs::write(d.path().join("seqnums"), "x y\n").unwrap();
         let e = FileStore::open(d.path(), false).unwrap_err();
         assert!(e.to_string().contains("seqnums: expected two numbers"), "{e}");
+    }
+
+    /// Holding the target: a message's number reaches the file only once the owner has
+    /// acted on it; a process that stops before asks for it again. The sender's number is
+    /// never held.
+    #[test]
+    fn a_held_target_is_kept_once_committed() {
+        let d = tempfile::tempdir().unwrap();
+        {
+            let mut s = FileStore::open(d.path(), false).unwrap().holding_target();
+            s.set_next_target_seq(5);
+            s.commit_target();
+            s.set_next_target_seq(6);
+            s.set_next_target_seq(7);
+            assert_eq!(s.next_target_seq(), 7, "the session sees what it received");
+            s.save(1, b"an order");
+            s.set_next_sender_seq(2);
+            // Stops here: messages 5 and 6 were received, not acted on.
+        }
+        let mut s = FileStore::open(d.path(), false).unwrap().holding_target();
+        assert_eq!((s.next_sender_seq(), s.next_target_seq()), (2, 5));
+        s.set_next_target_seq(9);
+        s.commit_target();
+        let s = FileStore::open(d.path(), false).unwrap();
+        assert_eq!(s.next_target_seq(), 9);
     }
 }

@@ -2,9 +2,13 @@
 // NewOrderSingles (limit orders, BUY and SELL in turn) and validates every ExecutionReport
 // against QuickFIX/J's data dictionary (a fault is answered with a Reject, logged here).
 //
-// java Client BEGIN_STRING PORT ORDERS LOG_FILE [STORE_DIR]
+// java Client BEGIN_STRING PORT ORDERS LOG_FILE [STORE_DIR [ID_PREFIX [REPORTS_PER_ORDER]]]
 // With STORE_DIR, the session's sequence numbers are kept there (QuickFIX/J's file store):
 // a second run goes on from the first's, as an engine reconnecting during the day does.
+// ClOrdIDs are ID_PREFIX (C unless given) and the order's number: a venue refuses a
+// ClOrdID used before in its day, so a second run names its orders anew. It waits for
+// REPORTS_PER_ORDER ExecutionReports an order (2: the acknowledgement and the fill; 1 for
+// orders the exchange is to refuse).
 // The log has one line per event: LOGON, EXEC <ClOrdID> <ExecType> <OrdStatus> <CumQty>,
 // REJECT <the message>, LOGOUT; the last line is DONE <ExecutionReports received>, or
 // NO LOGON.
@@ -45,7 +49,8 @@ public class Client implements Application {
     public static void main(String[] a) throws Exception {
         String begin = a[0];
         int n = Integer.parseInt(a[2]);
-        reports = new CountDownLatch(2 * n);
+        int per = a.length > 6 ? Integer.parseInt(a[6]) : 2;
+        reports = new CountDownLatch(per * n);
         log = new PrintWriter(new FileWriter(a[3], true));
         SessionSettings ss = new SessionSettings();
         SessionID id = new SessionID(begin, "TICKPLANT", "EXCH");
@@ -71,7 +76,7 @@ public class Client implements Application {
         for (int i = 0; i < n; i++) {
             Message o = new Message();
             o.getHeader().setString(MsgType.FIELD, MsgType.ORDER_SINGLE);
-            o.setString(ClOrdID.FIELD, "C" + i);
+            o.setString(ClOrdID.FIELD, (a.length > 5 ? a[5] : "C") + i);
             if (begin.equals("FIX.4.2")) o.setChar(HandlInst.FIELD, HandlInst.AUTOMATED_EXECUTION_ORDER_PRIVATE_NO_BROKER_INTERVENTION);
             o.setString(Symbol.FIELD, "S" + (i % 7));
             o.setChar(Side.FIELD, i % 2 == 0 ? Side.BUY : Side.SELL);
@@ -85,7 +90,7 @@ public class Client implements Application {
         // Three heartbeat intervals with nothing to send: heartbeats and test requests both ways.
         Thread.sleep(3500);
         ini.stop();
-        say("DONE " + (2 * n - reports.getCount()));
+        say("DONE " + (per * n - reports.getCount()));
         log.close();
     }
 }

@@ -161,6 +161,9 @@ pub struct ExchangeReport {
     pub fills: u64,
     /// Orders refused with a session-level Reject: a required field missing.
     pub rejects: u64,
+    /// Orders refused for a ClOrdID the counterparty had used before (an ExecutionReport
+    /// Rejected, OrdRejReason 6), as a venue refuses one within its day.
+    pub duplicates: u64,
 }
 
 /// Accept FIX sessions until `stop`; each connection runs on its own thread.
@@ -187,6 +190,7 @@ pub fn run_exchange(cfg: &ExchangeConfig, stop: Arc<AtomicBool>) -> std::io::Res
             report.acks += r.acks;
             report.fills += r.fills;
             report.rejects += r.rejects;
+            report.duplicates += r.duplicates;
         }
     }
     Ok(report)
@@ -201,6 +205,8 @@ struct Counterparty {
     store: MemoryStore,
     resting: Vec<Resting>,
     next_id: u64,
+    /// Every ClOrdID it has used.
+    cl_ord_ids: std::collections::HashSet<Vec<u8>>,
 }
 
 /// Each counterparty's session (by BeginString and CompID) while it is not connected.
@@ -272,7 +278,7 @@ fn serve(
 ) -> std::io::Result<ExchangeReport> {
     let mut buf = vec![0u8; 1 << 16];
     let mut r = ExchangeReport::default();
-    let (resting, next_id) = (&mut c.resting, &mut c.next_id);
+    let (resting, next_id, cl_ord_ids) = (&mut c.resting, &mut c.next_id, &mut c.cl_ord_ids);
     *next_id = (*next_id).max(1);
     loop {
         flush(s, tcp)?;
@@ -302,6 +308,22 @@ fn serve(
                         continue;
                     }
                     let px = if ix.get(44).is_some() { value(&ix, 44) } else { cfg.fill_price.as_bytes().to_vec() };
+                    if !cl_ord_ids.insert(value(&ix, 11)) {
+                        // A ClOrdID seen before: refused, as a venue refuses one within its
+                        // day (QuickFIX's words: OrdRejReason 6, Duplicate Order).
+                        let o = Resting {
+                            due: Instant::now(),
+                            order_id: 0,
+                            cl_ord_id: value(&ix, 11),
+                            symbol: value(&ix, 55),
+                            side: value(&ix, 54),
+                            qty: value(&ix, 38),
+                            price: px,
+                        };
+                        rejected_report(s, &o, fix42, b"6", b"duplicate ClOrdID");
+                        r.duplicates += 1;
+                        continue;
+                    }
                     let o = Resting {
                         due: Instant::now() + cfg.fill_delay,
                         order_id: *next_id,
@@ -390,6 +412,31 @@ fn exec_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, filled: bool, f
         (151, leaves),
         (14, cum),
         (6, last_px),
+    ]);
+    s.send(unix_ns(), "8", &fields);
+}
+
+/// An ExecutionReport refusing an order: OrdStatus and ExecType Rejected, its OrdRejReason
+/// and Text.
+fn rejected_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, fix42: bool, reason: &[u8], text: &[u8]) {
+    let exec_id = format!("R{}", unix_ns());
+    let mut fields: Vec<(u32, &[u8])> = vec![(37, b"NONE"), (11, &o.cl_ord_id), (17, exec_id.as_bytes())];
+    if fix42 {
+        fields.push((20, b"0"));
+    }
+    fields.extend_from_slice(&[
+        (150, b"8"),
+        (39, b"8"),
+        (103, reason),
+        (55, &o.symbol),
+        (54, &o.side),
+        (38, &o.qty),
+        (32, b"0"),
+        (31, b"0"),
+        (151, b"0"),
+        (14, b"0"),
+        (6, b"0"),
+        (58, text),
     ]);
     s.send(unix_ns(), "8", &fields);
 }
@@ -492,6 +539,9 @@ pub struct TradeReport {
     pub acks: u64,
     pub buy_fills: u64,
     pub sells_sent: u64,
+    /// BUY fills the exchange resent after a restart (their receipt not yet kept when the
+    /// earlier run stopped) whose SELL the store shows sent: not sent again.
+    pub sells_sent_before: u64,
     pub sell_fills: u64,
     pub risk_rejects: std::collections::BTreeMap<String, u64>,
     /// Orders the exchange refused (ExecutionReports with OrdStatus Rejected, and orders a
@@ -634,27 +684,30 @@ pub(crate) fn session_ended(reason: &str) -> std::io::Error {
     std::io::Error::other(format!("the FIX session ended: {reason}{hint}"))
 }
 
+/// The ClOrdIDs of the orders in a session's store (an earlier run's, kept with
+/// `--store`).
+pub(crate) fn stored_cl_ord_ids<S: SessionStore>(store: &S) -> Vec<u64> {
+    (1..store.next_sender_seq())
+        .filter_map(|seq| store.get(seq))
+        .filter_map(|m| {
+            let msg = tickplant_wire::fix::Message::new_checked(&m).ok()?;
+            if msg.msg_type() != b"D" {
+                return None;
+            }
+            msg.fields().flatten().find(|f| f.tag == 11).and_then(|f| f.as_uint().ok())
+        })
+        .collect()
+}
+
 /// The ClOrdID of a run's first order. A venue refuses a ClOrdID it has seen that day, so
-/// a run must not count from 1 again: it starts above every ClOrdID in the session's store
-/// (an earlier run's orders, kept with `--store`), and at least at the seconds since
-/// midnight UTC times 1,000,000, above what any earlier run of the day used unless it
-/// averaged a million orders a second. Twelve digits hold it (the template's ClOrdID).
-pub(crate) fn first_cl_ord_id<S: SessionStore>(store: &S, now_ns: u64) -> u64 {
+/// a run must not count from 1 again: it starts above every ClOrdID of `stored` (the
+/// session's store: [`stored_cl_ord_ids`]), and at least at the seconds since midnight UTC
+/// times 1,000,000, above what any earlier run of the day used unless it averaged a
+/// million orders a second. Twelve digits hold it (the template's ClOrdID).
+pub(crate) fn first_cl_ord_id(stored: &[u64], now_ns: u64) -> u64 {
     let by_time = (now_ns / 1_000_000_000 % 86_400) * 1_000_000;
-    // Our ClOrdIDs grow with MsgSeqNum: the latest order that has one holds the largest.
-    let mut seq = store.next_sender_seq();
-    let mut stored = 0;
-    while seq > 1 {
-        seq -= 1;
-        let Some(m) = store.get(seq) else { continue };
-        let Ok(msg) = tickplant_wire::fix::Message::new_checked(&m) else { continue };
-        let id = msg.fields().flatten().find(|f| f.tag == 11).and_then(|f| f.as_uint().ok());
-        if let Some(id) = id {
-            stored = id;
-            break;
-        }
-    }
-    by_time.max(stored + 1)
+    // Not the latest order's: a SELL takes its BUY's number plus one, after later BUYs.
+    by_time.max(stored.iter().max().map_or(0, |m| m + 1))
 }
 
 /// Run the engine until `duration` passes or `stop` is set; then log out. The FIX session
@@ -662,7 +715,9 @@ pub(crate) fn first_cl_ord_id<S: SessionStore>(store: &S, now_ns: u64) -> u64 {
 /// goes on from them), in memory otherwise.
 pub fn run_trade(cfg: &TradeConfig, stop: &AtomicBool) -> std::io::Result<TradeReport> {
     match &cfg.store {
-        Some(dir) => run_trade_with(cfg, stop, crate::fix_store::FileStore::open(dir, false)?),
+        // A received message's number is kept once the engine has acted on it (a fill's
+        // SELL sent): a run stopped in between asks for the fill again at its next logon.
+        Some(dir) => run_trade_with(cfg, stop, crate::fix_store::FileStore::open(dir, false)?.holding_target()),
         None => run_trade_with(cfg, stop, MemoryStore::default()),
     }
 }
@@ -689,7 +744,8 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     scfg.reset_on_logon = cfg.reset_seq;
     scfg.logon_fields = cfg.credentials.logon_fields();
     // Before the Logon, which empties the store when asked to reset.
-    let first_id = first_cl_ord_id(&store, unix_ns());
+    let stored = stored_cl_ord_ids(&store);
+    let first_id = first_cl_ord_id(&stored, unix_ns());
     let mut s = Session::new(scfg, store);
     s.handle_connected(unix_ns());
     flush_counted(&mut s, &mut tcp, &mut sent)?;
@@ -702,6 +758,9 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
         order_fields: cfg.order_fields.clone(),
     });
     fttc.set_next_cl_ord_id(first_id);
+    // A BUY fill the venue resends after a restart (its receipt not yet kept when the run
+    // stopped) whose SELL went out before: not sent again.
+    fttc.set_sent_before(stored);
     let mut clock = TscClock::start();
     let start = Instant::now();
     let mut hs = [hist(), hist(), hist(), hist(), hist()];
@@ -900,6 +959,8 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
             }
         }
         flush_counted(&mut s, &mut tcp, &mut sent)?;
+        // Every event received so far is acted on and its orders written.
+        s.commit_received();
         if let Some(e) = s.store_failure() {
             return Err(std::io::Error::other(format!("the session store failed, trading stopped: {e}")));
         }
@@ -929,6 +990,7 @@ fn run_trade_with<S: SessionStore>(cfg: &TradeConfig, stop: &AtomicBool, store: 
     r.acks = st.acks;
     r.buy_fills = st.buy_fills;
     r.sells_sent = st.sells;
+    r.sells_sent_before = st.sells_sent_before;
     r.sell_fills = st.sell_fills;
     for (name, h) in ["1 parse", "2 decide", "3 order ready", "4 send", "tick-to-trade"].iter().zip(&hs) {
         r.latency_ns.insert(name.to_string(), latency(h, &clock));
@@ -986,6 +1048,72 @@ mod md_seq_tests {
 #[cfg(test)]
 mod exchange_tests {
     use super::{missing_order_field, Credentials};
+
+    /// An order whose ClOrdID the counterparty used before is refused (ExecutionReport
+    /// Rejected, OrdRejReason 6), as a venue refuses one within its day; the first is
+    /// acknowledged.
+    #[test]
+    fn the_exchange_refuses_a_cl_ord_id_used_before() {
+        use super::*;
+        let listen: SocketAddr = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let cfg = ExchangeConfig {
+            listen,
+            comp_id: "EX".into(),
+            fill_delay: Duration::from_secs(60),
+            fill_price: "100".into(),
+        };
+        let ex = std::thread::spawn({
+            let stop = stop.clone();
+            move || run_exchange(&cfg, stop)
+        });
+        let mut tcp = (0..100)
+            .find_map(|_| {
+                std::thread::sleep(Duration::from_millis(20));
+                TcpStream::connect(listen).ok()
+            })
+            .expect("the exchange listens");
+        tcp.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut s = Session::new(SessionConfig::new(Role::Initiator, "TP", "EX"), MemoryStore::default());
+        s.handle_connected(unix_ns());
+        let order: [(u32, &[u8]); 6] =
+            [(11, b"42"), (55, b"AAPL"), (54, b"1"), (60, b"20261129-14:30:00.000"), (38, b"100"), (40, b"1")];
+        let (mut reports, mut sent, mut buf) = (Vec::new(), false, [0u8; 4096]);
+        let t0 = Instant::now();
+        while reports.len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+            flush(&mut s, &mut tcp).unwrap();
+            if let Ok(n) = tcp.read(&mut buf) {
+                s.handle_bytes(unix_ns(), &buf[..n]);
+            }
+            while let Some(ev) = s.poll_event() {
+                match ev {
+                    SessionEvent::LoggedOn if !sent => {
+                        s.send(unix_ns(), "D", &order);
+                        s.send(unix_ns(), "D", &order);
+                        sent = true;
+                    }
+                    SessionEvent::App { msg_type, message, .. } if msg_type == b"8" => reports.push(message),
+                    _ => {}
+                }
+            }
+        }
+        let field = |m: &[u8], tag: u32| {
+            let m = Message::new_checked(m).unwrap();
+            m.fields().flatten().find(|f| f.tag == tag).map(|f| f.value.to_vec())
+        };
+        assert_eq!(reports.len(), 2);
+        assert_eq!(field(&reports[0], 39).as_deref(), Some(&b"0"[..]), "the first is acknowledged");
+        assert_eq!(field(&reports[1], 39).as_deref(), Some(&b"8"[..]), "the second is rejected");
+        assert_eq!(field(&reports[1], 103).as_deref(), Some(&b"6"[..]));
+        assert_eq!(field(&reports[1], 11).as_deref(), Some(&b"42"[..]));
+        stop.store(true, Ordering::Relaxed);
+        drop(tcp);
+        let r = ex.join().unwrap().unwrap();
+        assert_eq!((r.orders, r.acks, r.duplicates), (2, 1, 1));
+    }
 
     /// The password comes from a file's first line, is never printed, and goes into the
     /// Logon as 554 after the Username.

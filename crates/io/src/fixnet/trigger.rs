@@ -96,7 +96,7 @@ impl TriggerTrader {
             order_fields: cfg.order_fields.clone(),
         });
         fttc.set_triggers(Some(triggers));
-        fttc.set_next_cl_ord_id(first_cl_ord_id(&MemoryStore::default(), unix_ns()));
+        fttc.set_next_cl_ord_id(first_cl_ord_id(&[], unix_ns()));
         let tcp = TcpStream::connect(cfg.exchange)
             .map_err(|e| std::io::Error::new(e.kind(), format!("exchange {}: {e}", cfg.exchange)))?;
         tcp.set_nodelay(true)?;
