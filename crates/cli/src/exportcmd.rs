@@ -82,6 +82,11 @@ pub struct ExportArgs {
     /// holding another is an error that names both).
     #[arg(long, value_delimiter = ',', value_name = "GROUP:PORT[,GROUP:PORT]")]
     pub lines: Vec<String>,
+    /// Where ts_recv comes from: the capture's record times, or an Arista 7130 / Metamako
+    /// MetaWatch tap's trailer on each frame (frames without one keep the capture's time,
+    /// with a warning).
+    #[arg(long, default_value = "capture", value_name = "capture|metawatch")]
+    pub timestamps: String,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -93,6 +98,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     opts.set_lines(&a.lines).map_err(|e| anyhow!("--{e}"))?;
     opts.symbols = a.symbols.clone();
     opts.opra_fast_skip = a.header_bytes;
+    opts.timestamps = a.timestamps.parse().map_err(|e| anyhow!("--{e}"))?;
     let program = match (opts.feed, &a.templates) {
         (Feed::OpraFast, t) => Some(crate::decodecmd::opra_fast_program(t.as_deref())?),
         (_, Some(_)) => bail!("--templates is for --feed opra-fast"),

@@ -123,6 +123,99 @@ fn standard_output_takes_single_file_formats_and_may_close_early() {
     assert!(err.contains("`-` (standard output) takes dbn and jsonl"), "{err}");
 }
 
+/// A tap's hardware time stamps: each frame of a capture given an Arista 7130 (MetaWatch)
+/// trailer, read with `timestamps = metawatch`, gives every event its packet's trailer time
+/// as `ts_recv`; frames without one keep the capture's time and are warned of. (Wireshark's
+/// `metamako` dissector reads the same trailers: checked where tshark is installed.)
+#[test]
+fn metawatch_trailers_give_ts_recv() {
+    use tickplant_io::pcap::TimeSource;
+    use tickplant_io::{Format, FrameReader, FrameWriter};
+    let dir = tempfile::tempdir().unwrap();
+    day(dir.path());
+    let (pcap, tapped) = (dir.path().join("day.pcap"), dir.path().join("tapped.pcap"));
+    let mut r = FrameReader::open(&pcap).unwrap();
+    let mut w = FrameWriter::create(&tapped, r.link_type(), Format::PcapNs).unwrap();
+    let mut by_capture = HashMap::new();
+    let mut n = 0u64;
+    while let Some(f) = r.next_frame().unwrap() {
+        n += 1;
+        let mut data = f.data.to_vec();
+        // The tap's clock 3.5 us ahead of the host's, and a little different each frame; the
+        // first five frames came without a trailer.
+        if n > 5 {
+            let t = f.ts_ns - 3_500 + n % 97;
+            data.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+            data.extend_from_slice(&((t / 1_000_000_000) as u32).to_be_bytes());
+            data.extend_from_slice(&((t % 1_000_000_000) as u32).to_be_bytes());
+            data.extend_from_slice(&[0x01, 0x00, 0x07, 0x03]);
+            by_capture.insert(f.ts_ns, t);
+        }
+        w.write(f.ts_ns, &data).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(n > 1_000, "{n} frames");
+    let read = |path: &Path, ts: TimeSource| {
+        let mut o = ReadOptions::new(Feed::Itch50);
+        o.day = tickplant_core::itch::midnight_eastern_ns(DATE).unwrap().into();
+        o.timestamps = ts;
+        let mut r = EventReader::open(path, &o, None).unwrap();
+        let mut ev = Vec::new();
+        r.read_all(&mut ev).unwrap();
+        (ev, r.warnings())
+    };
+    let (plain, _) = read(&pcap, TimeSource::Capture);
+    let (tap, warnings) = read(&tapped, TimeSource::MetaWatch);
+    assert_eq!(plain.len(), tap.len());
+    let mut taken = 0;
+    for (p, t) in plain.iter().zip(&tap) {
+        assert_eq!((p.sequence, p.ts_event), (t.sequence, t.ts_event));
+        match by_capture.get(&p.ts_recv) {
+            Some(&trailer) => {
+                assert_eq!(t.ts_recv, trailer, "event {}", p.sequence);
+                taken += 1;
+            }
+            None => assert_eq!(t.ts_recv, p.ts_recv, "no trailer: the capture's time"),
+        }
+    }
+    assert!(taken > 39_900, "{taken} events with the tap's time");
+    let want = format!("5 of its {n} frames had no MetaWatch trailer time");
+    assert!(warnings.iter().any(|w| w.contains(&want)), "{warnings:?}");
+    // The command line's flag; a bad value says what the good ones are.
+    let out = dir.path().join("t.jsonl");
+    let err = tp(&["export", "jsonl", "--feed", "itch50", "--date", DATE, "--timestamps", "metawatch"]
+        .into_iter()
+        .chain([tapped.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .collect::<Vec<_>>());
+    assert!(err.contains(&want), "{err}");
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first["ts_recv"], tap[0].ts_recv);
+    let mut c = Command::new(BIN);
+    c.args(["export", "jsonl", "--feed", "itch50", "--timestamps", "ptp"]).arg(&tapped);
+    let o = c.args(["--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"metawatch\""), "{}", String::from_utf8_lossy(&o.stderr));
+    // Wireshark's dissector reads the trailers as written, where it is installed: the sixth
+    // frame's (the first with one) time of day to the nanosecond.
+    let ts = Command::new("tshark")
+        .env("TZ", "UTC")
+        .args(["-r", tapped.to_str().unwrap(), "-c", "6", "--enable-heuristic", "metamako_eth", "-T", "fields"])
+        .args(["-e", "metamako.time", "-e", "metamako.srcdevice", "-e", "metamako.srcport"])
+        .output();
+    match ts {
+        Ok(o) if o.status.success() => {
+            let out = String::from_utf8_lossy(&o.stdout).to_string();
+            let sixth = out.lines().nth(5).unwrap_or_default();
+            let mut r = FrameReader::open(&tapped).unwrap();
+            let f = (0..6).map(|_| r.next_frame().unwrap().unwrap().ts_ns).last().unwrap();
+            let t = by_capture[&f];
+            let (day_s, ns) = ((t / 1_000_000_000) % 86_400, t % 1_000_000_000);
+            let want = format!("{:02}:{:02}:{:02}.{ns:09} UTC\t7\t3", day_s / 3600, day_s / 60 % 60, day_s % 60);
+            assert!(sixth.ends_with(&want), "tshark: {sixth:?}, written {want:?}");
+        }
+        _ => eprintln!("tshark is not installed here: the trailers were not read by Wireshark"),
+    }
+}
+
 #[test]
 fn dbn_mbo_rebuilds_the_simulators_books() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,7 +37,7 @@ use tickplant_wire::itch50::{self, frame_at, Framing};
 use tickplant_wire::xdp_integrated::Dialect;
 
 use crate::itch::{open_whole, ItchInput, WholeFile};
-use crate::pcap::{FrameReader, PcapError};
+use crate::pcap::{FrameReader, PcapError, TimeSource};
 
 /// The feeds a file can be read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,6 +130,9 @@ pub struct ReadOptions {
     /// capture (`hr-000.pcap`, `hr-001.pcap`, ... as `--rotate` writes them), whose books
     /// and sequence numbers go on from one file to the next.
     pub then: Vec<PathBuf>,
+    /// Captures: where `ts_recv` comes from: the capture's record times, or a tap's
+    /// hardware time stamp in each frame's trailer.
+    pub timestamps: TimeSource,
 }
 
 /// How long (capture time) a read waits for a packet that came out of order, or that one
@@ -153,6 +156,7 @@ impl ReadOptions {
             opra_fast_skip: 5,
             lines: Vec::new(),
             then: Vec::new(),
+            timestamps: TimeSource::Capture,
         }
     }
 
@@ -282,6 +286,8 @@ enum Src {
         /// The lines asked for ([`ReadOptions::lines`]), for the error of a read that found
         /// none of them.
         lines: Vec<Endpoint>,
+        /// Frames of the files already read without a trailer time ([`ReadOptions::timestamps`]).
+        trailer_before: u64,
     },
 }
 
@@ -379,7 +385,8 @@ impl<'p> EventReader<'p> {
         };
         let down = Down { feed: FeedHandler::new(feed), kept };
         let src = if kind == ItchInput::Capture {
-            let reader = FrameReader::open(path)?;
+            let mut reader = FrameReader::open(path)?;
+            reader.set_time_source(opts.timestamps);
             if reader.is_binary_file() && opts.feed != Feed::Itch50 {
                 return Err(bad(format!("{}: an ITCH 5.0 BinaryFILE, not {:?} data", path.display(), opts.feed)));
             }
@@ -429,6 +436,7 @@ impl<'p> EventReader<'p> {
                 rest: opts.then.iter().cloned().collect(),
                 cut_before: Default::default(),
                 lines: opts.lines.clone(),
+                trailer_before: 0,
             }
         } else {
             if !opts.then.is_empty() {
@@ -503,11 +511,18 @@ impl<'p> EventReader<'p> {
     pub fn warnings(&self) -> Vec<String> {
         let path = self.name.clone();
         let mut w = Vec::new();
-        if let Src::Capture { reader, cut_before, .. } = &self.src {
+        if let Src::Capture { reader, cut_before, trailer_before, frames, .. } = &self.src {
             let mut cut = reader.cut_short();
             cut.frames += cut_before.frames;
             cut.kept_max = cut.kept_max.max(cut_before.kept_max);
             w.extend(cut.warning(&path));
+            let missing = trailer_before + reader.trailer_missing();
+            if missing > 0 {
+                w.push(format!(
+                    "{path}: {missing} of its {frames} frames had no MetaWatch trailer time (timestamps=\"metawatch\"): \
+                     their ts_recv is the capture's own"
+                ));
+            }
         }
         if self.day_unused {
             w.push(format!(
@@ -673,7 +688,7 @@ impl<'p> EventReader<'p> {
                     self.done = true;
                 }
             }
-            Src::Capture { reader, arb, now, frames, bytes, rest, cut_before, .. } => {
+            Src::Capture { reader, arb, now, frames, bytes, rest, cut_before, trailer_before, .. } => {
                 let start = self.down.kept.pending.len();
                 // Frames until some events are waiting (or the file ends).
                 while self.down.kept.pending.len() == start {
@@ -681,7 +696,9 @@ impl<'p> EventReader<'p> {
                         if let Some(next) = rest.pop_front() {
                             // The next file of the stream: the arbitrator, the feed and
                             // its books go on; errors name this file from now on.
-                            let r = FrameReader::open(&next)?;
+                            let mut r = FrameReader::open(&next)?;
+                            r.set_time_source(reader.time_source());
+                            *trailer_before += reader.trailer_missing();
                             let cut = reader.cut_short();
                             cut_before.frames += cut.frames;
                             cut_before.kept_max = cut_before.kept_max.max(cut.kept_max);

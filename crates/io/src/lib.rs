@@ -35,6 +35,7 @@ pub mod recovery;
 pub mod replay;
 pub mod runner;
 pub mod source;
+pub mod trailer;
 pub mod tstamp;
 
 pub use pcap::{Format, Frame, FrameReader, FrameWriter, MergedReader, PcapError};

@@ -26,6 +26,8 @@ use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
 use pcap_file::DataLink;
 use tickplant_core::LinkType;
 
+pub use crate::trailer::TimeSource;
+
 pub use crate::frame::{capture_magic, Frame, PcapError};
 
 /// Largest captured frame accepted (pcap's customary snaplen).
@@ -122,6 +124,10 @@ pub struct FrameReader {
     done: bool,
     /// Frames the capture kept less of than was on the wire, and the most it kept of one.
     cut: CutShort,
+    /// Where frame times come from, and the frames that had no time there (they keep the
+    /// capture's).
+    time_source: TimeSource,
+    trailer_missing: u64,
 }
 
 /// Frames a capture cut short (its snapshot length below the frame's length): what they
@@ -256,6 +262,8 @@ impl FrameReader {
                             buf: Vec::new(),
                             done: false,
                             cut: CutShort::default(),
+                            time_source: TimeSource::Capture,
+                            trailer_missing: 0,
                         });
                     }
                     _ => {
@@ -300,6 +308,8 @@ impl FrameReader {
             buf: Vec::with_capacity(2048),
             done: false,
             cut: CutShort::default(),
+            time_source: TimeSource::Capture,
+            trailer_missing: 0,
         })
     }
 
@@ -321,6 +331,22 @@ impl FrameReader {
     /// Frames read so far that the capture cut short.
     pub fn cut_short(&self) -> CutShort {
         self.cut
+    }
+    /// Take frame times from `source` (a tap's trailer) from the next frame on. An ITCH
+    /// BinaryFILE has no frames of its own to carry one: it keeps its times.
+    pub fn set_time_source(&mut self, source: TimeSource) {
+        if !self.is_binary_file() {
+            self.time_source = source;
+        }
+    }
+    /// Where frame times come from ([`FrameReader::set_time_source`]).
+    pub fn time_source(&self) -> TimeSource {
+        self.time_source
+    }
+    /// Frames read so far without a time where [`FrameReader::set_time_source`] said to
+    /// look (no valid trailer): they kept the capture's own.
+    pub fn trailer_missing(&self) -> u64 {
+        self.trailer_missing
     }
 
     fn err(&self, offset: Option<u64>, reason: impl Into<String>) -> PcapError {
@@ -349,10 +375,20 @@ impl FrameReader {
     /// Read the next frame into the internal buffer; false at the end of the file.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, PcapError> {
-        if self.advance_quick().is_some() {
-            return Ok(true);
+        let more = if self.advance_quick().is_some() { true } else { self.advance_slow()? };
+        if more && self.time_source != TimeSource::Capture {
+            self.trailer_time();
         }
-        self.advance_slow()
+        Ok(more)
+    }
+
+    /// The frame's time from its trailer, where it has a valid one.
+    fn trailer_time(&mut self) {
+        let (link, ts) = (self.link, self.ts_ns);
+        match crate::trailer::metawatch_ns(link, self.current().data, ts) {
+            Some(t) => self.ts_ns = t,
+            None => self.trailer_missing += 1,
+        }
     }
 
     /// The next classic record where it is wholly there and valid: the replay's per-frame

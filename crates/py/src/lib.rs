@@ -291,7 +291,7 @@ impl Reader {
 }
 
 #[pyfunction]
-#[pyo3(signature = (path, feed="itch50", date="auto", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None, lines=None, then=None))]
+#[pyo3(signature = (path, feed="itch50", date="auto", infer_length=false, symbols=None, actions=None, types=None, templates=None, header_bytes=5, max_orders=None, lines=None, then=None, timestamps="capture"))]
 #[allow(clippy::too_many_arguments)]
 fn open_reader(
     path: PathBuf,
@@ -306,11 +306,13 @@ fn open_reader(
     max_orders: Option<usize>,
     lines: Option<Vec<String>>,
     then: Option<Vec<PathBuf>>,
+    timestamps: &str,
 ) -> PyResult<Reader> {
     let (mut o, program) =
         options(feed, date, infer_length, symbols, actions, types, templates, header_bytes, max_orders)?;
     o.set_lines(&lines.unwrap_or_default()).map_err(bad_arg)?;
     o.then = then.unwrap_or_default();
+    o.timestamps = timestamps.parse().map_err(bad_arg)?;
     let inner = EventReader::open(&path, &o, program).map_err(err)?;
     Ok(Reader { inner })
 }
@@ -319,7 +321,7 @@ fn open_reader(
 /// JSON lines; the
 /// export's report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="auto", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5, lines=None, then=None))]
+#[pyo3(signature = (path, format, out, feed="itch50", schema="mbo", date="auto", infer_length=false, symbols=None, actions=None, templates=None, header_bytes=5, lines=None, then=None, timestamps="capture"))]
 #[allow(clippy::too_many_arguments)]
 fn export(
     py: Python<'_>,
@@ -336,6 +338,7 @@ fn export(
     header_bytes: usize,
     lines: Option<Vec<String>>,
     then: Option<Vec<PathBuf>>,
+    timestamps: &str,
 ) -> PyResult<String> {
     let format = match (format, schema) {
         ("dbn", "mbo") => ExportFormat::DbnMbo,
@@ -349,6 +352,7 @@ fn export(
     let (mut o, program) = options(feed, date, infer_length, symbols, actions, None, templates, header_bytes, None)?;
     o.set_lines(&lines.unwrap_or_default()).map_err(bad_arg)?;
     o.then = then.unwrap_or_default();
+    o.timestamps = timestamps.parse().map_err(bad_arg)?;
     let mut reader = EventReader::open(&path, &o, program).map_err(err)?;
     let mut interrupted = None;
     let report = export_events(&mut reader, format, &out, |_, _| {

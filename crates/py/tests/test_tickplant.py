@@ -627,6 +627,33 @@ def test_a_rotated_capture_reads_as_the_whole(day, tmp_path):
         tickplant.read([])
 
 
+def test_tap_trailers_give_ts_recv(day, tmp_path):
+    """Frames with an Arista 7130 (MetaWatch) trailer: timestamps="metawatch" takes ts_recv
+    from it; frames without one keep the capture's time, with a warning."""
+    raw = (day / "day.pcap").read_bytes()
+    nanos = struct.unpack_from("<I", raw, 0)[0] == 0xA1B23C4D
+    out, pos, n = bytearray(raw[:24]), 24, 0
+    while pos < len(raw):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", raw, pos)
+        data = bytes(raw[pos + 16:pos + 16 + incl])
+        pos += 16 + incl
+        n += 1
+        if n > 1:
+            t = sec * 10**9 + (frac if nanos else frac * 1000) + 250_000  # the tap 250 us later
+            data += b"\xde\xad\xbe\xef" + struct.pack(">II", t // 10**9, t % 10**9) + b"\x01\x00\x07\x03"
+        out += struct.pack("<IIII", sec, frac, len(data), len(data)) + data
+    (tmp_path / "tap.pcap").write_bytes(bytes(out))
+    plain = tickplant.read(day / "day.pcap", date=DATE)
+    with pytest.warns(UserWarning, match=f"1 of its {n} frames had no MetaWatch trailer time"):
+        tap = tickplant.read(tmp_path / "tap.pcap", date=DATE, timestamps="metawatch")
+    first = plain["ts_recv"] == plain["ts_recv"][0]
+    assert np.array_equal(tap["ts_recv"][first], plain["ts_recv"][first])
+    assert np.array_equal(tap["ts_recv"][~first], plain["ts_recv"][~first] + 250_000)
+    assert np.array_equal(tickplant.read(tmp_path / "tap.pcap", date=DATE)["ts_recv"], plain["ts_recv"])
+    with pytest.raises(ValueError, match="metawatch"):
+        tickplant.read(tmp_path / "tap.pcap", timestamps="ptp")
+
+
 def test_a_capture_cut_short_warns(day, tmp_path):
     """A capture whose snapshot length cut frames short: the read warns, by count, and what
     those frames carried is gap records."""

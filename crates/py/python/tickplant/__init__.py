@@ -204,7 +204,8 @@ def _paths(path):
     return str(path), []
 
 
-def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines):
+def _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines,
+          timestamps="capture"):
     if feed not in _FEEDS:
         raise ValueError(f"feed={feed!r}: one of {', '.join(_FEEDS)}")
     actions, codes = _split_types(types)
@@ -213,7 +214,7 @@ def _open(path, feed, symbols, types, date, infer_length, templates, header_byte
         first, feed=feed, date=date, infer_length=infer_length,
         symbols=_names(symbols) or None, actions=actions, types=codes,
         templates=None if templates is None else str(templates), header_bytes=header_bytes,
-        max_orders=max_orders, lines=_names(lines), then=then,
+        max_orders=max_orders, lines=_names(lines), then=then, timestamps=timestamps,
     )
 
 
@@ -274,6 +275,7 @@ def read(
     max_orders: Optional[int] = None,
     progress: bool = False,
     lines: Optional[Sequence[str]] = None,
+    timestamps: str = "capture",
 ) -> Union[EventArray, Iterator[EventArray]]:
     """Normalized events of a file, as a numpy structured array of ``EVENT_DTYPE``.
 
@@ -290,8 +292,12 @@ def read(
     ``lines``: in a capture, the destination to read (``"233.54.12.111:26400"``), or the
     two of one feed's A and B lines, read arbitrated; by default the one the first packet
     goes to (a capture holding another is an error that names both).
+    ``timestamps``: where ``ts_recv`` comes from: ``"capture"`` (the capture's record
+    times) or ``"metawatch"`` (an Arista 7130 / Metamako MetaWatch tap's trailer on each
+    frame; frames without one keep the capture's time, with a warning).
     """
-    reader = _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines)
+    reader = _open(path, feed, symbols, types, date, infer_length, templates, header_bytes, max_orders, lines,
+                   timestamps)
     if chunk is not None:
         if chunk <= 0:
             raise ValueError("chunk must be at least 1")
@@ -325,6 +331,7 @@ def export(
     templates=None,
     header_bytes: int = 5,
     lines: Optional[Sequence[str]] = None,
+    timestamps: str = "capture",
 ) -> dict:
     """Write a file's events (``path`` as for :func:`read`, a list of captures included) as ``"dbn"`` (``schema`` ``"mbo"`` or ``"mbp-1"``), ``"parquet"``
     (tickplant's events, a catalog directory), ``"nautilus"`` (NautilusTrader's order book
@@ -338,7 +345,7 @@ def export(
             infer_length=infer_length, symbols=_names(symbols) or None,
             actions=_names(actions) or None,
             templates=None if templates is None else str(templates), header_bytes=header_bytes,
-            lines=_names(lines), then=then,
+            lines=_names(lines), then=then, timestamps=timestamps,
         )
     )
     _warn_unnamed(report["unnamed"])

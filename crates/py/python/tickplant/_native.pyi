@@ -20,6 +20,7 @@ def open_reader(
     max_orders: Optional[int] = ...,
     lines: Optional[Sequence[str]] = ...,
     then: Optional[Sequence[str]] = ...,
+    timestamps: str = ...,
 ) -> Reader: ...
 def export(
     path: str,
@@ -35,6 +36,7 @@ def export(
     header_bytes: int = ...,
     lines: Optional[Sequence[str]] = ...,
     then: Optional[Sequence[str]] = ...,
+    timestamps: str = ...,
 ) -> str: ...
 def read_parquet(path: str) -> EventBuffer: ...
 def read_dbn(path: str) -> EventBuffer: ...
