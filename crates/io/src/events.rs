@@ -516,6 +516,18 @@ impl<'p> EventReader<'p> {
             cut.frames += cut_before.frames;
             cut.kept_max = cut.kept_max.max(cut_before.kept_max);
             w.extend(cut.warning(&path));
+            // Packets of the protocol whose messages all failed: most likely another feed's
+            // (a short capture of adds whose symbols it never maps fails so too: a warning).
+            let st = self.stats();
+            if self.done && st.messages > 0 && st.decoded == 0 {
+                w.push(format!(
+                    "{path}: {} of its frames read as packets of {}, but none of their {} messages decoded: a \
+                     capture of another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast)",
+                    st.frames - st.other_frames,
+                    self.read_as,
+                    st.messages
+                ));
+            }
             let missing = trailer_before + reader.trailer_missing();
             if missing > 0 {
                 w.push(format!(
@@ -747,16 +759,6 @@ impl<'p> EventReader<'p> {
         let st = self.stats();
         if self.done && st.frames > 0 && st.other_frames == st.frames {
             return Err(nothing_of_the_feed(&self.path, self.read_as, &self.lines(), st.frames));
-        }
-        if self.done && st.frames > 0 && st.messages > 0 && st.decoded == 0 {
-            let reason = format!(
-                "{} of its frames read as packets of {}, but none of their {} messages decoded: a capture of \
-                 another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, opra-binary, opra-fast)",
-                st.frames - st.other_frames,
-                self.read_as,
-                st.messages
-            );
-            return Err(PcapError { path: self.path.clone(), frame: None, offset: None, reason }.into());
         }
         Ok(())
     }
