@@ -756,9 +756,11 @@ impl<'p> EventReader<'p> {
         }
         // Not one frame of the feed in the whole read: the wrong feed named, or a line the
         // capture does not hold. Said, rather than an empty result.
-        let st = self.stats();
-        if self.done && st.frames > 0 && st.other_frames == st.frames {
-            return Err(nothing_of_the_feed(&self.path, self.read_as, &self.lines(), st.frames));
+        if self.done {
+            let st = self.stats();
+            if st.frames > 0 && st.other_frames == st.frames {
+                return Err(nothing_of_the_feed(&self.path, self.read_as, &self.lines(), st.frames));
+            }
         }
         Ok(())
     }
@@ -819,15 +821,13 @@ fn nothing_of_the_feed(path: &Path, feed: Feed, lines: &[Endpoint], frames: u64)
         let asked = lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
         format!(
             "none of its {frames} frames holds a packet of {feed} to {asked} (the lines asked for): its UDP \
-             datagrams \
-             go to {listed}{more}"
+             datagrams go to {listed}{more}"
         )
     } else {
         format!(
             "none of its {frames} frames holds a packet of {feed}: its UDP datagrams (to {listed}{more}) do not \
-             read as \
-             {protocol}. A capture of another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, opra-binary, \
-             opra-fast)"
+             read as {protocol}. A capture of another feed? (feed=, --feed: itch50, nyse-xdp, nyse-pillar, \
+             opra-binary, opra-fast)"
         )
     };
     PcapError { path: path.to_path_buf(), frame: None, offset: None, reason }.into()
