@@ -194,6 +194,31 @@ fn metawatch_trailers_give_ts_recv() {
     c.args(["export", "jsonl", "--feed", "itch50", "--timestamps", "ptp"]).arg(&tapped);
     let o = c.args(["--out", out.to_str().unwrap()]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("\"metawatch\""), "{}", String::from_utf8_lossy(&o.stderr));
+    // The pipeline takes them too (`[source] timestamps`): a consumer's events carry them.
+    let cfg = dir.path().join("run.toml");
+    let toml = format!(
+        "[source]\na = {tapped:?}\ndate = \"{DATE}\"\ntimestamps = \"metawatch\"\n\
+         [[consumer]]\nname = \"all\"\naction = \"jsonl\"\npath = \"run.jsonl\"\n"
+    );
+    std::fs::write(&cfg, &toml).unwrap();
+    let o = Command::new(BIN).args(["run", cfg.to_str().unwrap()]).current_dir(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("5 frames had no MetaWatch trailer time"), "{err}");
+    let by_seq: HashMap<u64, u64> = tap.iter().map(|e| (e.sequence, e.ts_recv)).collect();
+    let run = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+    let mut seen = 0;
+    for l in run.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if let (Some(seq), Some(ts)) = (v["sequence"].as_u64(), v["ts_recv"].as_u64()) {
+            assert_eq!(Some(&ts), by_seq.get(&seq), "run event {seq}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 39_000, "{seen} events of the run");
+    std::fs::write(&cfg, toml.replace("metawatch", "ptp")).unwrap();
+    let o = Command::new(BIN).args(["run", cfg.to_str().unwrap()]).current_dir(dir.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[source] timestamps \"ptp\""), "{o:?}");
     // Wireshark's dissector reads the trailers as written, where it is installed: the sixth
     // frame's (the first with one) time of day to the nanosecond.
     let ts = Command::new("tshark")

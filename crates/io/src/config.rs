@@ -695,6 +695,14 @@ pub struct Source {
     /// day the capture was received on (see `SessionDay::FromCapture`).
     #[serde(default = "default_date")]
     pub date: String,
+    /// Captures: where frame times come from: "capture" (the capture's record times) or
+    /// "metawatch" (an Arista 7130 / Metamako MetaWatch tap's trailer on each frame).
+    #[serde(default = "default_timestamps")]
+    pub timestamps: String,
+}
+
+fn default_timestamps() -> String {
+    "capture".into()
 }
 
 fn default_max_series() -> usize {
@@ -1028,6 +1036,7 @@ impl RunConfig {
         }
         let day = tickplant_core::itch::SessionDay::parse(&self.source.date)
             .map_err(|e| invalid(format!("[source] date: {e}")))?;
+        let timestamps = self.source.timestamps.parse().map_err(|e| invalid(format!("[source] {e}")))?;
         let mut consumers = Vec::new();
         let mut names = std::collections::HashSet::new();
         for c in &self.consumers {
@@ -1097,6 +1106,7 @@ impl RunConfig {
             policy_changes: arb.changes()?,
             book_stream: self.book.stream,
             day,
+            timestamps,
             book,
             consumers,
             producer_core: self.run.producer_core,

@@ -828,6 +828,14 @@ impl MergedReader {
         &self.readers
     }
 
+    /// Every input's frame times from `source` ([`FrameReader::set_time_source`]); the
+    /// inputs are merged by those times.
+    pub fn set_time_source(&mut self, source: TimeSource) {
+        for r in &mut self.readers {
+            r.set_time_source(source);
+        }
+    }
+
     /// The next frame of all inputs and its input index; `Ok(None)` when all are done.
     pub fn next_frame(&mut self) -> Result<Option<(usize, Frame<'_>)>, PcapError> {
         if !self.started {

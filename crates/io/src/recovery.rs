@@ -375,6 +375,9 @@ impl<S: Source> Source for Prefixed<S> {
     fn cut_short(&self, input: usize) -> crate::pcap::CutShort {
         self.inner.cut_short(input)
     }
+    fn trailer_missing(&self, input: usize) -> u64 {
+        self.inner.trailer_missing(input)
+    }
     fn send_request(&mut self, request: &[u8]) {
         self.inner.send_request(request)
     }

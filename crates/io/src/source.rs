@@ -42,6 +42,11 @@ pub trait Source {
     fn cut_short(&self, _input: usize) -> crate::pcap::CutShort {
         crate::pcap::CutShort::default()
     }
+    /// Frames of an input without a trailer time where its frame times were to come from
+    /// one ([`crate::pcap::TimeSource`]): they kept the capture's.
+    fn trailer_missing(&self, _input: usize) -> u64 {
+        0
+    }
     /// Send a re-request to the exchange's retransmission server (a live source opened
     /// with one; nothing otherwise).
     fn send_request(&mut self, _request: &[u8]) {}
@@ -67,6 +72,9 @@ impl Source for MergedReader {
     }
     fn cut_short(&self, input: usize) -> crate::pcap::CutShort {
         self.readers()[input].cut_short()
+    }
+    fn trailer_missing(&self, input: usize) -> u64 {
+        self.readers()[input].trailer_missing()
     }
 }
 
@@ -165,6 +173,12 @@ impl Source for AnySource {
             AnySource::Live(_) => crate::pcap::CutShort::default(),
         }
     }
+    fn trailer_missing(&self, input: usize) -> u64 {
+        match self {
+            AnySource::Captures(m) => Source::trailer_missing(m, input),
+            AnySource::Live(_) => 0,
+        }
+    }
     fn send_request(&mut self, request: &[u8]) {
         if let AnySource::Live(l) = self {
             l.send_request(request);
@@ -230,6 +244,13 @@ impl AnySource {
                 format!("{protocol:?}").to_lowercase()
             ))),
             _ => Ok(()),
+        }
+    }
+    /// Captures: take frame times from `source` (a tap's trailer); live inputs keep the
+    /// kernel's receive times.
+    pub fn set_time_source(&mut self, source: crate::pcap::TimeSource) {
+        if let AnySource::Captures(m) = self {
+            m.set_time_source(source);
         }
     }
     /// Whether the inputs are live groups.

@@ -37,6 +37,7 @@ fn spec(inputs: Vec<PathBuf>, xml: &str, reset_per_block: bool, consumers: Vec<C
         sequencer: sequencer(),
         arb: tickplant_core::ArbConfig { start_seq: Some(1), ..Default::default() },
         day: 0.into(),
+        timestamps: Default::default(),
         book: Default::default(),
         consumers,
         producer_core: None,

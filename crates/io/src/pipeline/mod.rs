@@ -300,6 +300,8 @@ pub struct PipelineSpec {
     pub policy_changes: Vec<(u64, tickplant_core::Policy)>,
     /// ITCH: where its timestamps count from (`[source] date`).
     pub day: tickplant_core::itch::SessionDay,
+    /// Captures: where frame times come from (`[source] timestamps`).
+    pub timestamps: crate::pcap::TimeSource,
     pub book: BookConfig,
     pub consumers: Vec<ConsumerSpec>,
     /// Pin the producer thread to this CPU.
@@ -589,7 +591,9 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         return Err(cfg_err(format!("the pipeline takes one or two captures, not {}", spec.inputs.len())));
     }
     check_cores(spec).map_err(cfg_err)?;
-    let mut source = Prefixed::new(AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?);
+    let mut source = AnySource::open(&spec.inputs, &spec.live).map_err(source_error)?;
+    source.set_time_source(spec.timestamps);
+    let mut source = Prefixed::new(source);
     source.inner.check_protocol(spec.sequencer.protocol).map_err(|e| cfg_err(e.to_string()))?;
     if let Some(f) = source.inner.binary_file() {
         if !matches!(spec.decoder, FeedDecoder::Itch50) {
@@ -957,6 +961,10 @@ pub fn run(spec: &PipelineSpec) -> Result<Outcome, PipelineError> {
         cut_short: (0..source.inputs())
             .map(|i| (source.input_name(i), source.cut_short(i)))
             .filter(|(_, c)| c.frames > 0)
+            .collect(),
+        trailer_missing: (0..source.inputs())
+            .map(|i| (source.input_name(i), source.trailer_missing(i)))
+            .filter(|(_, n)| *n > 0)
             .collect(),
         sent: sent.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         feed: feed_name.to_string(),

@@ -163,6 +163,10 @@ pub struct Report {
     /// input: those frames count as other, and what they carried as gaps.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub cut_short: BTreeMap<String, crate::pcap::CutShort>,
+    /// `[source] timestamps = "metawatch"`: frames without a tap's trailer, by input (they
+    /// kept the capture's time).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub trailer_missing: BTreeMap<String, u64>,
     /// Streams sent on to groups (`hr-out = "udp://..."`): datagrams, bytes, send errors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sent: BTreeMap<String, crate::outputs::SentStats>,
@@ -325,6 +329,10 @@ pub fn summary(r: &Report) -> String {
         if let Some(w) = c.warning(input) {
             let _ = writeln!(s, "  warning: {w}");
         }
+    }
+    for (input, n) in &r.trailer_missing {
+        let _ =
+            writeln!(s, "  warning: {input}: {n} frames had no MetaWatch trailer time: their time is the capture's");
     }
     if r.new_sessions > 0 {
         let _ = writeln!(

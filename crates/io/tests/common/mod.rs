@@ -47,6 +47,7 @@ pub fn itch_spec(input: PathBuf, consumers: Vec<ConsumerSpec>) -> PipelineSpec {
         sequencer: tickplant_core::SequencerConfig::preset(tickplant_core::Protocol::Moldudp64),
         arb: Default::default(),
         day: 0.into(),
+        timestamps: Default::default(),
         book: Default::default(),
         consumers,
         producer_core: None,
