@@ -114,6 +114,14 @@ pub struct FttcStats {
     pub sells_sent_before: u64,
 }
 
+/// A new order's ClOrdID from `next` (every other number: the one after is the SELL's of
+/// its fill). A free function, so that it can be called while a symbol's state is borrowed.
+fn take_id(next: &mut u64) -> u64 {
+    let id = *next;
+    *next += 2;
+    id
+}
+
 /// A symbol's state; its index in `Fttc::symbols` is its id (for risk).
 struct SymbolState {
     template: OrderTemplate,
@@ -488,8 +496,7 @@ impl Fttc {
                 if self.risk.check(now, &intent).is_err() {
                     continue;
                 }
-                let cl_ord_id = self.next_id;
-                self.next_id += 2;
+                let cl_ord_id = take_id(&mut self.next_id);
                 if order(st, &mut self.counters, cl_ord_id, b'1', now, next_seq, send).is_ok() {
                     self.stats.buys += 1;
                     orders += 1;
@@ -624,11 +631,7 @@ impl Fttc {
             // ClOrdID that is not a number, not ours: a number of the SELL's own.)
             let sell_id = match cl_ord_id {
                 Some(buy) => buy + 1,
-                None => {
-                    let id = self.next_id;
-                    self.next_id += 2;
-                    id + 1
-                }
+                None => take_id(&mut self.next_id) + 1,
             };
             if self.sent_before.contains(&sell_id) {
                 // Sent before a restart: open (or filled, its fill to come) at the venue.
@@ -752,8 +755,7 @@ impl Fttc {
                 self.stats.template_errors += 1;
                 continue;
             }
-            let cl_ord_id = self.next_id;
-            self.next_id += 2;
+            let cl_ord_id = take_id(&mut self.next_id);
             let side = if action.buy { b'1' } else { b'2' };
             match order(st, &mut self.counters, cl_ord_id, side, now, next_seq, send) {
                 Ok(()) => {

@@ -311,16 +311,8 @@ fn serve(
                     if !cl_ord_ids.insert(value(&ix, 11)) {
                         // A ClOrdID seen before: refused, as a venue refuses one within its
                         // day (QuickFIX's words: OrdRejReason 6, Duplicate Order).
-                        let o = Resting {
-                            due: Instant::now(),
-                            order_id: 0,
-                            cl_ord_id: value(&ix, 11),
-                            symbol: value(&ix, 55),
-                            side: value(&ix, 54),
-                            qty: value(&ix, 38),
-                            price: px,
-                        };
-                        rejected_report(s, &o, fix42, b"6", b"duplicate ClOrdID");
+                        let order = [11, 55, 54, 38].map(|tag| value(&ix, tag));
+                        rejected_report(s, &order, fix42, b"6", b"duplicate ClOrdID");
                         r.duplicates += 1;
                         continue;
                     }
@@ -416,11 +408,12 @@ fn exec_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, filled: bool, f
     s.send(unix_ns(), "8", &fields);
 }
 
-/// An ExecutionReport refusing an order: OrdStatus and ExecType Rejected, its OrdRejReason
-/// and Text.
-fn rejected_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, fix42: bool, reason: &[u8], text: &[u8]) {
+/// An ExecutionReport refusing an order (its ClOrdID, Symbol, Side and OrderQty): OrdStatus
+/// and ExecType Rejected, its OrdRejReason and Text.
+fn rejected_report<S: SessionStore>(s: &mut Session<S>, order: &[Vec<u8>; 4], fix42: bool, reason: &[u8], text: &[u8]) {
+    let [cl_ord_id, symbol, side, qty] = order;
     let exec_id = format!("R{}", unix_ns());
-    let mut fields: Vec<(u32, &[u8])> = vec![(37, b"NONE"), (11, &o.cl_ord_id), (17, exec_id.as_bytes())];
+    let mut fields: Vec<(u32, &[u8])> = vec![(37, b"NONE"), (11, cl_ord_id), (17, exec_id.as_bytes())];
     if fix42 {
         fields.push((20, b"0"));
     }
@@ -428,9 +421,9 @@ fn rejected_report<S: SessionStore>(s: &mut Session<S>, o: &Resting, fix42: bool
         (150, b"8"),
         (39, b"8"),
         (103, reason),
-        (55, &o.symbol),
-        (54, &o.side),
-        (38, &o.qty),
+        (55, symbol),
+        (54, side),
+        (38, qty),
         (32, b"0"),
         (31, b"0"),
         (151, b"0"),
